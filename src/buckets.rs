@@ -1,0 +1,72 @@
+//! Buckets: the groups of documents that share a key in one LSH band or SimHash piece.
+//!
+//! Only buckets of two or more documents are kept, as one flat list of document ids plus bucket
+//! boundaries, so a table costs 4 bytes per bucketed document whatever the bucket sizes.
+
+use rayon::slice::ParallelSliceMut;
+
+/// The multi-document buckets of one table (band or piece), in key order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Buckets {
+    docs: Vec<u32>,
+    /// Start of each bucket in `docs`, plus a final end.
+    bounds: Vec<u32>,
+}
+
+impl Buckets {
+    /// Groups `(key, doc)` entries by key; documents within a bucket come out in increasing id
+    /// order, buckets in key order, so the result does not depend on the input order.
+    pub fn from_keys(mut entries: Vec<(u64, u32)>) -> Self {
+        entries.par_sort_unstable();
+        let mut docs = Vec::new();
+        let mut bounds = vec![0u32];
+        let mut i = 0;
+        while i < entries.len() {
+            let key = entries[i].0;
+            let mut j = i + 1;
+            while j < entries.len() && entries[j].0 == key {
+                j += 1;
+            }
+            if j - i >= 2 {
+                docs.extend(entries[i..j].iter().map(|&(_, d)| d));
+                bounds.push(docs.len() as u32);
+            }
+            i = j;
+        }
+        Buckets { docs, bounds }
+    }
+
+    /// Number of multi-document buckets.
+    pub fn len(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    /// True when no two documents share a key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The documents of bucket `i`, in increasing id order.
+    pub fn bucket(&self, i: usize) -> &[u32] {
+        &self.docs[self.bounds[i] as usize..self.bounds[i + 1] as usize]
+    }
+
+    /// Every bucketed document id (with repeats across tables, none within one).
+    pub fn docs(&self) -> &[u32] {
+        &self.docs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_by_key_and_drops_singletons() {
+        let b = Buckets::from_keys(vec![(5, 3), (1, 0), (5, 1), (2, 2), (1, 4), (5, 2)]);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.bucket(0), &[0, 4]);
+        assert_eq!(b.bucket(1), &[1, 2, 3]);
+        assert!(Buckets::from_keys(vec![(1, 0), (2, 1)]).is_empty());
+    }
+}

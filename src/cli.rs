@@ -1,0 +1,227 @@
+//! The command line, as clap sees it. Nothing here is used past `Config::from_args`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Find near-duplicate documents: MinHash or SimHash candidates, verified exactly.
+#[derive(Debug, Parser)]
+#[command(name = "dupfind", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find groups of near-duplicate documents under PATHs and print them as JSON.
+    #[command(after_long_help = SCAN_AFTER_HELP)]
+    Scan(ScanArgs),
+}
+
+const SCAN_AFTER_HELP: &str = "\
+Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
+re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
+
+Exit status: 0 scan completed and every input was read; 2 usage error, fatal error, or some
+input could not be read (the report is still printed); 130 interrupted.
+
+Examples:
+  dupfind scan ./corpus | jq '.clusters[].members[].path'
+  dupfind scan -t 0.9 --shingle char -n 5 docs/
+  dupfind scan --method simhash --max-distance 3 --format jsonl .";
+
+/// Options of `dupfind scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Directories or files to scan.
+    #[arg(value_name = "PATH", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// Candidate method: MinHash LSH bands (Jaccard) or SimHash pieces (Hamming).
+    #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash)]
+    pub method: Method,
+
+    /// Shingles of words (tokens) or of characters of the normalized text.
+    #[arg(long, value_enum, default_value_t = ShingleArg::Word)]
+    pub shingle: ShingleArg,
+
+    /// Shingle length in words or characters (5 for both: long enough that unrelated English
+    /// texts share almost no shingles, short enough that one edited word disturbs only 5).
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
+    pub ngram: usize,
+
+    /// Jaccard similarity a pair must reach (MinHash), in (0, 1].
+    #[arg(short = 't', long, value_name = "J", default_value_t = 0.8)]
+    pub threshold: f64,
+
+    /// MinHash signature length K.
+    #[arg(
+        short = 'k',
+        long = "num-perm",
+        value_name = "K",
+        default_value_t = 128
+    )]
+    pub num_perm: usize,
+
+    /// Number of LSH bands b (default: chosen from --threshold).
+    #[arg(long, value_name = "B")]
+    pub bands: Option<usize>,
+
+    /// Rows (signature values) per band r (default: chosen from --threshold).
+    #[arg(long, value_name = "R")]
+    pub rows: Option<usize>,
+
+    /// MinHash sketch: one-permutation hashing with optimal densification, or K permutations.
+    #[arg(long, value_enum, default_value_t = SketchArg::Oph)]
+    pub sketch: SketchArg,
+
+    /// SimHash: largest Hamming distance (of 64 bits) of a duplicate pair.
+    #[arg(long, value_name = "D", default_value_t = 3)]
+    pub max_distance: u32,
+
+    /// exact: Jaccard of the real shingle sets (SimHash: Hamming distance of fingerprints);
+    /// estimate: MinHash signature agreement.
+    #[arg(long, value_enum, default_value_t = VerifyArg::Exact)]
+    pub verify: VerifyArg,
+
+    /// Seed of the hash families; the same seed gives the same output.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Worker threads [default: all cores].
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+
+    /// json: one document; jsonl: one typed record per line.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+
+    /// Only scan files whose path below the root matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+
+    /// Skip files and directories whose path below the root matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// Skip files smaller than this (bytes; K, M, G suffixes are powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0")]
+    pub min_size: u64,
+
+    /// Skip files larger than this, with a warning; bounds the memory a file can take.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "32M")]
+    pub max_size: u64,
+
+    /// Follow symbolic links (loops are detected; the walk stays inside the roots).
+    #[arg(short = 'L', long)]
+    pub follow_links: bool,
+
+    /// No warnings, notes or progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Progress bar on stderr; auto: only when stderr is a terminal.
+    #[arg(long, value_enum, default_value_t = ProgressWhen::Auto)]
+    pub progress: ProgressWhen,
+}
+
+/// `--method`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    /// MinHash signatures, LSH bands, Jaccard.
+    Minhash,
+    /// 64-bit SimHash fingerprints, pieces, Hamming distance.
+    Simhash,
+}
+
+/// `--shingle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShingleArg {
+    /// N consecutive tokens.
+    Word,
+    /// N consecutive characters.
+    Char,
+}
+
+/// `--sketch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SketchArg {
+    /// One-permutation hashing, optimal densification.
+    Oph,
+    /// K independent hash functions.
+    Kperm,
+}
+
+/// `--verify`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    /// Exact similarity of the documents.
+    Exact,
+    /// Estimated from the signatures.
+    Estimate,
+}
+
+/// `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One JSON document.
+    Json,
+    /// JSON Lines: header, clusters, errors, summary.
+    Jsonl,
+}
+
+/// `--progress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProgressWhen {
+    /// Only when stderr is a terminal.
+    Auto,
+    /// Never.
+    Never,
+    /// Always.
+    Always,
+}
+
+/// Parses `1234`, `64K`, `32M`, `1G`, `16MiB` (suffixes are powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size in bytes"))?;
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("'{s}': unknown size suffix (use K, M, G or T)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("1234"), Ok(1234));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}

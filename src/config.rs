@@ -1,0 +1,201 @@
+//! Config: the validated scan settings, free of clap types. Every check of the command line's
+//! values lives here, so a bad value is a clear error before any file is touched.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::cli::{Format, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg, VerifyArg};
+use crate::lsh::{Banding, RECALL_WEIGHT};
+use crate::messages::Messages;
+use crate::minhash::SketchKind;
+use crate::shingle::ShingleKind;
+use crate::walk::WalkOptions;
+
+/// Largest accepted signature length.
+pub const MAX_NUM_PERM: usize = 1024;
+/// Largest accepted shingle length.
+pub const MAX_NGRAM: usize = 1000;
+
+/// How candidates are found and verified.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MethodConfig {
+    /// MinHash signatures and LSH bands.
+    MinHash {
+        /// Sketch kind.
+        sketch: SketchKind,
+        /// Signature length K.
+        num_perm: usize,
+        /// Bands and rows.
+        banding: Banding,
+        /// True when the banding was chosen from the threshold, not given.
+        banding_chosen: bool,
+        /// Jaccard threshold.
+        threshold: f64,
+        /// Exact Jaccard (true) or signature estimate (false).
+        exact: bool,
+    },
+    /// SimHash fingerprints and pieces.
+    SimHash {
+        /// Largest Hamming distance of a duplicate pair.
+        max_distance: u32,
+    },
+}
+
+/// Everything a scan needs to know.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// What to walk.
+    pub walk: WalkOptions,
+    /// Word or character shingles.
+    pub shingle: ShingleKind,
+    /// Shingle length.
+    pub ngram: usize,
+    /// Method and its parameters.
+    pub method: MethodConfig,
+    /// Seed of every hash family.
+    pub seed: u64,
+    /// Worker threads (None: all cores).
+    pub threads: Option<usize>,
+    /// Output format.
+    pub format: Format,
+    /// Diagnostics settings.
+    pub messages: Messages,
+}
+
+impl Config {
+    /// Validates the command line.
+    pub fn from_args(args: ScanArgs) -> Result<Config> {
+        if args.ngram == 0 || args.ngram > MAX_NGRAM {
+            bail!(
+                "--ngram must be between 1 and {MAX_NGRAM}, not {}",
+                args.ngram
+            );
+        }
+        let method = match args.method {
+            Method::Minhash => minhash_config(&args)?,
+            Method::Simhash => {
+                if args.bands.is_some() || args.rows.is_some() {
+                    bail!("--bands and --rows apply to --method minhash, not simhash");
+                }
+                if args.max_distance > 31 {
+                    bail!(
+                        "--max-distance must be between 0 and 31, not {}",
+                        args.max_distance
+                    );
+                }
+                MethodConfig::SimHash {
+                    max_distance: args.max_distance,
+                }
+            }
+        };
+        if args.min_size > args.max_size {
+            bail!(
+                "--min-size ({}) is larger than --max-size ({})",
+                args.min_size,
+                args.max_size
+            );
+        }
+        let progress = match args.progress {
+            ProgressWhen::Always => true,
+            ProgressWhen::Never => false,
+            ProgressWhen::Auto => std::io::stderr().is_terminal(),
+        };
+        Ok(Config {
+            walk: WalkOptions {
+                roots: args.paths.into_iter().map(PathBuf::from).collect(),
+                follow_links: args.follow_links,
+                include: globs(&args.include, "--include")?,
+                exclude: globs(&args.exclude, "--exclude")?,
+                min_size: args.min_size,
+                max_size: args.max_size,
+            },
+            shingle: match args.shingle {
+                ShingleArg::Word => ShingleKind::Word,
+                ShingleArg::Char => ShingleKind::Char,
+            },
+            ngram: args.ngram,
+            method,
+            seed: args.seed,
+            threads: args.threads.map(|t| t as usize),
+            format: args.format,
+            messages: Messages {
+                quiet: args.quiet,
+                progress,
+            },
+        })
+    }
+}
+
+fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
+    let t = args.threshold;
+    if !(t > 0.0 && t <= 1.0) {
+        bail!("--threshold must be in (0, 1], not {t}");
+    }
+    let k = args.num_perm;
+    if k == 0 || k > MAX_NUM_PERM {
+        bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
+    }
+    let exact = args.verify == VerifyArg::Exact;
+    let (banding, chosen) = match (args.bands, args.rows) {
+        (None, None) => {
+            let weight = if exact { RECALL_WEIGHT } else { 1.0 };
+            (Banding::choose(t, k, weight), true)
+        }
+        (Some(b), None) => (
+            Banding {
+                bands: b,
+                rows: if b == 0 { 0 } else { k / b },
+            },
+            false,
+        ),
+        (None, Some(r)) => (
+            Banding {
+                bands: if r == 0 { 0 } else { k / r },
+                rows: r,
+            },
+            false,
+        ),
+        (Some(b), Some(r)) => (Banding { bands: b, rows: r }, false),
+    };
+    if banding.bands == 0 || banding.rows == 0 {
+        bail!(
+            "--bands and --rows must be at least 1 and --bands × --rows at most --num-perm ({k})"
+        );
+    }
+    if banding.bands * banding.rows > k {
+        bail!(
+            "--bands {} × --rows {} = {} is more than --num-perm {k}: a signature has only {k} values",
+            banding.bands,
+            banding.rows,
+            banding.bands * banding.rows
+        );
+    }
+    Ok(MethodConfig::MinHash {
+        sketch: match args.sketch {
+            SketchArg::Oph => SketchKind::Oph,
+            SketchArg::Kperm => SketchKind::Kperm,
+        },
+        num_perm: k,
+        banding,
+        banding_chosen: chosen,
+        threshold: t,
+        exact,
+    })
+}
+
+fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(Glob::new(p).with_context(|| format!("{flag} {p:?} is not a valid glob"))?);
+    }
+    Ok(Some(
+        b.build()
+            .with_context(|| format!("building {flag} patterns"))?,
+    ))
+}

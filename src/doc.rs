@@ -1,0 +1,223 @@
+//! Documents: one file → content hash, shingles, signature. The per-document work of a scan,
+//! run in parallel by `scan` with one `DocWorker` (and its reusable buffers) per rayon job.
+//!
+//! Byte-identical files are sketched once: the first worker to see a content hash claims it,
+//! and the others stop after hashing. Which copy is sketched varies with thread timing, but every
+//! copy gives the same signature, so the output does not.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::minhash::{MinHasher, SketchKind};
+use crate::read::{decode, read_file, Decoded, ReadFailure};
+use crate::shingle::{into_set, ShingleKind, Shingler};
+use crate::simhash;
+use crate::walk::FileEntry;
+
+/// How documents are sketched.
+#[derive(Clone, Debug)]
+pub enum Sketcher {
+    /// MinHash signatures; keep shingle sets for exact verification when `keep_sets`.
+    MinHash {
+        /// The hash family.
+        hasher: MinHasher,
+        /// Exact verification will need the shingle sets.
+        keep_sets: bool,
+    },
+    /// SimHash fingerprints under a seed.
+    SimHash {
+        /// Seed mixed into every feature hash.
+        seed: u64,
+    },
+}
+
+/// Shared settings of the per-document work.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    /// Word or character shingles.
+    pub shingle: ShingleKind,
+    /// Shingle length.
+    pub ngram: usize,
+    /// Largest file read.
+    pub max_size: u64,
+    /// Signature kind.
+    pub sketcher: Sketcher,
+}
+
+/// What became of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Shingled and sketched.
+    Sketched,
+    /// Byte-identical to a file another worker sketched.
+    Duplicate,
+    /// A NUL byte near the start.
+    Binary,
+    /// No token.
+    Empty,
+    /// No longer a regular file.
+    NotRegular,
+    /// Over the size limit when opened.
+    TooLarge(u64),
+    /// Could not be read: the reason.
+    Failed(String),
+}
+
+/// The result for one file; its signature is written in place by the worker.
+#[derive(Clone, Debug)]
+pub struct DocResult {
+    /// What happened.
+    pub outcome: Outcome,
+    /// Bytes read.
+    pub bytes: u64,
+    /// xxh3-128 of the raw bytes.
+    pub hash: u128,
+    /// SimHash fingerprint (SimHash only).
+    pub fingerprint: u64,
+    /// Sorted shingle set, kept while the cache budget lasts (exact MinHash verification).
+    pub set: Option<Box<[u64]>>,
+}
+
+impl DocResult {
+    fn new(outcome: Outcome) -> Self {
+        DocResult {
+            outcome,
+            bytes: 0,
+            hash: 0,
+            fingerprint: 0,
+            set: None,
+        }
+    }
+}
+
+/// Content hashes already claimed for sketching, sharded to keep lock contention low.
+pub struct Claims(Vec<Mutex<HashSet<u128>>>);
+
+impl Default for Claims {
+    fn default() -> Self {
+        Claims((0..64).map(|_| Mutex::new(HashSet::new())).collect())
+    }
+}
+
+impl Claims {
+    /// True for the first caller with this hash.
+    pub fn claim(&self, hash: u128) -> bool {
+        let shard = &self.0[(hash as usize) % self.0.len()];
+        match shard.lock() {
+            Ok(mut set) => set.insert(hash),
+            // A poisoned shard means another worker panicked; sketching again is always correct.
+            Err(_) => true,
+        }
+    }
+}
+
+/// Per-job buffers, reused across documents.
+pub struct DocWorker<'a> {
+    engine: &'a Engine,
+    shingler: Shingler,
+    shingles: Vec<u64>,
+    buf: Vec<u8>,
+    scratch: Vec<u32>,
+}
+
+impl<'a> DocWorker<'a> {
+    /// A worker with empty buffers.
+    pub fn new(engine: &'a Engine) -> Self {
+        DocWorker {
+            engine,
+            shingler: Shingler::new(engine.shingle, engine.ngram),
+            shingles: Vec::new(),
+            buf: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Reads, hashes and sketches one file into `signature` (MinHash lanes; unused by SimHash).
+    /// Shingle sets are kept while `set_budget` (bytes) stays positive.
+    pub fn process(
+        &mut self,
+        file: &FileEntry,
+        signature: &mut [u32],
+        claims: &Claims,
+        set_budget: &AtomicI64,
+    ) -> DocResult {
+        if let Err(f) = read_file(&file.path, file.id, self.engine.max_size, &mut self.buf) {
+            return DocResult::new(match f {
+                ReadFailure::NotRegular => Outcome::NotRegular,
+                ReadFailure::TooLarge(n) => Outcome::TooLarge(n),
+                ReadFailure::Error(e) => Outcome::Failed(e),
+            });
+        }
+        let mut r = DocResult::new(Outcome::Sketched);
+        r.bytes = self.buf.len() as u64;
+        r.hash = xxh3_128(&self.buf);
+        let buf = std::mem::take(&mut self.buf);
+        r.outcome = match decode(&buf) {
+            Decoded::Binary => Outcome::Binary,
+            Decoded::Text(_) if !claims.claim(r.hash) => Outcome::Duplicate,
+            Decoded::Text(text) => {
+                self.shingles.clear();
+                self.shingler.shingle(&text, &mut self.shingles);
+                self.sketch(&mut r, signature, set_budget)
+            }
+        };
+        self.buf = buf;
+        r
+    }
+
+    fn sketch(&mut self, r: &mut DocResult, signature: &mut [u32], budget: &AtomicI64) -> Outcome {
+        if self.shingles.is_empty() {
+            return Outcome::Empty;
+        }
+        match &self.engine.sketcher {
+            Sketcher::MinHash { hasher, keep_sets } => {
+                // K-permutation MinHash costs K multiplies per shingle, so repeats are removed
+                // first; OPH costs one, so it sketches without sorting.
+                let sorted = hasher.kind() == SketchKind::Kperm;
+                if sorted {
+                    into_set(&mut self.shingles);
+                }
+                hasher.sketch(&self.shingles, signature, &mut self.scratch);
+                if *keep_sets {
+                    let bytes = (self.shingles.len() * 8) as i64;
+                    if budget.fetch_sub(bytes, Ordering::Relaxed) >= bytes {
+                        if !sorted {
+                            into_set(&mut self.shingles);
+                        }
+                        r.set = Some(self.shingles.as_slice().into());
+                    } else {
+                        budget.fetch_add(bytes, Ordering::Relaxed);
+                    }
+                }
+            }
+            Sketcher::SimHash { seed } => {
+                self.shingles.sort_unstable();
+                r.fingerprint = simhash::fingerprint(&self.shingles, *seed);
+            }
+        }
+        Outcome::Sketched
+    }
+
+    /// Re-reads a file for verification and returns its shingle set; the content must still
+    /// hash to `hash`.
+    pub fn load_set(&mut self, file: &FileEntry, hash: u128) -> Result<Box<[u64]>, String> {
+        read_file(&file.path, file.id, self.engine.max_size, &mut self.buf).map_err(
+            |f| match f {
+                ReadFailure::Error(e) => e,
+                _ => "file changed during the scan".to_string(),
+            },
+        )?;
+        if xxh3_128(&self.buf) != hash {
+            return Err("file changed during the scan".to_string());
+        }
+        self.shingles.clear();
+        if let Decoded::Text(text) = decode(&self.buf) {
+            self.shingler.shingle(&text, &mut self.shingles);
+        }
+        into_set(&mut self.shingles);
+        Ok(self.shingles.as_slice().into())
+    }
+}

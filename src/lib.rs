@@ -1,0 +1,111 @@
+//! dupfind finds near-duplicate documents.
+//!
+//! The pipeline, one module per stage, data flowing one way:
+//!
+//! ```text
+//! cli → config            command line → validated Config
+//! walk                    roots → sorted regular files, one per inode
+//! read                    file → bytes → decoded text
+//! shingle                 text → normalized tokens → 64-bit shingle hashes
+//! minhash / simhash       shingles → signature / fingerprint
+//! doc                     the per-file work above, run in parallel
+//! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
+//! verify                  candidates → exact Jaccard / Hamming → joined pairs
+//! cluster                 union-find → clusters with a spanning set of pairs
+//! report                  clusters → JSON on stdout
+//! ```
+//!
+//! `scan::scan` strings the stages together. Only `walk`, `read` and `report` touch the OS;
+//! the middle is pure and is what the benches and unit tests call.
+
+pub mod buckets;
+pub mod cli;
+pub mod cluster;
+pub mod config;
+pub mod doc;
+pub mod exit;
+pub mod interrupt;
+pub mod lsh;
+pub mod messages;
+pub mod minhash;
+pub mod read;
+pub mod report;
+pub mod scan;
+pub mod shingle;
+pub mod simhash;
+pub mod verify;
+pub mod walk;
+
+use std::io::{BufWriter, Write};
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command};
+use crate::config::{Config, MethodConfig};
+use crate::exit::ExitCode;
+
+/// Runs a parsed command line and returns the exit status. A broken pipe on stdout ends the run
+/// quietly with the status the scan would have had.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Scan(args) => {
+            let cfg = Config::from_args(args)?;
+            interrupt::install();
+            note_banding(&cfg);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(cfg.threads.unwrap_or(0))
+                .build()?;
+            let out = pool.install(|| scan::scan(&cfg))?;
+            if !interrupt::begin_output() {
+                return Ok(ExitCode::Interrupted);
+            }
+            let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let written = report::write(&out.report, cfg.format, &mut stdout);
+            if interrupt::interrupted() {
+                return Ok(ExitCode::Interrupted);
+            }
+            match written {
+                Err(e) if is_broken_pipe(&e) => {
+                    // Nothing more can be written; drop the buffer without flushing it again.
+                    let _ = stdout.into_parts();
+                    Ok(out.code)
+                }
+                Err(e) => Err(e.context("writing the report")),
+                Ok(()) => {
+                    stdout.flush()?;
+                    Ok(out.code)
+                }
+            }
+        }
+    }
+}
+
+fn note_banding(cfg: &Config) {
+    if let MethodConfig::MinHash {
+        banding,
+        banding_chosen: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages.note(&format!(
+            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
+             the threshold becomes a candidate with probability {:.4}",
+            banding.bands,
+            banding.rows,
+            banding.candidate_probability(*threshold)
+        ));
+    }
+}
+
+/// True when a broken pipe is anywhere in the error's chain.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,112 @@
+//! Messages on stderr: warnings, notes and the progress bar. Never stdout, which is for data.
+//!
+//! File names in messages are escaped, so a name holding a newline or an escape sequence cannot
+//! forge lines or drive the terminal.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A file that could not be read, for the report's `errors`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    /// The path as walked.
+    pub path: PathBuf,
+    /// A short reason ("permission denied").
+    pub error: String,
+}
+
+/// Where diagnostics go, and whether they are wanted.
+#[derive(Clone, Debug, Default)]
+pub struct Messages {
+    /// Suppress warnings, notes and progress (`--quiet`).
+    pub quiet: bool,
+    /// Draw a progress bar.
+    pub progress: bool,
+}
+
+impl Messages {
+    /// `dupfind: warning: …` on stderr, unless quiet.
+    pub fn warn(&self, msg: &str) {
+        self.line("warning", msg);
+    }
+
+    /// `dupfind: note: …` on stderr, unless quiet.
+    pub fn note(&self, msg: &str) {
+        self.line("note", msg);
+    }
+
+    fn line(&self, kind: &str, msg: &str) {
+        if !self.quiet {
+            // A closed stderr must not abort the scan; there is nowhere left to report it.
+            let _ = writeln!(std::io::stderr().lock(), "dupfind: {kind}: {msg}");
+        }
+    }
+
+    /// A progress bar of `len` steps on stderr, hidden unless progress is on.
+    pub fn progress_bar(&self, len: u64, what: &str) -> ProgressBar {
+        if self.quiet || !self.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(what.to_string());
+        bar
+    }
+}
+
+/// A path as it can be shown on a terminal: lossy UTF-8 with control characters escaped.
+pub fn display_path(path: &Path) -> String {
+    escape_controls(&path.to_string_lossy())
+}
+
+/// Escapes control characters (`\n`, `\u{1b}`, …) and backslashes.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() || c == '\\' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The reason an I/O operation failed, without the "(os error N)" suffix: "permission denied".
+pub fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" (os error") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "unknown error".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_control_characters_in_names() {
+        assert_eq!(
+            escape_controls("a\nb\x1b[31mc\\d"),
+            "a\\nb\\u{1b}[31mc\\\\d"
+        );
+        assert_eq!(escape_controls("plain é.txt"), "plain é.txt");
+    }
+
+    #[test]
+    fn io_reasons_are_short() {
+        let e = std::io::Error::from_raw_os_error(13);
+        assert_eq!(io_reason(&e), "permission denied");
+    }
+}

@@ -1,0 +1,289 @@
+//! Report: the JSON written to stdout. Every field is documented in the README; names only grow.
+//!
+//! `json` writes one pretty-printed document; `jsonl` writes one record per line, each with a
+//! `type`: a `header`, one `cluster` per cluster, one `error` per unreadable input, and a
+//! `summary`. Nothing here depends on time or thread count, so the same input and seed give the
+//! same bytes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::Format;
+
+/// Version of the output schema; bumped only when a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole `json` report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Output schema version.
+    pub schema_version: u32,
+    /// Version of dupfind that wrote the report.
+    pub dupfind_version: &'static str,
+    /// The effective parameters.
+    pub params: Params,
+    /// Counts of what the scan did.
+    pub stats: Stats,
+    /// Groups of near-duplicate documents, ordered by their first member's path.
+    pub clusters: Vec<ClusterOut>,
+    /// Inputs that could not be read.
+    pub errors: Vec<ErrorOut>,
+}
+
+/// The parameters that shaped the result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Params {
+    /// "minhash" or "simhash".
+    pub method: &'static str,
+    /// "word" or "char".
+    pub shingle: &'static str,
+    /// Shingle length in words or characters.
+    pub ngram: usize,
+    /// MinHash sketch: "oph" or "kperm".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sketch: Option<&'static str>,
+    /// MinHash signature length K.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_perm: Option<usize>,
+    /// LSH bands b.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bands: Option<usize>,
+    /// Rows per band r.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+    /// Jaccard threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// SimHash fingerprint bits (64).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// SimHash largest Hamming distance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_distance: Option<u32>,
+    /// SimHash pieces (tables) searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<usize>,
+    /// "exact" or "estimate".
+    pub verify: &'static str,
+    /// Seed of the hash families.
+    pub seed: u64,
+}
+
+/// Counts of what the scan saw and did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    /// Non-directory entries found under the roots that passed --include/--exclude.
+    pub files_seen: u64,
+    /// Files read and shingled as documents (one per inode).
+    pub documents: u64,
+    /// Total size of the documents in bytes.
+    pub bytes: u64,
+    /// Files not turned into documents, by reason.
+    pub skipped: Skipped,
+    /// Groups of two or more byte-identical documents.
+    pub exact_groups: u64,
+    /// Distinct candidate pairs that were verified.
+    pub candidate_pairs: u64,
+    /// Candidate pairs that met the threshold.
+    pub verified_pairs: u64,
+    /// Clusters reported.
+    pub clusters: u64,
+}
+
+/// Files not turned into documents.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Skipped {
+    /// A NUL byte in the first 8 KiB.
+    pub binary: u64,
+    /// No token after normalization (empty or white space only).
+    pub empty: u64,
+    /// Smaller than --min-size.
+    pub too_short: u64,
+    /// FIFOs, sockets, devices: never opened.
+    pub not_regular: u64,
+    /// Larger than --max-size.
+    pub too_large: u64,
+    /// Could not be read (listed in `errors`).
+    pub error: u64,
+    /// Symbolic links not followed (no -L).
+    pub symlink: u64,
+    /// Links followed with -L that lead outside the roots or into a loop.
+    pub outside_roots: u64,
+}
+
+/// One cluster.
+#[derive(Debug, Serialize)]
+pub struct ClusterOut {
+    /// Position in `clusters`.
+    pub id: usize,
+    /// Number of members.
+    pub size: usize,
+    /// Smallest similarity among `pairs`.
+    pub min_similarity: f64,
+    /// Largest similarity among `pairs`.
+    pub max_similarity: f64,
+    /// The documents, in path order.
+    pub members: Vec<MemberOut>,
+    /// The verified pairs that joined the cluster: size − 1 of them, a spanning tree.
+    pub pairs: Vec<PairOut>,
+}
+
+/// One document in a cluster.
+#[derive(Debug, Serialize)]
+pub struct MemberOut {
+    /// The path (lossy UTF-8 when the name is not valid UTF-8).
+    pub path: String,
+    /// Base64 of the exact path bytes, present only when `path` is lossy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Other names of the same file (hard links).
+    pub aliases: Vec<String>,
+    /// Base64 of each alias's bytes (null where the alias is valid UTF-8), present only when
+    /// some alias is lossy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aliases_bytes: Option<Vec<Option<String>>>,
+}
+
+/// One verified pair of a cluster.
+#[derive(Debug, Serialize)]
+pub struct PairOut {
+    /// Index into `members`.
+    pub a: usize,
+    /// Index into `members` (a < b).
+    pub b: usize,
+    /// Jaccard similarity of the shingle sets (or its estimate with --verify estimate);
+    /// SimHash: 1 − distance/64.
+    pub similarity: f64,
+    /// SimHash Hamming distance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
+    /// True when the two files are byte-identical.
+    pub exact: bool,
+}
+
+/// An input that could not be read.
+#[derive(Debug, Serialize)]
+pub struct ErrorOut {
+    /// The path (lossy UTF-8).
+    pub path: String,
+    /// Base64 of the exact path bytes, present only when `path` is lossy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
+    /// Why it could not be read.
+    pub error: String,
+}
+
+/// The lossy path and, when lossy, the base64 of its exact bytes.
+pub fn path_fields(path: &Path) -> (String, Option<String>) {
+    match path.to_str() {
+        Some(s) => (s.to_string(), None),
+        None => (
+            path.to_string_lossy().into_owned(),
+            Some(exact_bytes_base64(path)),
+        ),
+    }
+}
+
+#[cfg(unix)]
+fn exact_bytes_base64(path: &Path) -> String {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStrExt;
+    base64::engine::general_purpose::STANDARD.encode(path.as_os_str().as_bytes())
+}
+
+#[cfg(not(unix))]
+fn exact_bytes_base64(path: &Path) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(path.to_string_lossy().as_bytes())
+}
+
+impl MemberOut {
+    /// A member from its path, size and aliases.
+    pub fn new(path: &Path, bytes: u64, aliases: &[PathBuf]) -> Self {
+        let (path, path_bytes) = path_fields(path);
+        let fields: Vec<(String, Option<String>)> =
+            aliases.iter().map(|a| path_fields(a)).collect();
+        let any_lossy = fields.iter().any(|f| f.1.is_some());
+        let aliases_bytes = any_lossy.then(|| fields.iter().map(|f| f.1.clone()).collect());
+        MemberOut {
+            path,
+            path_bytes,
+            bytes,
+            aliases: fields.into_iter().map(|f| f.0).collect(),
+            aliases_bytes,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Record<'a> {
+    Header {
+        schema_version: u32,
+        dupfind_version: &'static str,
+        params: &'a Params,
+    },
+    Cluster(&'a ClusterOut),
+    Error(&'a ErrorOut),
+    Summary {
+        stats: &'a Stats,
+    },
+}
+
+/// Writes the report in `format` and flushes.
+pub fn write(report: &Report, format: Format, out: &mut impl Write) -> Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, report)?;
+            out.write_all(b"\n")?;
+        }
+        Format::Jsonl => {
+            let mut line = |r: &Record| -> Result<()> {
+                serde_json::to_writer(&mut *out, r)?;
+                out.write_all(b"\n")?;
+                Ok(())
+            };
+            line(&Record::Header {
+                schema_version: report.schema_version,
+                dupfind_version: report.dupfind_version,
+                params: &report.params,
+            })?;
+            for c in &report.clusters {
+                line(&Record::Cluster(c))?;
+            }
+            for e in &report.errors {
+                line(&Record::Error(e))?;
+            }
+            line(&Record::Summary {
+                stats: &report.stats,
+            })?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn non_utf8_paths_keep_their_exact_bytes() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let p = Path::new(OsStr::from_bytes(b"dir/caf\xE9.txt"));
+        let (lossy, bytes) = path_fields(p);
+        assert_eq!(lossy, "dir/caf\u{FFFD}.txt");
+        assert_eq!(bytes.as_deref(), Some("ZGlyL2NhZukudHh0"));
+        assert_eq!(
+            path_fields(Path::new("ok.txt")),
+            ("ok.txt".to_string(), None)
+        );
+    }
+}

@@ -1,0 +1,449 @@
+//! Scan: the pipeline, top to bottom.
+//!
+//! walk → read, hash, shingle and sketch each file (parallel) → group byte-identical files →
+//! bucket signatures by band or piece → load the shingle sets that verification needs →
+//! verify candidates → cluster → report.
+//!
+//! Memory: shingle sets are not held for every document. Each document keeps its signature
+//! (K u32 values) or fingerprint; sets are kept during the first pass only while a fixed budget
+//! lasts ([`SET_CACHE_BYTES`]), and after bucketing the sets of candidate documents that were
+//! not kept are derived again from their files.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicI64;
+
+use anyhow::Result;
+use rayon::prelude::*;
+
+use crate::buckets::Buckets;
+use crate::cluster::{clusters, Pair, UnionFind};
+use crate::config::{Config, MethodConfig};
+use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::exit::ExitCode;
+use crate::lsh::band_key;
+use crate::messages::{display_path, InputError, Messages};
+use crate::minhash::{estimate, MinHasher};
+use crate::report::{
+    ClusterOut, ErrorOut, MemberOut, PairOut, Params, Report, Stats, SCHEMA_VERSION,
+};
+use crate::simhash;
+use crate::verify::{connect, jaccard_at_least, Score};
+use crate::walk::{walk, FileEntry};
+
+/// Bytes of shingle sets kept from the first pass, so small corpora are never read twice.
+pub const SET_CACHE_BYTES: i64 = 32 << 20;
+
+/// A finished scan: the report and the exit status it implies.
+pub struct ScanOutput {
+    /// What to print.
+    pub report: Report,
+    /// 0 when every input was read, 2 otherwise.
+    pub code: ExitCode,
+}
+
+/// Runs the whole pipeline on the configured roots.
+pub fn scan(cfg: &Config) -> Result<ScanOutput> {
+    let msgs = &cfg.messages;
+    let walked = walk(&cfg.walk, msgs)?;
+    let files = walked.files;
+    let mut errors = walked.errors;
+    let mut stats = Stats {
+        files_seen: walked.files_seen,
+        ..Stats::default()
+    };
+    stats.skipped.not_regular = walked.skipped.not_regular;
+    stats.skipped.symlink = walked.skipped.symlink;
+    stats.skipped.outside_roots = walked.skipped.outside_roots;
+    stats.skipped.too_short = walked.skipped.too_short;
+    stats.skipped.too_large = walked.skipped.too_large;
+
+    let engine = engine(cfg);
+    let lanes = match &cfg.method {
+        MethodConfig::MinHash { num_perm, .. } => *num_perm,
+        MethodConfig::SimHash { .. } => 1,
+    };
+    let mut sigs = vec![0u32; files.len() * lanes];
+    let mut docs = sketch_all(&files, &engine, &mut sigs, lanes, msgs);
+    record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
+
+    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
+    let tables = bucket(cfg, &units, &sigs, lanes, &docs);
+
+    let mut uf = UnionFind::new(files.len());
+    for p in &exact_pairs {
+        uf.union(p.lo, p.hi);
+    }
+    let verification = match &cfg.method {
+        MethodConfig::MinHash {
+            threshold,
+            exact: true,
+            ..
+        } => {
+            let sets = load_sets(&files, &mut docs, &tables, &engine, &mut errors, msgs);
+            connect(&tables, &mut uf, |lo, hi| {
+                let (a, b) = (sets[lo as usize].as_deref()?, sets[hi as usize].as_deref()?);
+                jaccard_at_least(a, b, *threshold).map(|j| (j, None))
+            })
+        }
+        MethodConfig::MinHash {
+            threshold,
+            exact: false,
+            ..
+        } => connect(&tables, &mut uf, |lo, hi| {
+            let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
+            let e = estimate(sig(lo), sig(hi));
+            (e >= *threshold).then_some((e, None))
+        }),
+        MethodConfig::SimHash { max_distance } => connect(&tables, &mut uf, |lo, hi| {
+            let d = simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
+            (d <= *max_distance).then_some((simhash_similarity(d), Some(d)) as Score)
+        }),
+    };
+    stats.candidate_pairs = verification.checked;
+    stats.verified_pairs = verification.passed;
+
+    let mut pairs = exact_pairs;
+    pairs.extend(verification.pairs);
+    let found = clusters(files.len(), &pairs);
+    stats.clusters = found.len() as u64;
+    stats.skipped.error = errors.len() as u64;
+
+    let code = if errors.is_empty() {
+        ExitCode::Success
+    } else {
+        ExitCode::Error
+    };
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        dupfind_version: env!("CARGO_PKG_VERSION"),
+        params: params(cfg),
+        stats,
+        clusters: found
+            .iter()
+            .enumerate()
+            .map(|(id, c)| ClusterOut {
+                id,
+                size: c.members.len(),
+                min_similarity: c.min_similarity(),
+                max_similarity: c.max_similarity(),
+                members: c
+                    .members
+                    .iter()
+                    .map(|&d| {
+                        let f = &files[d as usize];
+                        MemberOut::new(&f.path, docs[d as usize].bytes, &f.aliases)
+                    })
+                    .collect(),
+                pairs: c
+                    .pairs
+                    .iter()
+                    .map(|&(a, b, p)| PairOut {
+                        a,
+                        b,
+                        similarity: p.similarity,
+                        distance: p.distance,
+                        exact: p.exact,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        errors: errors
+            .iter()
+            .map(|e| {
+                let (path, path_bytes) = crate::report::path_fields(&e.path);
+                ErrorOut {
+                    path,
+                    path_bytes,
+                    error: e.error.clone(),
+                }
+            })
+            .collect(),
+    };
+    Ok(ScanOutput { report, code })
+}
+
+/// SimHash similarity reported for a pair: the fraction of equal fingerprint bits.
+fn simhash_similarity(distance: u32) -> f64 {
+    1.0 - f64::from(distance) / 64.0
+}
+
+fn engine(cfg: &Config) -> Engine {
+    let sketcher = match &cfg.method {
+        MethodConfig::MinHash {
+            sketch,
+            num_perm,
+            exact,
+            ..
+        } => Sketcher::MinHash {
+            hasher: MinHasher::new(*sketch, *num_perm, cfg.seed),
+            keep_sets: *exact,
+        },
+        MethodConfig::SimHash { .. } => Sketcher::SimHash { seed: cfg.seed },
+    };
+    Engine {
+        shingle: cfg.shingle,
+        ngram: cfg.ngram,
+        max_size: cfg.walk.max_size,
+        sketcher,
+    }
+}
+
+fn sketch_all(
+    files: &[FileEntry],
+    engine: &Engine,
+    sigs: &mut [u32],
+    lanes: usize,
+    msgs: &Messages,
+) -> Vec<DocResult> {
+    let claims = Claims::default();
+    let budget = AtomicI64::new(SET_CACHE_BYTES);
+    let bar = msgs.progress_bar(files.len() as u64, "reading");
+    let docs = files
+        .par_iter()
+        .zip(sigs.par_chunks_mut(lanes))
+        .map_init(
+            || DocWorker::new(engine),
+            |w, (file, sig)| {
+                let r = w.process(file, sig, &claims, &budget);
+                bar.inc(1);
+                r
+            },
+        )
+        .collect();
+    bar.finish_and_clear();
+    docs
+}
+
+fn record_outcomes(
+    files: &[FileEntry],
+    docs: &[DocResult],
+    stats: &mut Stats,
+    errors: &mut Vec<InputError>,
+    msgs: &Messages,
+) {
+    for (file, doc) in files.iter().zip(docs) {
+        match &doc.outcome {
+            Outcome::Sketched | Outcome::Duplicate | Outcome::Empty => {}
+            Outcome::Binary => stats.skipped.binary += 1,
+            Outcome::NotRegular => stats.skipped.not_regular += 1,
+            Outcome::TooLarge(n) => {
+                stats.skipped.too_large += 1;
+                msgs.warn(&format!(
+                    "{}: skipped, grew to {n} bytes",
+                    display_path(&file.path)
+                ));
+            }
+            Outcome::Failed(reason) => {
+                msgs.warn(&format!("{}: {reason}", display_path(&file.path)));
+                errors.push(InputError {
+                    path: file.path.clone(),
+                    error: reason.clone(),
+                });
+            }
+        }
+    }
+    // Walk errors and read errors together, in path order.
+    errors.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
+/// Groups byte-identical documents. Returns their pairs (each copy to the group's first
+/// document) and the ids of the distinct-content documents to bucket, in increasing order.
+/// Each group's signature, fingerprint and set are moved to its first document.
+fn group_exact(
+    docs: &mut [DocResult],
+    sigs: &mut [u32],
+    lanes: usize,
+    stats: &mut Stats,
+) -> (Vec<Pair>, Vec<u32>) {
+    let mut groups: HashMap<u128, Vec<u32>> = HashMap::new();
+    let mut order: Vec<u128> = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        if matches!(d.outcome, Outcome::Sketched | Outcome::Duplicate) {
+            let g = groups.entry(d.hash).or_default();
+            if g.is_empty() {
+                order.push(d.hash);
+            }
+            g.push(i as u32);
+        }
+    }
+    let mut pairs = Vec::new();
+    let mut units = Vec::new();
+    for hash in order {
+        let members = &groups[&hash];
+        let first = members[0] as usize;
+        let Some(&sketched) = members
+            .iter()
+            .find(|&&m| docs[m as usize].outcome == Outcome::Sketched)
+        else {
+            // The claimer found no token: every copy is empty.
+            for &m in members {
+                docs[m as usize].outcome = Outcome::Empty;
+            }
+            continue;
+        };
+        let sketched = sketched as usize;
+        if sketched != first {
+            sigs.copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
+            docs[first].fingerprint = docs[sketched].fingerprint;
+            docs[first].set = docs[sketched].set.take();
+            docs[sketched].outcome = Outcome::Duplicate;
+            docs[first].outcome = Outcome::Sketched;
+        }
+        units.push(first as u32);
+        if members.len() > 1 {
+            stats.exact_groups += 1;
+        }
+        for &m in &members[1..] {
+            pairs.push(Pair {
+                lo: first as u32,
+                hi: m,
+                similarity: 1.0,
+                distance: None,
+                exact: true,
+            });
+        }
+    }
+    // Empty documents (including copies of an empty claimer) never join a cluster.
+    for d in docs.iter() {
+        match d.outcome {
+            Outcome::Sketched | Outcome::Duplicate => {
+                stats.documents += 1;
+                stats.bytes += d.bytes;
+            }
+            Outcome::Empty => stats.skipped.empty += 1,
+            _ => {}
+        }
+    }
+    units.sort_unstable();
+    (pairs, units)
+}
+
+/// One `Buckets` per band (MinHash) or piece (SimHash).
+fn bucket(
+    cfg: &Config,
+    units: &[u32],
+    sigs: &[u32],
+    lanes: usize,
+    docs: &[DocResult],
+) -> Vec<Buckets> {
+    match &cfg.method {
+        MethodConfig::MinHash { banding, .. } => (0..banding.bands)
+            .map(|band| {
+                let r = banding.rows;
+                let entries = units
+                    .par_iter()
+                    .map(|&u| {
+                        let start = u as usize * lanes + band * r;
+                        (band_key(band, &sigs[start..start + r]), u)
+                    })
+                    .collect();
+                Buckets::from_keys(entries)
+            })
+            .collect(),
+        MethodConfig::SimHash { max_distance } => simhash::pieces(*max_distance)
+            .into_iter()
+            .map(|piece| {
+                let entries = units
+                    .par_iter()
+                    .map(|&u| (simhash::piece_key(piece, docs[u as usize].fingerprint), u))
+                    .collect();
+                Buckets::from_keys(entries)
+            })
+            .collect(),
+    }
+}
+
+/// The shingle sets of every bucketed document, indexed by document id: kept ones moved out of
+/// `docs`, the others derived again from their files (in parallel). A file that fails or changed
+/// since the first pass is reported and left without a set, so none of its pairs verify.
+fn load_sets(
+    files: &[FileEntry],
+    docs: &mut [DocResult],
+    tables: &[Buckets],
+    engine: &Engine,
+    errors: &mut Vec<InputError>,
+    msgs: &Messages,
+) -> Vec<Option<Box<[u64]>>> {
+    let mut needed = vec![false; files.len()];
+    for t in tables {
+        for &d in t.docs() {
+            needed[d as usize] = true;
+        }
+    }
+    let mut sets: Vec<Option<Box<[u64]>>> = docs.iter_mut().map(|d| d.set.take()).collect();
+    let missing: Vec<u32> = (0..files.len() as u32)
+        .filter(|&d| needed[d as usize] && sets[d as usize].is_none())
+        .collect();
+    let bar = msgs.progress_bar(missing.len() as u64, "verifying");
+    let loaded: Vec<Result<Box<[u64]>, String>> = missing
+        .par_iter()
+        .map_init(
+            || DocWorker::new(engine),
+            |w, &d| {
+                let r = w.load_set(&files[d as usize], docs[d as usize].hash);
+                bar.inc(1);
+                r
+            },
+        )
+        .collect();
+    bar.finish_and_clear();
+    for (&d, r) in missing.iter().zip(loaded) {
+        match r {
+            Ok(set) => sets[d as usize] = Some(set),
+            Err(reason) => {
+                let path = &files[d as usize].path;
+                msgs.warn(&format!("{}: {reason}", display_path(path)));
+                errors.push(InputError {
+                    path: path.clone(),
+                    error: reason,
+                });
+            }
+        }
+    }
+    sets
+}
+
+fn params(cfg: &Config) -> Params {
+    let mut p = Params {
+        method: "minhash",
+        shingle: match cfg.shingle {
+            crate::shingle::ShingleKind::Word => "word",
+            crate::shingle::ShingleKind::Char => "char",
+        },
+        ngram: cfg.ngram,
+        sketch: None,
+        num_perm: None,
+        bands: None,
+        rows: None,
+        threshold: None,
+        bits: None,
+        max_distance: None,
+        pieces: None,
+        verify: "exact",
+        seed: cfg.seed,
+    };
+    match &cfg.method {
+        MethodConfig::MinHash {
+            sketch,
+            num_perm,
+            banding,
+            threshold,
+            exact,
+            ..
+        } => {
+            p.sketch = Some(sketch.name());
+            p.num_perm = Some(*num_perm);
+            p.bands = Some(banding.bands);
+            p.rows = Some(banding.rows);
+            p.threshold = Some(*threshold);
+            p.verify = if *exact { "exact" } else { "estimate" };
+        }
+        MethodConfig::SimHash { max_distance } => {
+            p.method = "simhash";
+            p.bits = Some(64);
+            p.max_distance = Some(*max_distance);
+            p.pieces = Some(simhash::pieces(*max_distance).len());
+        }
+    }
+    p
+}

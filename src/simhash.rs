@@ -1,0 +1,155 @@
+//! SimHash: one 64-bit fingerprint per document whose Hamming distance tracks cosine similarity,
+//! and the piece tables that find every pair within a distance bound.
+//!
+//! Features are the document's shingles, each weighted by how often it occurs. Each feature
+//! hash is first mixed with the seed, then every bit adds +w or −w to its column; the
+//! fingerprint's bit is set where the column sum is positive (ties give 0).
+//!
+//! Pieces follow the pigeonhole principle (Manku, Jain and Das Sarma, WWW 2007): split the 64
+//! bits into D+1 contiguous pieces. Two fingerprints within Hamming distance D differ in at most
+//! D pieces, so they agree exactly on at least one: bucketing by each piece finds *all* such
+//! pairs, which verification then filters by their true distance.
+
+use crate::minhash::mix64;
+
+/// Fingerprint of a sorted (not deduplicated) list of shingle hashes; runs of equal hashes are
+/// one feature weighted by the run length.
+pub fn fingerprint(sorted_shingles: &[u64], seed: u64) -> u64 {
+    let mut columns = [0i64; 64];
+    let mut i = 0;
+    while i < sorted_shingles.len() {
+        let x = sorted_shingles[i];
+        let mut j = i + 1;
+        while j < sorted_shingles.len() && sorted_shingles[j] == x {
+            j += 1;
+        }
+        let w = (j - i) as i64;
+        let h = mix64(x ^ seed);
+        for (bit, col) in columns.iter_mut().enumerate() {
+            let sign = (((h >> bit) & 1) as i64) * 2 - 1;
+            *col += sign * w;
+        }
+        i = j;
+    }
+    columns
+        .iter()
+        .enumerate()
+        .fold(0u64, |fp, (bit, &c)| fp | (u64::from(c > 0) << bit))
+}
+
+/// Hamming distance between two fingerprints.
+#[inline]
+pub fn distance(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// The contiguous bit ranges (shift, width) of the D+1 pieces of a 64-bit fingerprint.
+pub fn pieces(max_distance: u32) -> Vec<(u32, u32)> {
+    let count = max_distance + 1;
+    (0..count)
+        .map(|p| {
+            let start = p * 64 / count;
+            let end = (p + 1) * 64 / count;
+            (start, end - start)
+        })
+        .collect()
+}
+
+/// The value of piece `(shift, width)` of a fingerprint.
+#[inline]
+pub fn piece_key((shift, width): (u32, u32), fp: u64) -> u64 {
+    if width >= 64 {
+        fp
+    } else {
+        (fp >> shift) & ((1u64 << width) - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::minhash::splitmix64;
+
+    #[test]
+    fn pieces_cover_all_bits_once() {
+        for d in 0..20 {
+            let p = pieces(d);
+            assert_eq!(p.len(), d as usize + 1);
+            let mut mask = 0u64;
+            for &(s, w) in &p {
+                let m = if w >= 64 {
+                    u64::MAX
+                } else {
+                    ((1u64 << w) - 1) << s
+                };
+                assert_eq!(mask & m, 0);
+                mask |= m;
+            }
+            assert_eq!(mask, u64::MAX);
+        }
+    }
+
+    #[test]
+    fn pieces_find_every_pair_within_distance_of_brute_force() {
+        let mut state = 9;
+        for d in [0u32, 1, 3, 6] {
+            // Clustered fingerprints: random centers with a few flipped bits each.
+            let mut fps = Vec::new();
+            for _ in 0..60 {
+                let c = splitmix64(&mut state);
+                fps.push(c);
+                for _ in 0..4 {
+                    let mut f = c;
+                    for _ in 0..(splitmix64(&mut state) % 9) {
+                        f ^= 1 << (splitmix64(&mut state) % 64);
+                    }
+                    fps.push(f);
+                }
+            }
+            let p = pieces(d);
+            for i in 0..fps.len() {
+                for j in i + 1..fps.len() {
+                    let within = distance(fps[i], fps[j]) <= d;
+                    let shares = p
+                        .iter()
+                        .any(|&pc| piece_key(pc, fps[i]) == piece_key(pc, fps[j]));
+                    assert!(
+                        !within || shares,
+                        "d={d}: pair {i},{j} within distance but no piece shared"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn similar_documents_have_close_fingerprints() {
+        let mut state = 1;
+        let base: Vec<u64> = (0..400).map(|_| splitmix64(&mut state)).collect();
+        let mut near = base.clone();
+        near.truncate(390);
+        near.extend((0..10).map(|_| splitmix64(&mut state)));
+        let other: Vec<u64> = (0..400).map(|_| splitmix64(&mut state)).collect();
+        let sorted = |v: &Vec<u64>| {
+            let mut v = v.clone();
+            v.sort_unstable();
+            v
+        };
+        let (a, b, c) = (
+            fingerprint(&sorted(&base), 0),
+            fingerprint(&sorted(&near), 0),
+            fingerprint(&sorted(&other), 0),
+        );
+        assert!(distance(a, b) <= 8, "near: {}", distance(a, b));
+        assert!(distance(a, c) >= 16, "unrelated: {}", distance(a, c));
+    }
+
+    #[test]
+    fn weights_count_repeats() {
+        // A feature repeated three times outweighs two single features.
+        let x = 5u64;
+        let fp = fingerprint(&[x, x, x], 0);
+        assert_eq!(fp, fingerprint(&[x], 0));
+        assert_eq!(distance(fingerprint(&[1, 2, x, x, x], 0), fp) < 32, true);
+    }
+}

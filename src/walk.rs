@@ -1,0 +1,252 @@
+//! Walk: the roots → a sorted list of regular files, one entry per inode.
+//!
+//! walkdir keeps its own stack of directories, so depth is not limited by the call stack; a
+//! directory that cannot be read (permissions, a path longer than the OS allows) is recorded as
+//! an error, never dropped in silence. Entries are visited in file-name order, so the document
+//! ids, and the whole report, are the same on every run.
+//!
+//! Only regular files become documents. FIFOs, sockets and devices are counted and never opened
+//! (opening a FIFO would block). Symbolic links are not followed unless `follow_links`; then
+//! walkdir detects loops, and a link whose target lies outside every root is skipped, so the
+//! walk stays inside the roots. Hard links (and, with `-L`, several links to one file) are one
+//! document: the first path in walk order names it, the others are its aliases.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use globset::GlobSet;
+use walkdir::WalkDir;
+
+use crate::messages::{display_path, InputError, Messages};
+
+/// What to walk and which files to keep.
+#[derive(Clone, Debug, Default)]
+pub struct WalkOptions {
+    /// Directories or files to scan, in the order given.
+    pub roots: Vec<PathBuf>,
+    /// Follow symbolic links (`-L`).
+    pub follow_links: bool,
+    /// Keep only files whose path below the root matches one of these.
+    pub include: Option<GlobSet>,
+    /// Skip files and directories whose path below the root matches one of these.
+    pub exclude: Option<GlobSet>,
+    /// Skip files smaller than this many bytes.
+    pub min_size: u64,
+    /// Skip files larger than this many bytes.
+    pub max_size: u64,
+}
+
+/// One document-to-be: a regular file and the other names of its inode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEntry {
+    /// The first path of this inode in walk order.
+    pub path: PathBuf,
+    /// Other paths of the same inode (hard links, or links followed with `-L`).
+    pub aliases: Vec<PathBuf>,
+    /// Size in bytes when walked.
+    pub size: u64,
+    /// Device and inode number (0 on platforms without them).
+    pub id: (u64, u64),
+}
+
+/// Counts of files the walk saw but did not keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkSkips {
+    /// FIFOs, sockets, devices.
+    pub not_regular: u64,
+    /// Symbolic links not followed (no `-L`).
+    pub symlink: u64,
+    /// Links followed with `-L` that point outside every root, or into a loop.
+    pub outside_roots: u64,
+    /// Smaller than `--min-size`.
+    pub too_short: u64,
+    /// Larger than `--max-size`.
+    pub too_large: u64,
+}
+
+/// The walk's result.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// Regular files in walk order, one per inode.
+    pub files: Vec<FileEntry>,
+    /// Non-directory entries that passed the include/exclude filters (aliases included).
+    pub files_seen: u64,
+    /// Entries seen but not kept.
+    pub skipped: WalkSkips,
+    /// Entries that could not be read.
+    pub errors: Vec<InputError>,
+}
+
+/// Walks every root. A root that does not exist, or is not a directory or regular file, is a
+/// fatal error; problems below a root are recorded in the result.
+pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
+    let mut canonical_roots = Vec::new();
+    for root in &opts.roots {
+        let meta = std::fs::metadata(root)
+            .with_context(|| format!("cannot scan {}", display_path(root)))?;
+        let ft = meta.file_type();
+        if !ft.is_dir() && !ft.is_file() {
+            bail!(
+                "cannot scan {}: not a directory or regular file (a FIFO, socket or device)",
+                display_path(root)
+            );
+        }
+        canonical_roots.push(std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()));
+    }
+    let mut w = Walker {
+        opts,
+        msgs,
+        out: Walked::default(),
+        by_inode: HashMap::new(),
+    };
+    for root in &opts.roots {
+        w.walk_root(root, &canonical_roots);
+    }
+    Ok(w.out)
+}
+
+struct Walker<'a> {
+    opts: &'a WalkOptions,
+    msgs: &'a Messages,
+    out: Walked,
+    by_inode: HashMap<(u64, u64), usize>,
+}
+
+impl Walker<'_> {
+    fn walk_root(&mut self, root: &Path, canonical_roots: &[PathBuf]) {
+        let opts = self.opts;
+        let mut outside = 0u64;
+        let iter = WalkDir::new(root)
+            .follow_links(opts.follow_links)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| {
+                if e.depth() == 0 {
+                    return true;
+                }
+                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+                if opts.exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
+                    return false;
+                }
+                if opts.follow_links && e.path_is_symlink() {
+                    let inside = std::fs::canonicalize(e.path())
+                        .map(|t| canonical_roots.iter().any(|r| t.starts_with(r)))
+                        .unwrap_or(true);
+                    if !inside {
+                        outside += 1;
+                        return false;
+                    }
+                }
+                true
+            });
+        for item in iter {
+            match item {
+                Ok(entry) => self.visit(root, entry),
+                Err(err) => self.walk_error(err),
+            }
+        }
+        self.out.skipped.outside_roots += outside;
+    }
+
+    fn walk_error(&mut self, err: walkdir::Error) {
+        let path = err.path().map(Path::to_path_buf).unwrap_or_default();
+        if err.loop_ancestor().is_some() {
+            self.out.skipped.outside_roots += 1;
+            self.msgs.warn(&format!(
+                "{}: symbolic link loop, not followed",
+                display_path(&path)
+            ));
+            return;
+        }
+        let reason = err
+            .io_error()
+            .map(crate::messages::io_reason)
+            .unwrap_or_else(|| err.to_string());
+        self.msgs
+            .warn(&format!("{}: {reason}", display_path(&path)));
+        self.out.errors.push(InputError {
+            path,
+            error: reason,
+        });
+    }
+
+    fn visit(&mut self, root: &Path, entry: walkdir::DirEntry) {
+        let ft = entry.file_type();
+        if ft.is_dir() {
+            return;
+        }
+        let path = entry.into_path();
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        if let Some(include) = &self.opts.include {
+            if !include.is_match(rel) && !rel.as_os_str().is_empty() {
+                return;
+            }
+        }
+        self.out.files_seen += 1;
+        if ft.is_symlink() {
+            self.out.skipped.symlink += 1;
+            return;
+        }
+        if !ft.is_file() {
+            self.out.skipped.not_regular += 1;
+            return;
+        }
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                let reason = crate::messages::io_reason(&e);
+                self.msgs
+                    .warn(&format!("{}: {reason}", display_path(&path)));
+                self.out.errors.push(InputError {
+                    path,
+                    error: reason,
+                });
+                return;
+            }
+        };
+        let id = inode(&meta);
+        if id != (0, 0) {
+            if let Some(&i) = self.by_inode.get(&id) {
+                self.out.files[i].aliases.push(path);
+                return;
+            }
+        }
+        let size = meta.len();
+        if size < self.opts.min_size {
+            self.out.skipped.too_short += 1;
+            return;
+        }
+        if size > self.opts.max_size {
+            self.out.skipped.too_large += 1;
+            self.msgs.warn(&format!(
+                "{}: skipped, {size} bytes is over --max-size {}",
+                display_path(&path),
+                self.opts.max_size
+            ));
+            return;
+        }
+        if id != (0, 0) {
+            self.by_inode.insert(id, self.out.files.len());
+        }
+        self.out.files.push(FileEntry {
+            path,
+            aliases: Vec::new(),
+            size,
+            id,
+        });
+    }
+}
+
+/// (device, inode) of a file, the identity shared by its hard links.
+#[cfg(unix)]
+pub fn inode(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// No inode identity on this platform: every path is its own document.
+#[cfg(not(unix))]
+pub fn inode(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
