@@ -2,7 +2,6 @@
 //! values lives here, so a bad value is a clear error before any file is touched.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -105,7 +104,7 @@ impl Config {
         };
         Ok(Config {
             walk: WalkOptions {
-                roots: args.paths.into_iter().map(PathBuf::from).collect(),
+                roots: args.paths,
                 follow_links: args.follow_links,
                 include: globs(&args.include, "--include")?,
                 exclude: globs(&args.exclude, "--exclude")?,
@@ -147,13 +146,13 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         (Some(b), None) => (
             Banding {
                 bands: b,
-                rows: if b == 0 { 0 } else { k / b },
+                rows: k.checked_div(b).unwrap_or(0),
             },
             false,
         ),
         (None, Some(r)) => (
             Banding {
-                bands: if r == 0 { 0 } else { k / r },
+                bands: k.checked_div(r).unwrap_or(0),
                 rows: r,
             },
             false,

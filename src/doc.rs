@@ -77,7 +77,8 @@ pub struct DocResult {
     pub hash: u128,
     /// SimHash fingerprint (SimHash only).
     pub fingerprint: u64,
-    /// Sorted shingle set, kept while the cache budget lasts (exact MinHash verification).
+    /// Shingle hashes (unsorted, maybe repeated), kept while the cache budget lasts, for exact
+    /// MinHash verification.
     pub set: Option<Box<[u64]>>,
 }
 
@@ -184,9 +185,7 @@ impl<'a> DocWorker<'a> {
                 if *keep_sets {
                     let bytes = (self.shingles.len() * 8) as i64;
                     if budget.fetch_sub(bytes, Ordering::Relaxed) >= bytes {
-                        if !sorted {
-                            into_set(&mut self.shingles);
-                        }
+                        // Kept as they are: only candidates are sorted, when they are verified.
                         r.set = Some(self.shingles.as_slice().into());
                     } else {
                         budget.fetch_add(bytes, Ordering::Relaxed);
@@ -194,7 +193,7 @@ impl<'a> DocWorker<'a> {
                 }
             }
             Sketcher::SimHash { seed } => {
-                self.shingles.sort_unstable();
+                crate::shingle::sort_hashes(&mut self.shingles);
                 r.fingerprint = simhash::fingerprint(&self.shingles, *seed);
             }
         }

@@ -96,7 +96,7 @@ pub enum Decoded<'a> {
 /// Decodes file bytes as described in the module documentation.
 pub fn decode(bytes: &[u8]) -> Decoded<'_> {
     if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-        return Decoded::Text(String::from_utf8_lossy(rest));
+        return Decoded::Text(utf8(rest));
     }
     if let Some(rest) = bytes.strip_prefix(b"\xFF\xFE") {
         return Decoded::Text(Cow::Owned(utf16(rest, u16::from_le_bytes)));
@@ -108,7 +108,16 @@ pub fn decode(bytes: &[u8]) -> Decoded<'_> {
     if sniff.contains(&0) {
         return Decoded::Binary;
     }
-    Decoded::Text(String::from_utf8_lossy(bytes))
+    Decoded::Text(utf8(bytes))
+}
+
+/// UTF-8 with invalid sequences replaced. `str::from_utf8` validates far faster than the lossy
+/// decoder walks valid text, so it goes first.
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 fn utf16(bytes: &[u8], unit: fn([u8; 2]) -> u16) -> String {

@@ -26,6 +26,7 @@ use crate::minhash::{estimate, MinHasher};
 use crate::report::{
     ClusterOut, ErrorOut, MemberOut, PairOut, Params, Report, Stats, SCHEMA_VERSION,
 };
+use crate::shingle::into_set;
 use crate::simhash;
 use crate::verify::{connect, jaccard_at_least, Score};
 use crate::walk::{walk, FileEntry};
@@ -370,7 +371,16 @@ fn load_sets(
             needed[d as usize] = true;
         }
     }
-    let mut sets: Vec<Option<Box<[u64]>>> = docs.iter_mut().map(|d| d.set.take()).collect();
+    let mut sets: Vec<Option<Box<[u64]>>> = docs
+        .iter_mut()
+        .zip(&needed)
+        .map(|(d, &need)| d.set.take().filter(|_| need))
+        .collect();
+    sets.par_iter_mut().flatten().for_each(|kept| {
+        let mut v = std::mem::take(kept).into_vec();
+        into_set(&mut v);
+        *kept = v.into_boxed_slice();
+    });
     let missing: Vec<u32> = (0..files.len() as u32)
         .filter(|&d| needed[d as usize] && sets[d as usize].is_none())
         .collect();

@@ -11,12 +11,17 @@
 //! normalized text. A document with at least one token but fewer than one shingle's worth becomes
 //! a single shingle of its whole normalized text, never an empty set.
 //!
-//! Hashing: every token is hashed once with xxh3-64, and a word shingle is the xxh3-64 of the
-//! little-endian bytes of its `n` token hashes, so overlapping windows never re-read the text.
-//! A character shingle is the xxh3-64 of its UTF-8 bytes. This module does no sorting: callers
+//! Hashing: every token is hashed once with xxh3-64, and a word shingle combines its `n` token
+//! hashes: token j of the window is rotated left by 17·j bits, the rotations are xored, and the
+//! SplitMix64 finalizer mixes the result. Overlapping windows never re-read the text, and the
+//! distinct rotations make the combination order-sensitive ("a b" ≠ "b a"). A character shingle
+//! of up to 7 UTF-8 bytes is packed into an integer and mixed; a longer one is hashed with
+//! xxh3-64 ([`char_hash`]). This module does no sorting: callers
 //! that need a set sort and deduplicate (MinHash does not need to, since `min` is idempotent).
 
 use xxhash_rust::xxh3::xxh3_64;
+
+use crate::minhash::mix64;
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +39,8 @@ pub struct Shingler {
     n: usize,
     /// Lowercased bytes of the token being built, when the input token is not already lowercase.
     token: Vec<u8>,
-    /// Little-endian token hashes (word mode), 8 bytes per token.
-    token_hashes: Vec<u8>,
+    /// Token hashes (word mode).
+    token_hashes: Vec<u64>,
     /// The normalized text (character mode).
     normalized: Vec<u8>,
     /// Byte offsets of the characters of `normalized` (character mode, non-ASCII text only).
@@ -67,17 +72,14 @@ impl Shingler {
     fn word_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
         let mut hashes = std::mem::take(&mut self.token_hashes);
         hashes.clear();
-        for_each_token(text, &mut self.token, |tok| {
-            hashes.extend_from_slice(&xxh3_64(tok).to_le_bytes())
-        });
-        let tokens = hashes.len() / 8;
-        if tokens == 0 {
-        } else if tokens < self.n {
-            out.push(xxh3_64(&hashes));
+        for_each_token(text, &mut self.token, |tok| hashes.push(xxh3_64(tok)));
+        let n = self.n;
+        if hashes.is_empty() {
+        } else if hashes.len() < n {
+            out.push(combine(&hashes));
         } else {
-            let width = 8 * self.n;
-            out.reserve(tokens - self.n + 1);
-            out.extend((0..=tokens - self.n).map(|i| xxh3_64(&hashes[8 * i..8 * i + width])));
+            out.reserve(hashes.len() - n + 1);
+            out.extend(hashes.windows(n).map(combine));
         }
         self.token_hashes = hashes;
     }
@@ -95,9 +97,20 @@ impl Shingler {
         if norm.is_empty() {
         } else if norm.is_ascii() {
             if norm.len() < n {
-                out.push(xxh3_64(&norm));
+                out.push(char_hash(&norm));
+            } else if n <= 7 {
+                // A rolling register holds the current window's bytes: one shift per character.
+                let mask = (1u64 << (8 * n)) - 1;
+                let mut w = norm[..n - 1]
+                    .iter()
+                    .fold(0u64, |p, &b| (p << 8) | u64::from(b));
+                out.reserve(norm.len() - n + 1);
+                out.extend(norm[n - 1..].iter().map(|&b| {
+                    w = ((w << 8) | u64::from(b)) & mask;
+                    packed_hash(w, n)
+                }));
             } else {
-                out.extend(norm.windows(n).map(xxh3_64));
+                out.extend(norm.windows(n).map(char_hash));
             }
         } else {
             // Tokens are valid UTF-8 (they come from a &str), so every byte that is not a
@@ -108,59 +121,114 @@ impl Shingler {
             self.char_starts.push(norm.len());
             let chars = self.char_starts.len() - 1;
             if chars < n {
-                out.push(xxh3_64(&norm));
+                out.push(char_hash(&norm));
             } else {
                 let starts = &self.char_starts;
-                out.extend((0..=chars - n).map(|i| xxh3_64(&norm[starts[i]..starts[i + n]])));
+                out.extend((0..=chars - n).map(|i| char_hash(&norm[starts[i]..starts[i + n]])));
             }
         }
         self.normalized = norm;
     }
 }
 
+/// The hash of a character shingle: up to 7 bytes are packed with their length into one
+/// integer (injective, so distinct short shingles never collide) and mixed; longer ones take
+/// xxh3-64. Either way the hash depends only on the bytes.
+#[inline]
+pub fn char_hash(bytes: &[u8]) -> u64 {
+    if bytes.len() <= 7 {
+        let packed = bytes.iter().fold(0u64, |p, &b| (p << 8) | u64::from(b));
+        packed_hash(packed, bytes.len())
+    } else {
+        xxh3_64(bytes)
+    }
+}
+
+/// `char_hash` of a shingle of `len <= 7` bytes packed big-endian into `packed`.
+#[inline]
+fn packed_hash(packed: u64, len: usize) -> u64 {
+    mix64(packed ^ ((len as u64) << 56) ^ 0x6368_6172_5F73_6869) // "char_shi"
+}
+
+/// The hash of a word shingle from its token hashes (see the module documentation).
+#[inline]
+pub fn combine(token_hashes: &[u64]) -> u64 {
+    let mut h = 0u64;
+    for (j, &t) in token_hashes.iter().enumerate() {
+        h ^= t.rotate_left((17 * j as u32) % 64);
+    }
+    mix64(h)
+}
+
+/// Byte classes for the tokenizer's ASCII fast path (bit flags, so one test covers two).
+const OTHER: u8 = 1;
+const UPPER: u8 = 2;
+const HIGH: u8 = 4;
+const SPACE: u8 = 8;
+
+/// The class of every byte: Unicode `White_Space` in ASCII is TAB, LF, VT, FF, CR and SPACE
+/// (`u8::is_ascii_whitespace` leaves out VT, which Unicode counts); bytes from 0x80 start or
+/// continue a multi-byte character and need decoding.
+static CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' => SPACE,
+            b'A'..=b'Z' => UPPER,
+            0x80..=0xFF => HIGH,
+            _ => OTHER,
+        };
+        b += 1;
+    }
+    t
+};
+
 /// Calls `emit` with the lowercased UTF-8 bytes of every token of `text`, in order.
 ///
-/// ASCII text takes a fast path: a token that is already lowercase ASCII is passed straight
-/// from the input; others are lowercased into `scratch`.
+/// ASCII takes a table-driven fast path, and a token that is already lowercase ASCII is passed
+/// straight from the input; others are lowercased into `scratch`.
 pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[u8])) {
     let bytes = text.as_bytes();
+    let n = bytes.len();
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip whitespace.
-        let b = bytes[i];
-        if b < 0x80 {
-            if is_ascii_white_space(b) {
+    while i < n {
+        // Skip white space.
+        match CLASS[bytes[i] as usize] {
+            SPACE => {
                 i += 1;
                 continue;
             }
-        } else {
-            let c = char_at(text, i);
-            if c.is_whitespace() {
-                i += c.len_utf8();
-                continue;
-            }
-        }
-        // A token starts at `i`: find its end, noting whether it needs lowercasing.
-        let start = i;
-        let mut plain = true;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if b < 0x80 {
-                if is_ascii_white_space(b) {
-                    break;
-                }
-                plain &= !b.is_ascii_uppercase();
-                i += 1;
-            } else {
+            HIGH => {
                 let c = char_at(text, i);
                 if c.is_whitespace() {
-                    break;
+                    i += c.len_utf8();
+                    continue;
                 }
-                plain = false;
-                i += c.len_utf8();
             }
+            _ => {}
         }
-        if plain {
+        // A token starts at `i`: find its end, collecting the classes it contains.
+        let start = i;
+        let mut seen = 0u8;
+        while i < n {
+            let class = CLASS[bytes[i] as usize];
+            if class & (SPACE | HIGH) == 0 {
+                seen |= class;
+                i += 1;
+                continue;
+            }
+            if class == SPACE {
+                break;
+            }
+            let c = char_at(text, i);
+            if c.is_whitespace() {
+                break;
+            }
+            seen |= HIGH;
+            i += c.len_utf8();
+        }
+        if seen & (UPPER | HIGH) == 0 {
             emit(&bytes[start..i]);
         } else {
             scratch.clear();
@@ -168,13 +236,6 @@ pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[
             emit(scratch);
         }
     }
-}
-
-/// Unicode `White_Space` in the ASCII range: TAB, LF, VT, FF, CR and SPACE.
-/// (`u8::is_ascii_whitespace` leaves out VT, which Unicode counts.)
-#[inline]
-fn is_ascii_white_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
 }
 
 #[inline]
@@ -213,8 +274,42 @@ pub fn normalize(text: &str) -> String {
 
 /// Sorts and deduplicates shingle hashes in place, turning them into a set.
 pub fn into_set(hashes: &mut Vec<u64>) {
-    hashes.sort_unstable();
+    sort_hashes(hashes);
     hashes.dedup();
+}
+
+/// Sorts uniformly distributed 64-bit hashes. Large inputs take one counting pass on the top
+/// ⌈log2 n⌉ bits, which leaves buckets of about one element each, then sort those buckets: about
+/// three passes over the data instead of a comparison sort's log n.
+pub fn sort_hashes(hashes: &mut Vec<u64>) {
+    let n = hashes.len();
+    if n < 1024 {
+        hashes.sort_unstable();
+        return;
+    }
+    let bits = (usize::BITS - (n - 1).leading_zeros()).min(20);
+    let shift = 64 - bits;
+    let mut starts = vec![0u32; (1usize << bits) + 1];
+    for &h in hashes.iter() {
+        starts[(h >> shift) as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut out = vec![0u64; n];
+    let mut next = starts.clone();
+    for &h in hashes.iter() {
+        let b = (h >> shift) as usize;
+        out[next[b] as usize] = h;
+        next[b] += 1;
+    }
+    for w in starts.windows(2) {
+        let bucket = &mut out[w[0] as usize..w[1] as usize];
+        if bucket.len() > 1 {
+            bucket.sort_unstable();
+        }
+    }
+    *hashes = out;
 }
 
 #[cfg(test)]
@@ -258,6 +353,21 @@ mod tests {
     }
 
     #[test]
+    fn hash_sort_matches_std_sort() {
+        let mut state = 3u64;
+        for n in [0usize, 5, 1023, 1024, 5000, 70_000] {
+            let mut v: Vec<u64> = (0..n)
+                .map(|_| crate::minhash::splitmix64(&mut state) >> (n % 7))
+                .collect();
+            v.extend_from_within(..n / 3);
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            sort_hashes(&mut v);
+            assert_eq!(v, expected);
+        }
+    }
+
+    #[test]
     fn short_document_is_one_whole_text_shingle() {
         assert_eq!(shingles(ShingleKind::Word, 5, "only three words").len(), 1);
         assert_eq!(shingles(ShingleKind::Char, 5, "abc").len(), 1);
@@ -275,17 +385,24 @@ mod tests {
         // "añbc" has 4 characters: two 3-grams.
         let s = shingles(ShingleKind::Char, 3, "AÑBC");
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0], xxh3_64("añb".as_bytes()));
-        assert_eq!(s[1], xxh3_64("ñbc".as_bytes()));
+        assert_eq!(s[0], char_hash("añb".as_bytes()));
+        assert_eq!(s[1], char_hash("ñbc".as_bytes()));
         let ascii = shingles(ShingleKind::Char, 3, "abcd");
-        assert_eq!(ascii, vec![xxh3_64(b"abc"), xxh3_64(b"bcd")]);
+        assert_eq!(ascii, vec![char_hash(b"abc"), char_hash(b"bcd")]);
+        assert_eq!(
+            shingles(ShingleKind::Char, 8, "abcdefgh"),
+            vec![xxh3_64(b"abcdefgh")]
+        );
+        // Packing keeps the length, so a shorter shingle padded with NULs differs.
+        assert_ne!(char_hash(b"ab"), char_hash(b"ab\0"));
     }
 
     #[test]
-    fn word_shingle_is_xxh3_of_token_hashes() {
+    fn word_shingle_combines_xxh3_token_hashes() {
         let s = shingles(ShingleKind::Word, 2, "x y");
-        let mut bytes = xxh3_64(b"x").to_le_bytes().to_vec();
-        bytes.extend_from_slice(&xxh3_64(b"y").to_le_bytes());
-        assert_eq!(s, vec![xxh3_64(&bytes)]);
+        let (x, y) = (xxh3_64(b"x"), xxh3_64(b"y"));
+        assert_eq!(s, vec![mix64(x ^ y.rotate_left(17))]);
+        // Repeated tokens do not cancel out.
+        assert_ne!(shingles(ShingleKind::Word, 2, "x x")[0], mix64(0));
     }
 }
