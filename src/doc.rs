@@ -193,7 +193,6 @@ impl<'a> DocWorker<'a> {
                 }
             }
             Sketcher::SimHash { seed } => {
-                crate::shingle::sort_hashes(&mut self.shingles);
                 r.fingerprint = simhash::fingerprint(&self.shingles, *seed);
             }
         }

@@ -6,7 +6,8 @@
 //! cli → config            command line → validated Config
 //! walk                    roots → sorted regular files, one per inode
 //! read                    file → bytes → decoded text
-//! shingle                 text → normalized tokens → 64-bit shingle hashes
+//! tokenize                text → lowercased tokens
+//! shingle                 tokens → 64-bit shingle hashes
 //! minhash / simhash       shingles → signature / fingerprint
 //! doc                     the per-file work above, run in parallel
 //! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
@@ -33,6 +34,7 @@ pub mod report;
 pub mod scan;
 pub mod shingle;
 pub mod simhash;
+pub mod tokenize;
 pub mod verify;
 pub mod walk;
 

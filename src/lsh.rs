@@ -19,6 +19,18 @@ use crate::minhash::mix64;
 /// only 0.40.
 pub const RECALL_WEIGHT: f64 = 256.0;
 
+/// The largest chance that exact verification's prefilter drops a pair at the threshold.
+pub const PREFILTER_MISS: f64 = 1e-6;
+
+/// Exact verification skips a candidate whose signature estimate is below this floor, t − ε:
+/// by Hoeffding's bound a pair of true similarity ≥ t has an estimate ≤ t − ε with probability
+/// at most exp(−2Kε²), so ε = √(ln(1/[`PREFILTER_MISS`]) / 2K) (0.23 for K = 128) keeps that
+/// chance below 10⁻⁶ per pair, while the many chance candidates far below t (character
+/// shingles of one language overlap a lot) cost no set comparison.
+pub fn estimate_floor(t: f64, k: usize) -> f64 {
+    t - ((1.0 / PREFILTER_MISS).ln() / (2.0 * k.max(1) as f64)).sqrt()
+}
+
 /// A banding of a MinHash signature: `bands · rows <= K` values are used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Banding {
@@ -125,6 +137,17 @@ mod tests {
         let b = Banding { bands: 1, rows: 2 };
         assert!((b.false_positive_mass(0.5) - 0.125 / 3.0).abs() < 1e-9);
         assert!((b.false_negative_mass(0.5) - (0.5 - (1.0 - 0.125) / 3.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn estimate_floor_follows_hoeffding() {
+        assert!((estimate_floor(0.8, 128) - 0.5677).abs() < 1e-3);
+        // Short signatures say too little to filter anything.
+        assert!(estimate_floor(0.8, 8) < 0.0);
+        for k in [16, 64, 128, 256, 1024] {
+            let eps = 0.8 - estimate_floor(0.8, k);
+            assert!((-2.0 * k as f64 * eps * eps).exp() <= PREFILTER_MISS * 1.0001);
+        }
     }
 
     #[test]

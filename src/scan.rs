@@ -20,7 +20,7 @@ use crate::cluster::{clusters, Pair, UnionFind};
 use crate::config::{Config, MethodConfig};
 use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
 use crate::exit::ExitCode;
-use crate::lsh::band_key;
+use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::report::{
@@ -80,8 +80,22 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             exact: true,
             ..
         } => {
-            let sets = load_sets(&files, &mut docs, &tables, &engine, &mut errors, msgs);
+            let floor = estimate_floor(*threshold, lanes);
+            let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
+            let plausible = |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor;
+            let sets = load_sets(
+                &files,
+                &mut docs,
+                &tables,
+                &plausible,
+                &engine,
+                &mut errors,
+                msgs,
+            );
             connect(&tables, &mut uf, |lo, hi| {
+                if !plausible(lo, hi) {
+                    return None;
+                }
                 let (a, b) = (sets[lo as usize].as_deref()?, sets[hi as usize].as_deref()?);
                 jaccard_at_least(a, b, *threshold).map(|j| (j, None))
             })
@@ -354,21 +368,38 @@ fn bucket(
     }
 }
 
-/// The shingle sets of every bucketed document, indexed by document id: kept ones moved out of
+/// The shingle sets of every bucketed document with a `plausible` partner (see
+/// [`estimate_floor`]), indexed by document id: kept ones moved out of
 /// `docs`, the others derived again from their files (in parallel). A file that fails or changed
 /// since the first pass is reported and left without a set, so none of its pairs verify.
 fn load_sets(
     files: &[FileEntry],
     docs: &mut [DocResult],
     tables: &[Buckets],
+    plausible: &(dyn Fn(u32, u32) -> bool + Sync),
     engine: &Engine,
     errors: &mut Vec<InputError>,
     msgs: &Messages,
 ) -> Vec<Option<Box<[u64]>>> {
     let mut needed = vec![false; files.len()];
     for t in tables {
-        for &d in t.docs() {
-            needed[d as usize] = true;
+        for i in 0..t.len() {
+            let bucket = t.bucket(i);
+            // Small buckets load only documents with a plausible partner; a large one (many
+            // near-identical documents, where nearly all are) loads every member rather than
+            // testing m² pairs.
+            let small = bucket.len() <= 64;
+            for (j, &a) in bucket.iter().enumerate() {
+                if !needed[a as usize]
+                    && (!small
+                        || bucket
+                            .iter()
+                            .enumerate()
+                            .any(|(k, &b)| k != j && plausible(a.min(b), a.max(b))))
+                {
+                    needed[a as usize] = true;
+                }
+            }
         }
     }
     let mut sets: Vec<Option<Box<[u64]>>> = docs

@@ -1,11 +1,8 @@
 //! Normalization and shingling: decoded text → 64-bit shingle hashes.
 //!
 //! The normalization is the one documented in the README, exactly, because every similarity
-//! depends on it:
-//! 1. full Unicode lowercase, character by character (`char::to_lowercase`, no context rules
-//!    such as the Greek final sigma);
-//! 2. tokens are maximal runs of characters that are not Unicode `White_Space`;
-//! 3. the normalized text is the tokens re-joined by single spaces.
+//! depends on it: tokens from [`crate::tokenize`] (lowercased maximal runs of non-`White_Space`
+//! characters), and the normalized text is the tokens re-joined by single spaces.
 //!
 //! Word shingles are `n` consecutive tokens, character shingles `n` consecutive characters of the
 //! normalized text. A document with at least one token but fewer than one shingle's worth becomes
@@ -22,6 +19,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::minhash::mix64;
+pub use crate::tokenize::{for_each_token, normalize};
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,8 +76,19 @@ impl Shingler {
         } else if hashes.len() < n {
             out.push(combine(&hashes));
         } else {
+            // Rolling form of `combine`: dropping token i and adding token i + n is
+            // h ← rotr(h ^ t_i, 17) ^ rotl(t_{i+n}, 17·(n−1)), the same value without n steps.
             out.reserve(hashes.len() - n + 1);
-            out.extend(hashes.windows(n).map(combine));
+            let last = (17 * (n - 1) as u32) % 64;
+            let mut h = hashes[..n]
+                .iter()
+                .enumerate()
+                .fold(0u64, |h, (j, &t)| h ^ t.rotate_left((17 * j as u32) % 64));
+            out.push(mix64(h));
+            for (&old, &new) in hashes.iter().zip(&hashes[n..]) {
+                h = (h ^ old).rotate_right(17) ^ new.rotate_left(last);
+                out.push(mix64(h));
+            }
         }
         self.token_hashes = hashes;
     }
@@ -160,118 +169,6 @@ pub fn combine(token_hashes: &[u64]) -> u64 {
     mix64(h)
 }
 
-/// Byte classes for the tokenizer's ASCII fast path (bit flags, so one test covers two).
-const OTHER: u8 = 1;
-const UPPER: u8 = 2;
-const HIGH: u8 = 4;
-const SPACE: u8 = 8;
-
-/// The class of every byte: Unicode `White_Space` in ASCII is TAB, LF, VT, FF, CR and SPACE
-/// (`u8::is_ascii_whitespace` leaves out VT, which Unicode counts); bytes from 0x80 start or
-/// continue a multi-byte character and need decoding.
-static CLASS: [u8; 256] = {
-    let mut t = [OTHER; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = match b as u8 {
-            b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' => SPACE,
-            b'A'..=b'Z' => UPPER,
-            0x80..=0xFF => HIGH,
-            _ => OTHER,
-        };
-        b += 1;
-    }
-    t
-};
-
-/// Calls `emit` with the lowercased UTF-8 bytes of every token of `text`, in order.
-///
-/// ASCII takes a table-driven fast path, and a token that is already lowercase ASCII is passed
-/// straight from the input; others are lowercased into `scratch`.
-pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[u8])) {
-    let bytes = text.as_bytes();
-    let n = bytes.len();
-    let mut i = 0;
-    while i < n {
-        // Skip white space.
-        match CLASS[bytes[i] as usize] {
-            SPACE => {
-                i += 1;
-                continue;
-            }
-            HIGH => {
-                let c = char_at(text, i);
-                if c.is_whitespace() {
-                    i += c.len_utf8();
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        // A token starts at `i`: find its end, collecting the classes it contains.
-        let start = i;
-        let mut seen = 0u8;
-        while i < n {
-            let class = CLASS[bytes[i] as usize];
-            if class & (SPACE | HIGH) == 0 {
-                seen |= class;
-                i += 1;
-                continue;
-            }
-            if class == SPACE {
-                break;
-            }
-            let c = char_at(text, i);
-            if c.is_whitespace() {
-                break;
-            }
-            seen |= HIGH;
-            i += c.len_utf8();
-        }
-        if seen & (UPPER | HIGH) == 0 {
-            emit(&bytes[start..i]);
-        } else {
-            scratch.clear();
-            lowercase_into(&text[start..i], scratch);
-            emit(scratch);
-        }
-    }
-}
-
-#[inline]
-fn char_at(text: &str, i: usize) -> char {
-    text[i..]
-        .chars()
-        .next()
-        .unwrap_or(char::REPLACEMENT_CHARACTER)
-}
-
-fn lowercase_into(token: &str, out: &mut Vec<u8>) {
-    let mut buf = [0u8; 4];
-    for c in token.chars() {
-        if c.is_ascii() {
-            out.push(c.to_ascii_lowercase() as u8);
-        } else {
-            for l in c.to_lowercase() {
-                out.extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-}
-
-/// The normalized text itself (tokens joined by single spaces): what the shingles are cut from.
-pub fn normalize(text: &str) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    let mut scratch = Vec::new();
-    for_each_token(text, &mut scratch, |tok| {
-        if !out.is_empty() {
-            out.push(b' ');
-        }
-        out.extend_from_slice(tok);
-    });
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
 /// Sorts and deduplicates shingle hashes in place, turning them into a set.
 pub fn into_set(hashes: &mut Vec<u64>) {
     sort_hashes(hashes);
@@ -320,16 +217,6 @@ mod tests {
         let mut out = Vec::new();
         Shingler::new(kind, n).shingle(text, &mut out);
         out
-    }
-
-    #[test]
-    fn normalizes_case_and_every_unicode_space() {
-        assert_eq!(
-            normalize("  Hello\t\x0BWORLD\u{3000}Straße\u{00A0}ÉTÉ \r\n"),
-            "hello world straße été"
-        );
-        assert_eq!(normalize("İ"), "i\u{307}");
-        assert_eq!(normalize(" \n\t "), "");
     }
 
     #[test]
@@ -395,6 +282,17 @@ mod tests {
         );
         // Packing keeps the length, so a shorter shingle padded with NULs differs.
         assert_ne!(char_hash(b"ab"), char_hash(b"ab\0"));
+    }
+
+    #[test]
+    fn rolling_word_hash_equals_combining_each_window() {
+        let text = "one two three two one four five six one two three seven";
+        let mut toks = Vec::new();
+        for_each_token(text, &mut Vec::new(), |t| toks.push(xxh3_64(t)));
+        for n in [1, 2, 3, 4, 5, 11] {
+            let expected: Vec<u64> = toks.windows(n).map(combine).collect();
+            assert_eq!(shingles(ShingleKind::Word, n, text), expected, "n = {n}");
+        }
     }
 
     #[test]
