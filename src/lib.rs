@@ -11,7 +11,7 @@
 //! minhash / simhash       shingles → signature / fingerprint
 //! doc                     the per-file work above, run in parallel
 //! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
-//! verify                  candidates → exact Jaccard / Hamming → joined pairs
+//! verify / exact          candidates → exact Jaccard / Hamming → joined pairs
 //! cluster                 union-find → clusters with a spanning set of pairs
 //! report                  clusters → JSON on stdout
 //! ```
@@ -24,6 +24,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod doc;
+pub mod exact;
 pub mod exit;
 pub mod interrupt;
 pub mod lsh;

@@ -6,8 +6,8 @@
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature
 //! (K u32 values) or fingerprint; sets are kept during the first pass only while a fixed budget
-//! lasts ([`SET_CACHE_BYTES`]), and after bucketing the sets of candidate documents that were
-//! not kept are derived again from their files.
+//! lasts ([`SET_CACHE_BYTES`]), and exact verification ([`crate::exact`]) loads the sets of
+//! candidates a bounded batch at a time, deriving again from their files those not kept.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicI64;
@@ -19,6 +19,7 @@ use crate::buckets::Buckets;
 use crate::cluster::{clusters, Pair, UnionFind};
 use crate::config::{Config, MethodConfig};
 use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
 use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
@@ -26,9 +27,8 @@ use crate::minhash::{estimate, MinHasher};
 use crate::report::{
     ClusterOut, ErrorOut, MemberOut, PairOut, Params, Report, Stats, SCHEMA_VERSION,
 };
-use crate::shingle::into_set;
 use crate::simhash;
-use crate::verify::{connect, jaccard_at_least, Score};
+use crate::verify::{all_buckets, connect, Score};
 use crate::walk::{walk, FileEntry};
 
 /// Bytes of shingle sets kept from the first pass, so small corpora are never read twice.
@@ -82,37 +82,31 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         } => {
             let floor = estimate_floor(*threshold, lanes);
             let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
-            let plausible = |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor;
-            let sets = load_sets(
-                &files,
-                &mut docs,
-                &tables,
-                &plausible,
-                &engine,
-                &mut errors,
+            let verifier = ExactVerifier {
+                files: &files,
+                engine: &engine,
                 msgs,
-            );
-            connect(&tables, &mut uf, |lo, hi| {
-                if !plausible(lo, hi) {
-                    return None;
-                }
-                let (a, b) = (sets[lo as usize].as_deref()?, sets[hi as usize].as_deref()?);
-                jaccard_at_least(a, b, *threshold).map(|j| (j, None))
-            })
+                threshold: *threshold,
+                plausible: |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor,
+            };
+            verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
         MethodConfig::MinHash {
             threshold,
             exact: false,
             ..
-        } => connect(&tables, &mut uf, |lo, hi| {
+        } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
             let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
             let e = estimate(sig(lo), sig(hi));
             (e >= *threshold).then_some((e, None))
         }),
-        MethodConfig::SimHash { max_distance } => connect(&tables, &mut uf, |lo, hi| {
-            let d = simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
-            (d <= *max_distance).then_some((simhash_similarity(d), Some(d)) as Score)
-        }),
+        MethodConfig::SimHash { max_distance } => {
+            connect(&all_buckets(&tables), &mut uf, |lo, hi| {
+                let d =
+                    simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
+                (d <= *max_distance).then_some((simhash_similarity(d), Some(d)) as Score)
+            })
+        }
     };
     stats.candidate_pairs = verification.checked;
     stats.verified_pairs = verification.passed;
@@ -122,6 +116,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let found = clusters(files.len(), &pairs);
     stats.clusters = found.len() as u64;
     stats.skipped.error = errors.len() as u64;
+    errors.sort_by(|a, b| a.path.cmp(&b.path));
 
     let code = if errors.is_empty() {
         ExitCode::Success
@@ -366,82 +361,6 @@ fn bucket(
             })
             .collect(),
     }
-}
-
-/// The shingle sets of every bucketed document with a `plausible` partner (see
-/// [`estimate_floor`]), indexed by document id: kept ones moved out of
-/// `docs`, the others derived again from their files (in parallel). A file that fails or changed
-/// since the first pass is reported and left without a set, so none of its pairs verify.
-fn load_sets(
-    files: &[FileEntry],
-    docs: &mut [DocResult],
-    tables: &[Buckets],
-    plausible: &(dyn Fn(u32, u32) -> bool + Sync),
-    engine: &Engine,
-    errors: &mut Vec<InputError>,
-    msgs: &Messages,
-) -> Vec<Option<Box<[u64]>>> {
-    let mut needed = vec![false; files.len()];
-    for t in tables {
-        for i in 0..t.len() {
-            let bucket = t.bucket(i);
-            // Small buckets load only documents with a plausible partner; a large one (many
-            // near-identical documents, where nearly all are) loads every member rather than
-            // testing m² pairs.
-            let small = bucket.len() <= 64;
-            for (j, &a) in bucket.iter().enumerate() {
-                if !needed[a as usize]
-                    && (!small
-                        || bucket
-                            .iter()
-                            .enumerate()
-                            .any(|(k, &b)| k != j && plausible(a.min(b), a.max(b))))
-                {
-                    needed[a as usize] = true;
-                }
-            }
-        }
-    }
-    let mut sets: Vec<Option<Box<[u64]>>> = docs
-        .iter_mut()
-        .zip(&needed)
-        .map(|(d, &need)| d.set.take().filter(|_| need))
-        .collect();
-    sets.par_iter_mut().flatten().for_each(|kept| {
-        let mut v = std::mem::take(kept).into_vec();
-        into_set(&mut v);
-        *kept = v.into_boxed_slice();
-    });
-    let missing: Vec<u32> = (0..files.len() as u32)
-        .filter(|&d| needed[d as usize] && sets[d as usize].is_none())
-        .collect();
-    let bar = msgs.progress_bar(missing.len() as u64, "verifying");
-    let loaded: Vec<Result<Box<[u64]>, String>> = missing
-        .par_iter()
-        .map_init(
-            || DocWorker::new(engine),
-            |w, &d| {
-                let r = w.load_set(&files[d as usize], docs[d as usize].hash);
-                bar.inc(1);
-                r
-            },
-        )
-        .collect();
-    bar.finish_and_clear();
-    for (&d, r) in missing.iter().zip(loaded) {
-        match r {
-            Ok(set) => sets[d as usize] = Some(set),
-            Err(reason) => {
-                let path = &files[d as usize].path;
-                msgs.warn(&format!("{}: {reason}", display_path(path)));
-                errors.push(InputError {
-                    path: path.clone(),
-                    error: reason,
-                });
-            }
-        }
-    }
-    sets
 }
 
 fn params(cfg: &Config) -> Params {

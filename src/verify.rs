@@ -40,9 +40,18 @@ struct BucketOutcome {
     checked: u64,
 }
 
-/// Checks the candidates of every table, joining the documents of passing pairs in `uf`.
+/// Every bucket of every table, as `connect` takes them.
+pub fn all_buckets(tables: &[Buckets]) -> Vec<Vec<&[u32]>> {
+    tables
+        .iter()
+        .map(|t| (0..t.len()).map(|i| t.bucket(i)).collect())
+        .collect()
+}
+
+/// Checks the candidates of every table (each a list of buckets), joining the documents of
+/// passing pairs in `uf`.
 /// `check(lo, hi)` returns the score of a pair that meets the bound.
-pub fn connect<F>(tables: &[Buckets], uf: &mut UnionFind, check: F) -> Verification
+pub fn connect<F>(tables: &[Vec<&[u32]>], uf: &mut UnionFind, check: F) -> Verification
 where
     F: Fn(u32, u32) -> Option<Score> + Sync,
 {
@@ -51,9 +60,9 @@ where
     for table in tables {
         let frozen = &*uf;
         let failed_before = &failed;
-        let outcomes: Vec<BucketOutcome> = (0..table.len())
-            .into_par_iter()
-            .map(|i| verify_bucket(table.bucket(i), frozen, failed_before, &check))
+        let outcomes: Vec<BucketOutcome> = table
+            .par_iter()
+            .map(|bucket| verify_bucket(bucket, frozen, failed_before, &check))
             .collect();
         for o in outcomes {
             out.checked += o.checked;
@@ -188,7 +197,9 @@ mod tests {
     fn identical_bucket_costs_linear_checks() {
         let docs: Vec<u32> = (0..500).collect();
         let mut uf = UnionFind::new(500);
-        let v = connect(&[buckets(&[&docs])], &mut uf, |_, _| Some((1.0, None)));
+        let v = connect(&all_buckets(&[buckets(&[&docs])]), &mut uf, |_, _| {
+            Some((1.0, None))
+        });
         assert_eq!(v.checked, 499);
         assert_eq!(v.pairs.len(), 499);
     }
@@ -200,7 +211,7 @@ mod tests {
         let docs: Vec<u32> = (0..8).collect();
         let mut uf = UnionFind::new(8);
         let tables = [buckets(&[&docs]), buckets(&[&docs[..4], &docs[4..]])];
-        let v = connect(&tables, &mut uf, |a, b| {
+        let v = connect(&all_buckets(&tables), &mut uf, |a, b| {
             similar(a, b).then_some((0.9, None))
         });
         for a in 0..8 {
@@ -213,7 +224,7 @@ mod tests {
         assert_eq!(v.pairs.len(), 3 + 1);
         // The second table re-checks nothing: connected pairs are skipped, failed ones remembered.
         let mut uf2 = UnionFind::new(8);
-        let once = connect(&tables[..1], &mut uf2, |a, b| {
+        let once = connect(&all_buckets(&tables[..1]), &mut uf2, |a, b| {
             similar(a, b).then_some((0.9, None))
         });
         assert_eq!(v.checked, once.checked);

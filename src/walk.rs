@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use globset::GlobSet;
+use rayon::prelude::*;
 use walkdir::WalkDir;
 
 use crate::messages::{display_path, InputError, Messages};
@@ -99,9 +100,18 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         msgs,
         out: Walked::default(),
         by_inode: HashMap::new(),
+        pending: Vec::new(),
     };
     for root in &opts.roots {
         w.walk_root(root, &canonical_roots);
+    }
+    // One stat per file is most of the walk's time; done in parallel, then admitted in walk
+    // order so that which name of an inode comes first does not depend on threads.
+    let pending = std::mem::take(&mut w.pending);
+    let metas: Vec<std::io::Result<std::fs::Metadata>> =
+        pending.par_iter().map(std::fs::metadata).collect();
+    for (path, meta) in pending.into_iter().zip(metas) {
+        w.admit(path, meta);
     }
     Ok(w.out)
 }
@@ -111,6 +121,8 @@ struct Walker<'a> {
     msgs: &'a Messages,
     out: Walked,
     by_inode: HashMap<(u64, u64), usize>,
+    /// Regular files found, in walk order, waiting for their metadata.
+    pending: Vec<PathBuf>,
 }
 
 impl Walker<'_> {
@@ -192,7 +204,12 @@ impl Walker<'_> {
             self.out.skipped.not_regular += 1;
             return;
         }
-        let meta = match std::fs::metadata(&path) {
+        self.pending.push(path);
+    }
+
+    /// Dedups a regular file by inode and applies the size limits.
+    fn admit(&mut self, path: PathBuf, meta: std::io::Result<std::fs::Metadata>) {
+        let meta = match meta {
             Ok(m) => m,
             Err(e) => {
                 let reason = crate::messages::io_reason(&e);

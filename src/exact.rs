@@ -1,0 +1,217 @@
+//! Exact verification of MinHash candidates, in batches that bound memory.
+//!
+//! Exact Jaccard needs both documents' shingle sets, about 1.6 bytes per byte of text (one
+//! 64-bit hash per ~5-byte word). Holding the sets of every candidate at once would grow with
+//! the corpus (hundreds of MB per 100,000 documents with many near-duplicates), so documents are
+//! first split into candidate components: documents linked through shared buckets of any table.
+//! No candidate pair crosses two components, so components can be verified separately and give
+//! the same result as verifying everything at once. They are taken a batch at a time, in a fixed
+//! order: the sets of one batch (about [`BATCH_BYTES`] of estimated set size, or one component
+//! if it alone is larger) are loaded in parallel, the batch's buckets are checked with
+//! [`connect`], and the sets are dropped.
+//!
+//! A candidate whose signature estimate is below the prefilter floor (see
+//! [`crate::lsh::estimate_floor`]) is rejected without its sets; a document with no plausible
+//! partner in any of its buckets is never loaded.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::buckets::Buckets;
+use crate::cluster::UnionFind;
+use crate::doc::{DocResult, DocWorker, Engine};
+use crate::messages::{display_path, InputError, Messages};
+use crate::shingle::into_set;
+use crate::verify::{connect, jaccard_at_least, Verification};
+use crate::walk::FileEntry;
+
+/// Estimated shingle-set bytes loaded per batch.
+pub const BATCH_BYTES: u64 = 32 << 20;
+
+/// Estimated set bytes of a file: one 8-byte hash per ~5 bytes of text.
+fn set_bytes(file: &FileEntry) -> u64 {
+    file.size.saturating_mul(8) / 5
+}
+
+/// What exact verification reads from the rest of the scan.
+pub struct ExactVerifier<'a, P> {
+    /// Every document's file, by document id.
+    pub files: &'a [FileEntry],
+    /// How sets are derived again from files.
+    pub engine: &'a Engine,
+    /// Warnings and progress.
+    pub msgs: &'a Messages,
+    /// The Jaccard similarity a pair must reach.
+    pub threshold: f64,
+    /// False when the signatures rule a pair out (the estimate prefilter).
+    pub plausible: P,
+}
+
+/// One bucket: (candidate component, table, bucket index).
+type Entry = (u32, u32, u32);
+
+impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
+    /// Verifies every candidate of `tables`, joining passing pairs in `uf`. Files that cannot be
+    /// read again, or changed since the first pass, are added to `errors`; their pairs fail.
+    pub fn run(
+        &self,
+        docs: &mut [DocResult],
+        tables: &[Buckets],
+        uf: &mut UnionFind,
+        errors: &mut Vec<InputError>,
+    ) -> Verification {
+        let n = docs.len();
+        let mut components = UnionFind::new(n);
+        let mut bucketed = vec![false; n];
+        for t in tables {
+            for i in 0..t.len() {
+                let b = t.bucket(i);
+                for w in b.windows(2) {
+                    components.union(w[0], w[1]);
+                }
+            }
+            for &d in t.docs() {
+                bucketed[d as usize] = true;
+            }
+        }
+        // Sets kept from the first pass for documents that are no candidates are freed now.
+        for (doc, &b) in docs.iter_mut().zip(&bucketed) {
+            if !b {
+                doc.set = None;
+            }
+        }
+        let mut component_bytes = vec![0u64; n];
+        for (d, _) in bucketed.iter().enumerate().filter(|(_, &b)| b) {
+            let root = components.find(d as u32) as usize;
+            component_bytes[root] += set_bytes(&self.files[d]);
+        }
+        let mut entries: Vec<Entry> = Vec::new();
+        for (ti, t) in tables.iter().enumerate() {
+            for i in 0..t.len() {
+                let root = components.find(t.bucket(i)[0]);
+                entries.push((root, ti as u32, i as u32));
+            }
+        }
+        // By component, then table, then bucket: within a component the tables keep their order,
+        // which is all `connect` needs to be deterministic.
+        entries.sort_unstable();
+
+        let total = bucketed.iter().filter(|&&b| b).count() as u64;
+        let bar = self.msgs.progress_bar(total, "verifying");
+        let mut out = Verification::default();
+        let mut start = 0;
+        while start < entries.len() {
+            let mut end = start;
+            let mut bytes = 0u64;
+            while end < entries.len() && bytes < BATCH_BYTES {
+                let root = entries[end].0;
+                bytes += component_bytes[root as usize];
+                while end < entries.len() && entries[end].0 == root {
+                    end += 1;
+                }
+            }
+            let v = self.batch(&entries[start..end], docs, tables, uf, errors, &bar);
+            out.checked += v.checked;
+            out.passed += v.passed;
+            out.pairs.extend(v.pairs);
+            start = end;
+        }
+        bar.finish_and_clear();
+        out
+    }
+
+    fn batch(
+        &self,
+        entries: &[Entry],
+        docs: &mut [DocResult],
+        tables: &[Buckets],
+        uf: &mut UnionFind,
+        errors: &mut Vec<InputError>,
+        bar: &indicatif::ProgressBar,
+    ) -> Verification {
+        let mut per_table: Vec<Vec<&[u32]>> = vec![Vec::new(); tables.len()];
+        for &(_, t, i) in entries {
+            per_table[t as usize].push(tables[t as usize].bucket(i as usize));
+        }
+        let sets = self.load_sets(&per_table, docs, errors, bar);
+        connect(&per_table, uf, |lo, hi| {
+            if !(self.plausible)(lo, hi) {
+                return None;
+            }
+            let (a, b) = (sets.get(&lo)?, sets.get(&hi)?);
+            jaccard_at_least(a, b, self.threshold).map(|j| (j, None))
+        })
+    }
+
+    /// The sets of the batch's documents that have a plausible partner in one of their buckets.
+    fn load_sets(
+        &self,
+        per_table: &[Vec<&[u32]>],
+        docs: &mut [DocResult],
+        errors: &mut Vec<InputError>,
+        bar: &indicatif::ProgressBar,
+    ) -> HashMap<u32, Box<[u64]>> {
+        let mut needed: Vec<u32> = Vec::new();
+        for bucket in per_table.iter().flatten() {
+            // A large bucket (many near-identical documents, nearly all needed) loads every
+            // member rather than testing m² pairs.
+            let small = bucket.len() <= 64;
+            for (j, &a) in bucket.iter().enumerate() {
+                let partner = || {
+                    bucket
+                        .iter()
+                        .enumerate()
+                        .any(|(k, &b)| k != j && (self.plausible)(a.min(b), a.max(b)))
+                };
+                if !small || partner() {
+                    needed.push(a);
+                }
+            }
+        }
+        needed.sort_unstable();
+        needed.dedup();
+        let kept: Vec<(u32, u128, Option<Box<[u64]>>)> = needed
+            .iter()
+            .map(|&d| {
+                let doc = &mut docs[d as usize];
+                (d, doc.hash, doc.set.take())
+            })
+            .collect();
+        let loaded: Vec<(u32, Result<Box<[u64]>, String>)> = kept
+            .into_par_iter()
+            .map_init(
+                || DocWorker::new(self.engine),
+                |w, (d, hash, kept)| {
+                    let r = match kept {
+                        Some(raw) => {
+                            let mut v = raw.into_vec();
+                            into_set(&mut v);
+                            Ok(v.into_boxed_slice())
+                        }
+                        None => w.load_set(&self.files[d as usize], hash),
+                    };
+                    bar.inc(1);
+                    (d, r)
+                },
+            )
+            .collect();
+        let mut sets = HashMap::with_capacity(loaded.len());
+        for (d, r) in loaded {
+            match r {
+                Ok(set) => {
+                    sets.insert(d, set);
+                }
+                Err(reason) => {
+                    let path = &self.files[d as usize].path;
+                    self.msgs.warn(&format!("{}: {reason}", display_path(path)));
+                    errors.push(InputError {
+                        path: path.clone(),
+                        error: reason,
+                    });
+                }
+            }
+        }
+        sets
+    }
+}
