@@ -48,6 +48,9 @@ pub struct ExactVerifier<'a, P> {
     pub plausible: P,
 }
 
+/// A sorted shingle set.
+type Set = Box<[u64]>;
+
 /// One bucket: (candidate component, table, bucket index).
 type Entry = (u32, u32, u32);
 
@@ -151,7 +154,7 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
         docs: &mut [DocResult],
         errors: &mut Vec<InputError>,
         bar: &indicatif::ProgressBar,
-    ) -> HashMap<u32, Box<[u64]>> {
+    ) -> HashMap<u32, Set> {
         let mut needed: Vec<u32> = Vec::new();
         for bucket in per_table.iter().flatten() {
             // A large bucket (many near-identical documents, nearly all needed) loads every
@@ -171,14 +174,14 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
         }
         needed.sort_unstable();
         needed.dedup();
-        let kept: Vec<(u32, u128, Option<Box<[u64]>>)> = needed
+        let kept: Vec<(u32, u128, Option<Set>)> = needed
             .iter()
             .map(|&d| {
                 let doc = &mut docs[d as usize];
                 (d, doc.hash, doc.set.take())
             })
             .collect();
-        let loaded: Vec<(u32, Result<Box<[u64]>, String>)> = kept
+        let loaded: Vec<(u32, Result<Set, String>)> = kept
             .into_par_iter()
             .map_init(
                 || DocWorker::new(self.engine),
