@@ -140,7 +140,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
+        (((self.next() >> 32) * n as u64) >> 32) as usize
     }
     fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + self.below(hi - lo + 1)
@@ -387,7 +387,6 @@ fn generate(out: &Path, families: Option<&Path>, docs: usize, seed: u64) -> Resu
         }
         family += 1;
     }
-    drop(write);
     families.flush()?;
     Ok((i, bytes))
 }
