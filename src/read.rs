@@ -53,12 +53,22 @@ pub fn read_file(
     if meta.len() > max_size {
         return Err(ReadFailure::TooLarge(meta.len()));
     }
+    // One byte more than the size seen is asked for, so a single read both fills the buffer
+    // and shows whether the file grew since: on a regular file a read returns fewer bytes than
+    // asked only at the end (short reads before it are tolerated and read on).
+    let want = meta.len() as usize + 1;
     buf.clear();
-    buf.reserve(meta.len() as usize);
-    (&mut file)
-        .take(max_size + 1)
-        .read_to_end(buf)
-        .map_err(io)?;
+    buf.resize(want, 0);
+    let mut filled = 0;
+    while filled < meta.len() as usize {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    buf.truncate(filled);
     if buf.len() as u64 > max_size {
         return Err(ReadFailure::TooLarge(buf.len() as u64));
     }
