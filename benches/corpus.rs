@@ -621,6 +621,7 @@ fn score(o: &Opts, ngram: usize, t: f64) -> Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
 mod tests {
     use super::*;
 
