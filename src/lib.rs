@@ -44,7 +44,7 @@ use std::io::{BufWriter, Write};
 use anyhow::Result;
 
 use crate::cli::{Cli, Command};
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::exit::ExitCode;
 
 /// Runs a parsed command line and returns the exit status. A broken pipe on stdout ends the run
@@ -54,7 +54,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(args) => {
             let cfg = Config::from_args(args)?;
             interrupt::install();
-            note_banding(&cfg);
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(cfg.threads.unwrap_or(0))
                 .build()?;
@@ -80,25 +79,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
-    }
-}
-
-fn note_banding(cfg: &Config) {
-    if let MethodConfig::MinHash {
-        banding,
-        banding_chosen: true,
-        threshold,
-        num_perm,
-        ..
-    } = &cfg.method
-    {
-        cfg.messages.note(&format!(
-            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
-             the threshold becomes a candidate with probability {:.4}",
-            banding.bands,
-            banding.rows,
-            banding.candidate_probability(*threshold)
-        ));
     }
 }
 

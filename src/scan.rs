@@ -46,6 +46,7 @@ pub struct ScanOutput {
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let msgs = &cfg.messages;
     let walked = walk(&cfg.walk, msgs)?;
+    note_banding(cfg);
     let files = walked.files;
     let mut errors = walked.errors;
     let mut stats = Stats {
@@ -360,6 +361,27 @@ fn bucket(
                 Buckets::from_keys(entries)
             })
             .collect(),
+    }
+}
+
+/// Says on stderr which banding `--threshold` chose and what it means for a pair at the
+/// threshold (after the roots are known to be there, so an error comes alone).
+fn note_banding(cfg: &Config) {
+    if let MethodConfig::MinHash {
+        banding,
+        banding_chosen: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages.note(&format!(
+            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
+             the threshold becomes a candidate with probability {:.4}",
+            banding.bands,
+            banding.rows,
+            banding.candidate_probability(*threshold)
+        ));
     }
 }
 
