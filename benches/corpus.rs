@@ -33,6 +33,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
+use dupfind::minhash::splitmix64;
 use dupfind::read::{decode, Decoded};
 use dupfind::shingle::{into_set, ShingleKind, Shingler};
 use dupfind::verify::jaccard;
@@ -128,16 +129,12 @@ fn run(args: Vec<String>) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Generator
 
-/// A small, fast, seeded generator (SplitMix64).
+/// A seeded generator: the library's SplitMix64 stream.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.0)
     }
     fn below(&mut self, n: usize) -> usize {
         (((self.next() >> 32) * n as u64) >> 32) as usize

@@ -14,7 +14,7 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 
 use dupfind::buckets::Buckets;
 use dupfind::lsh::{band_key, Banding};
-use dupfind::minhash::{MinHasher, SketchKind};
+use dupfind::minhash::{splitmix64, MinHasher, SketchKind};
 use dupfind::shingle::{for_each_token, into_set, ShingleKind, Shingler};
 use dupfind::simhash;
 use dupfind::verify::{jaccard, jaccard_at_least};
@@ -32,16 +32,12 @@ act why ask men change went light kind off need house picture try us again anima
 world near build self earth father head stand own page should country found answer school grow \
 study still learn plant cover food sun four between state keep eye never last let thought city";
 
-/// SplitMix64: a seeded, reproducible stream.
+/// A seeded, reproducible stream: the library's SplitMix64.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.0)
     }
 }
 

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use dupfind::minhash::mix64 as mix;
 use serde_json::Value;
 
 /// The dupfind binary under test.
@@ -119,12 +120,6 @@ pub fn text(seed: u64, words: usize) -> String {
         }
     }
     out.join(" ")
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// `base` with the words at the given positions (counted over words, not lines) replaced.
