@@ -6,13 +6,13 @@
 //! copy gives the same signature, so the output does not.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::minhash::{MinHasher, SketchKind};
 use crate::read::{decode, read_file, Decoded, ReadFailure};
+use crate::set_cache::SetCache;
 use crate::shingle::{into_set, ShingleKind, Shingler};
 use crate::simhash;
 use crate::walk::FileEntry;
@@ -20,12 +20,10 @@ use crate::walk::FileEntry;
 /// How documents are sketched.
 #[derive(Clone, Debug)]
 pub enum Sketcher {
-    /// MinHash signatures; keep shingle sets for exact verification when `keep_sets`.
+    /// MinHash signatures.
     MinHash {
         /// The hash family.
         hasher: MinHasher,
-        /// Exact verification will need the shingle sets.
-        keep_sets: bool,
     },
     /// SimHash fingerprints under a seed.
     SimHash {
@@ -137,13 +135,13 @@ impl<'a> DocWorker<'a> {
     }
 
     /// Reads, hashes and sketches one file into `signature` (MinHash lanes; unused by SimHash).
-    /// Shingle sets are kept while `set_budget` (bytes) stays positive.
+    /// `cache` decides whose shingles are kept (exact MinHash verification only).
     pub fn process(
         &mut self,
         file: &FileEntry,
         signature: &mut [u32],
         claims: &Claims,
-        set_budget: &AtomicI64,
+        cache: Option<&SetCache>,
     ) -> DocResult {
         if let Err(f) = read_file(&file.path, file.id, self.engine.max_size, &mut self.buf) {
             return DocResult::new(match f {
@@ -162,19 +160,24 @@ impl<'a> DocWorker<'a> {
             Decoded::Text(text) => {
                 self.shingles.clear();
                 self.shingler.shingle(&text, &mut self.shingles);
-                self.sketch(&mut r, signature, set_budget)
+                self.sketch(&mut r, signature, cache)
             }
         };
         self.buf = buf;
         r
     }
 
-    fn sketch(&mut self, r: &mut DocResult, signature: &mut [u32], budget: &AtomicI64) -> Outcome {
+    fn sketch(
+        &mut self,
+        r: &mut DocResult,
+        signature: &mut [u32],
+        cache: Option<&SetCache>,
+    ) -> Outcome {
         if self.shingles.is_empty() {
             return Outcome::Empty;
         }
         match &self.engine.sketcher {
-            Sketcher::MinHash { hasher, keep_sets } => {
+            Sketcher::MinHash { hasher } => {
                 // K-permutation MinHash costs K multiplies per shingle, so repeats are removed
                 // first; OPH costs one, so it sketches without sorting.
                 let sorted = hasher.kind() == SketchKind::Kperm;
@@ -182,14 +185,9 @@ impl<'a> DocWorker<'a> {
                     into_set(&mut self.shingles);
                 }
                 hasher.sketch(&self.shingles, signature, &mut self.scratch);
-                if *keep_sets {
-                    let bytes = (self.shingles.len() * 8) as i64;
-                    if budget.fetch_sub(bytes, Ordering::Relaxed) >= bytes {
-                        // Kept as they are: only candidates are sorted, when they are verified.
-                        r.set = Some(self.shingles.as_slice().into());
-                    } else {
-                        budget.fetch_add(bytes, Ordering::Relaxed);
-                    }
+                if cache.is_some_and(|c| c.admit(signature, self.shingles.len() * 8)) {
+                    // Kept as they are: only candidates are sorted, when they are verified.
+                    r.set = Some(self.shingles.as_slice().into());
                 }
             }
             Sketcher::SimHash { seed } => {

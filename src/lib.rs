@@ -33,6 +33,7 @@ pub mod minhash;
 pub mod read;
 pub mod report;
 pub mod scan;
+pub mod set_cache;
 pub mod shingle;
 pub mod simhash;
 pub mod tokenize;

@@ -6,11 +6,10 @@
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature
 //! (K u32 values) or fingerprint; sets are kept during the first pass only while a fixed budget
-//! lasts ([`SET_CACHE_BYTES`]), and exact verification ([`crate::exact`]) loads the sets of
+//! lasts ([`crate::set_cache`]), and exact verification ([`crate::exact`]) loads the sets of
 //! candidates a bounded batch at a time, deriving again from their files those not kept.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicI64;
 
 use anyhow::Result;
 use rayon::prelude::*;
@@ -27,12 +26,10 @@ use crate::minhash::{estimate, MinHasher};
 use crate::report::{
     ClusterOut, ErrorOut, MemberOut, PairOut, Params, Report, Stats, SCHEMA_VERSION,
 };
+use crate::set_cache::SetCache;
 use crate::simhash;
 use crate::verify::{all_buckets, connect, Score};
 use crate::walk::{walk, FileEntry};
-
-/// Bytes of shingle sets kept from the first pass, so small corpora are never read twice.
-pub const SET_CACHE_BYTES: i64 = 32 << 20;
 
 /// A finished scan: the report and the exit status it implies.
 pub struct ScanOutput {
@@ -65,7 +62,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         MethodConfig::SimHash { .. } => 1,
     };
     let mut sigs = vec![0u32; files.len() * lanes];
-    let mut docs = sketch_all(&files, &engine, &mut sigs, lanes, msgs);
+    let mut docs = sketch_all(cfg, &files, &engine, &mut sigs, lanes);
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
     let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
@@ -181,13 +178,9 @@ fn simhash_similarity(distance: u32) -> f64 {
 fn engine(cfg: &Config) -> Engine {
     let sketcher = match &cfg.method {
         MethodConfig::MinHash {
-            sketch,
-            num_perm,
-            exact,
-            ..
+            sketch, num_perm, ..
         } => Sketcher::MinHash {
             hasher: MinHasher::new(*sketch, *num_perm, cfg.seed),
-            keep_sets: *exact,
         },
         MethodConfig::SimHash { .. } => Sketcher::SimHash { seed: cfg.seed },
     };
@@ -200,14 +193,23 @@ fn engine(cfg: &Config) -> Engine {
 }
 
 fn sketch_all(
+    cfg: &Config,
     files: &[FileEntry],
     engine: &Engine,
     sigs: &mut [u32],
     lanes: usize,
-    msgs: &Messages,
 ) -> Vec<DocResult> {
+    let msgs = &cfg.messages;
     let claims = Claims::default();
-    let budget = AtomicI64::new(SET_CACHE_BYTES);
+    // Only exact MinHash verification needs shingle sets again.
+    let cache = match &cfg.method {
+        MethodConfig::MinHash {
+            banding,
+            exact: true,
+            ..
+        } => Some(SetCache::new(files.len(), *banding)),
+        _ => None,
+    };
     let bar = msgs.progress_bar(files.len() as u64, "reading");
     let docs = files
         .par_iter()
@@ -215,7 +217,7 @@ fn sketch_all(
         .map_init(
             || DocWorker::new(engine),
             |w, (file, sig)| {
-                let r = w.process(file, sig, &claims, &budget);
+                let r = w.process(file, sig, &claims, cache.as_ref());
                 bar.inc(1);
                 r
             },

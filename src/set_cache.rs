@@ -1,0 +1,87 @@
+//! Which documents keep their shingles from the first pass, for exact MinHash verification.
+//!
+//! Keeping a document's shingles saves reading, decoding and shingling it a second time if it
+//! turns out to be a candidate, but the budget ([`SET_CACHE_BYTES`]) holds only a few thousand
+//! documents. So it is spent on the likely candidates: every document marks its band keys in a
+//! bitmap (a one-hash Bloom filter), and one with two or more band keys already marked by
+//! earlier documents, and so probably sharing buckets with them, is kept while the budget lasts. Others are
+//! kept only while less than half of the budget is used, which covers small corpora whole.
+//! A wrong guess costs time, never a result: sets that were not kept are derived again.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use crate::lsh::{band_key, Banding};
+
+/// Bytes of shingle sets kept from the first pass.
+pub const SET_CACHE_BYTES: i64 = 32 << 20;
+
+/// The shared state of the caching decision.
+pub struct SetCache {
+    budget: AtomicI64,
+    seen: Vec<AtomicU64>,
+    banding: Banding,
+}
+
+impl SetCache {
+    /// A cache for `docs` documents banded by `banding`. The bitmap has about eight bits per
+    /// band key (between 8 KiB and 16 MiB), so few unrelated documents look like candidates.
+    pub fn new(docs: usize, banding: Banding) -> SetCache {
+        let bits = (docs.saturating_mul(banding.bands) * 8)
+            .next_power_of_two()
+            .clamp(1 << 16, 1 << 27);
+        SetCache {
+            budget: AtomicI64::new(SET_CACHE_BYTES),
+            seen: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
+            banding,
+        }
+    }
+
+    /// Marks the signature's band keys and says whether to keep `bytes` of its shingles, taking
+    /// them from the budget if so.
+    pub fn admit(&self, signature: &[u32], bytes: usize) -> bool {
+        let r = self.banding.rows;
+        let mask = (self.seen.len() * 64 - 1) as u64;
+        let mut hits = 0;
+        for band in 0..self.banding.bands {
+            let bit = band_key(band, &signature[band * r..(band + 1) * r]) & mask;
+            let word = &self.seen[(bit / 64) as usize];
+            let flag = 1u64 << (bit % 64);
+            hits += usize::from(word.fetch_or(flag, Ordering::Relaxed) & flag != 0);
+        }
+        // One hit may be a bitmap collision (with 19 bands and an eighth of the bits set, most
+        // documents would have one); two hits are rare by chance but usual for a near-duplicate,
+        // which agrees on several bands. With a single band, one hit is all there can be.
+        let partner = hits >= 2.min(self.banding.bands);
+        let bytes = bytes as i64;
+        if !partner && self.budget.load(Ordering::Relaxed) < SET_CACHE_BYTES / 2 {
+            return false;
+        }
+        if self.budget.fetch_sub(bytes, Ordering::Relaxed) >= bytes {
+            true
+        } else {
+            self.budget.fetch_add(bytes, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_likely_candidates_once_half_the_budget_is_spent() {
+        let cache = SetCache::new(1000, Banding { bands: 4, rows: 2 });
+        let half = (SET_CACHE_BYTES / 2) as usize;
+        // The first half of the budget goes to anyone.
+        assert!(cache.admit(&[1, 2, 3, 4, 5, 6, 7, 8], half + 8));
+        // Then a document with no band in common with earlier ones is refused, and so is one
+        // sharing a single band (it may be a bitmap collision)...
+        assert!(!cache.admit(&[9, 9, 9, 9, 9, 9, 9, 9], 100));
+        assert!(!cache.admit(&[1, 2, 0, 0, 0, 0, 0, 0], 100));
+        // ...but one sharing two bands is kept.
+        assert!(cache.admit(&[1, 2, 3, 4, 1, 1, 1, 1], 100));
+        // Never beyond the budget.
+        assert!(!cache.admit(&[1, 2, 3, 4, 5, 6, 7, 8], half));
+    }
+}
