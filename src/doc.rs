@@ -75,7 +75,7 @@ pub struct DocResult {
     pub hash: u128,
     /// SimHash fingerprint (SimHash only).
     pub fingerprint: u64,
-    /// Shingle hashes (unsorted, maybe repeated), kept while the cache budget lasts, for exact
+    /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
     /// MinHash verification.
     pub set: Option<Box<[u64]>>,
 }

@@ -72,6 +72,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     for p in &exact_pairs {
         uf.union(p.lo, p.hi);
     }
+    let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
     let verification = match &cfg.method {
         MethodConfig::MinHash {
             threshold,
@@ -79,7 +80,6 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             ..
         } => {
             let floor = estimate_floor(*threshold, lanes);
-            let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
             let verifier = ExactVerifier {
                 files: &files,
                 engine: &engine,
@@ -94,7 +94,6 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             exact: false,
             ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
-            let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
             let e = estimate(sig(lo), sig(hi));
             (e >= *threshold).then_some((e, None))
         }),
