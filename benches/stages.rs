@@ -32,7 +32,7 @@ const NGRAM: usize = 5;
 const K: usize = 128;
 const THRESHOLD: f64 = 0.8;
 
-/// About 300 common English words, roughly in frequency order: the generator's rank 1 first.
+/// About 340 common English words, roughly in frequency order: the generator's rank 1 first.
 const WORDS: &str = "the of and to a in is it you that he was for on are with as I his they be \
 at one have this from or had by hot word but what some we can out other were all there when up \
 use your how said an each she which do their time if will way about many then them write would \
