@@ -16,7 +16,8 @@ use crate::walk::WalkOptions;
 /// Largest accepted signature length.
 pub const MAX_NUM_PERM: usize = 1024;
 /// Largest accepted shingle length.
-pub const MAX_NGRAM: usize = 1000;
+/// Word shingles combine token hashes rotated by 17·j mod 64, which repeat after 64 tokens.
+pub const MAX_NGRAM: usize = 64;
 
 /// How candidates are found and verified.
 #[derive(Clone, Debug, PartialEq)]
