@@ -19,14 +19,20 @@
 //! `scan::scan` strings the stages together. Only `walk`, `read` and `report` touch the OS;
 //! the middle is pure and is what the benches and unit tests call.
 
+pub mod bottomk;
 pub mod buckets;
 pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod doc;
+pub mod dump;
+pub mod edit;
 pub mod exact;
 pub mod exit;
+pub mod explain;
+pub mod index_store;
 pub mod interrupt;
+pub mod kmv;
 pub mod lsh;
 pub mod messages;
 pub mod minhash;
