@@ -11,7 +11,7 @@
 //! walk stays inside the roots. Hard links (and, with `-L`, several links to one file) are one
 //! document: the first path in walk order names it, the others are its aliases.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -101,13 +101,17 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         out: Walked::default(),
         by_inode: HashMap::new(),
         pending: Vec::new(),
+        seen: (opts.roots.len() > 1).then(HashSet::new),
     };
     for root in &opts.roots {
         w.walk_root(root, &canonical_roots);
     }
     // One stat per file is most of the walk's time; done in parallel, then admitted in walk
     // order so that which name of an inode comes first does not depend on threads.
-    let pending = std::mem::take(&mut w.pending);
+    // Documents are numbered in path order (component by component, so a directory's files
+    // stay together), whatever the order of the roots; the first path of an inode names it.
+    let mut pending = std::mem::take(&mut w.pending);
+    pending.sort_unstable();
     let metas: Vec<std::io::Result<std::fs::Metadata>> =
         pending.par_iter().map(std::fs::metadata).collect();
     for (path, meta) in pending.into_iter().zip(metas) {
@@ -123,6 +127,9 @@ struct Walker<'a> {
     by_inode: HashMap<(u64, u64), usize>,
     /// Regular files found, in walk order, waiting for their metadata.
     pending: Vec<PathBuf>,
+    /// With several roots, the paths visited so far: overlapping roots (`x x`, `x x/sub`)
+    /// reach one path twice, which is one entry, not an alias of itself.
+    seen: Option<HashSet<PathBuf>>,
 }
 
 impl Walker<'_> {
@@ -184,7 +191,24 @@ impl Walker<'_> {
     }
 
     fn visit(&mut self, root: &Path, entry: walkdir::DirEntry) {
-        let ft = entry.file_type();
+        let mut ft = entry.file_type();
+        if entry.depth() == 0 && ft.is_symlink() {
+            // A root is followed whatever `-L` says: the user named it. walkdir already
+            // descends into a linked root directory; a linked root file is read as a file.
+            match std::fs::metadata(entry.path()) {
+                Ok(meta) => ft = meta.file_type(),
+                Err(e) => {
+                    let reason = crate::messages::io_reason(&e);
+                    self.msgs
+                        .warn(&format!("{}: {reason}", display_path(entry.path())));
+                    self.out.errors.push(InputError {
+                        path: entry.into_path(),
+                        error: reason,
+                    });
+                    return;
+                }
+            }
+        }
         if ft.is_dir() {
             return;
         }
@@ -192,6 +216,11 @@ impl Walker<'_> {
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if let Some(include) = &self.opts.include {
             if !include.is_match(rel) && !rel.as_os_str().is_empty() {
+                return;
+            }
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(path.clone()) {
                 return;
             }
         }
@@ -225,7 +254,13 @@ impl Walker<'_> {
         let id = inode(&meta);
         if id != (0, 0) {
             if let Some(&i) = self.by_inode.get(&id) {
-                self.out.files[i].aliases.push(path);
+                let first = &mut self.out.files[i];
+                if same_entry(&first.path, &path) {
+                    // One directory entry reached through two spellings of a root (`x`, `./x`).
+                    self.out.files_seen -= 1;
+                } else {
+                    first.aliases.push(path);
+                }
                 return;
             }
         }
@@ -253,6 +288,26 @@ impl Walker<'_> {
             id,
         });
     }
+}
+
+/// True when two paths are spellings of one path (`x/a`, `./x/a`, `/abs/x/a`): compared
+/// lexically after making them absolute, so a link followed with `-L` stays an alias.
+fn same_entry(a: &Path, b: &Path) -> bool {
+    fn lexical(p: &Path) -> Option<PathBuf> {
+        use std::path::Component;
+        let mut out = std::env::current_dir().ok()?;
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        Some(out)
+    }
+    a.file_name() == b.file_name() && lexical(a).is_some_and(|la| lexical(b) == Some(la))
 }
 
 /// (device, inode) of a file, the identity shared by its hard links.
