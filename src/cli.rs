@@ -99,11 +99,13 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
 
-    /// Only scan files whose path below the root matches GLOB (repeatable).
+    /// Only scan files matching GLOB, or inside a directory matching it (repeatable). A GLOB
+    /// without '/' matches a name at any depth; with '/', the path below the root. '*' stays
+    /// within one name, '**' spans directories.
     #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
 
-    /// Skip files and directories whose path below the root matches GLOB (repeatable).
+    /// Skip files and directories matching GLOB (repeatable; same rules as --include).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
 

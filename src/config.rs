@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use anyhow::{bail, Context, Result};
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::cli::{Format, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg, VerifyArg};
 use crate::lsh::{Banding, RECALL_WEIGHT};
@@ -186,13 +186,25 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     })
 }
 
+/// Builds a glob set with the rules of `--include`/`--exclude`: like .gitignore, a pattern
+/// without '/' matches a file or directory name at any depth, one with '/' the whole path below
+/// the root (a leading '/' is dropped), and '*' never matches '/'.
 fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
     if patterns.is_empty() {
         return Ok(None);
     }
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        b.add(Glob::new(p).with_context(|| format!("{flag} {p:?} is not a valid glob"))?);
+        let anchored = match p.strip_prefix('/') {
+            Some(rest) => rest.to_string(),
+            None if p.contains('/') => p.clone(),
+            None => format!("**/{p}"),
+        };
+        let glob = GlobBuilder::new(&anchored)
+            .literal_separator(true)
+            .build()
+            .with_context(|| format!("{flag} {p:?} is not a valid glob"))?;
+        b.add(glob);
     }
     Ok(Some(
         b.build()

@@ -117,6 +117,9 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     for (path, meta) in pending.into_iter().zip(metas) {
         w.admit(path, meta);
     }
+    if opts.include.is_some() && w.out.files_seen == 0 {
+        msgs.warn("--include matched no file below the roots");
+    }
     Ok(w.out)
 }
 
@@ -215,7 +218,12 @@ impl Walker<'_> {
         let path = entry.into_path();
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if let Some(include) = &self.opts.include {
-            if !include.is_match(rel) && !rel.as_os_str().is_empty() {
+            // A file is included when its path, or a directory above it, matches.
+            let included = rel.as_os_str().is_empty()
+                || rel
+                    .ancestors()
+                    .any(|a| !a.as_os_str().is_empty() && include.is_match(a));
+            if !included {
                 return;
             }
         }

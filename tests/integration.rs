@@ -663,6 +663,43 @@ fn include_and_exclude_select_files_below_the_root() {
         ])
         .json();
     assert_eq!(report["stats"]["files_seen"], 4);
+
+    // A directory name includes what is below it; '*' stays within one name, '**' does not.
+    let report = t
+        .run(&["scan", "--include", "notes", "--include", "a.md", "."])
+        .json();
+    assert_eq!(report["stats"]["files_seen"], 2);
+    assert_eq!(
+        cluster_paths(&report),
+        vec![dots(&["a.md", "notes/deep/a.txt"])]
+    );
+    let report = t
+        .run(&["scan", "--include", "notes/*.txt", "--include", "/a.*", "."])
+        .json();
+    assert_eq!(
+        report["stats"]["files_seen"], 2,
+        "notes/*.txt does not reach notes/deep/a.txt"
+    );
+    let report = t
+        .run(&[
+            "scan",
+            "--include",
+            "notes/**/*.txt",
+            "--include",
+            "/a.*",
+            ".",
+        ])
+        .json();
+    assert_eq!(report["stats"]["files_seen"], 3);
+
+    // An include that matches nothing says so.
+    let r = t.run(&["scan", "--include", "*.pdf", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["files_seen"], 0);
+    assert_eq!(
+        r.warnings(),
+        vec!["dupfind: warning: --include matched no file below the roots"]
+    );
 }
 
 #[test]
