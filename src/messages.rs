@@ -3,10 +3,10 @@
 //! File names in messages are escaped, so a name holding a newline or an escape sequence cannot
 //! forge lines or drive the terminal.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 /// A file that could not be read, for the report's `errors`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,13 +49,66 @@ impl Messages {
         if self.quiet || !self.progress {
             return ProgressBar::hidden();
         }
-        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        let target = if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            // `--progress always` into a log: one plain line a second, no cursor movement.
+            ProgressDrawTarget::term_like(Box::<LogLines>::default())
+        };
+        let bar = ProgressBar::with_draw_target(Some(len), target);
         if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed}")
         {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_prefix(what.to_string());
         bar
+    }
+}
+
+/// A progress target for a stderr that is not a terminal (`--progress always` into a log): a
+/// plain line at most once a second, no cursor movement, no blank clearing lines.
+#[derive(Debug, Default)]
+struct LogLines {
+    last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl TermLike for LogLines {
+    fn width(&self) -> u16 {
+        80
+    }
+    fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        let line = s.trim_end();
+        if line.is_empty() {
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| now.duration_since(t).as_secs_f64() < 1.0) {
+            return Ok(());
+        }
+        *last = Some(now);
+        writeln!(std::io::stderr().lock(), "dupfind: progress: {line}")
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.write_line(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        std::io::stderr().flush()
     }
 }
 

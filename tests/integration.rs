@@ -1404,6 +1404,18 @@ fn progress_goes_to_stderr_only() {
     let shown = t.run(&["scan", "--progress", "always", "."]);
     assert_eq!(shown.code(), 0, "{}", shown.stderr);
     assert_eq!(quiet.stdout, shown.stdout);
+    // stderr is a pipe here: `always` still reports, as plain lines for a log.
+    assert!(
+        shown
+            .stderr
+            .lines()
+            .any(|l| l.starts_with("dupfind: progress: reading [") && l.ends_with("0s")),
+        "{}",
+        shown.stderr
+    );
+    assert!(!quiet.stderr.contains("progress"), "{}", quiet.stderr);
+    let auto = t.run(&["scan", "."]);
+    assert!(!auto.stderr.contains("progress"), "{}", auto.stderr);
 }
 
 // ---------------------------------------------------------------------------------------------
