@@ -53,18 +53,13 @@ pub struct ScanArgs {
     #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
     pub ngram: usize,
 
-    /// Jaccard similarity a pair must reach (MinHash), in (0, 1].
-    #[arg(short = 't', long, value_name = "J", default_value_t = 0.8)]
-    pub threshold: f64,
+    /// Jaccard similarity a pair must reach (MinHash), in (0, 1] [default: 0.8].
+    #[arg(short = 't', long, value_name = "J")]
+    pub threshold: Option<f64>,
 
-    /// MinHash signature length K.
-    #[arg(
-        short = 'k',
-        long = "num-perm",
-        value_name = "K",
-        default_value_t = 128
-    )]
-    pub num_perm: usize,
+    /// MinHash signature length K [default: 128].
+    #[arg(short = 'k', long = "num-perm", value_name = "K")]
+    pub num_perm: Option<usize>,
 
     /// Number of LSH bands b (default: chosen from --threshold).
     #[arg(long, value_name = "B")]
@@ -74,25 +69,26 @@ pub struct ScanArgs {
     #[arg(long, value_name = "R")]
     pub rows: Option<usize>,
 
-    /// MinHash sketch: one-permutation hashing with optimal densification, or K permutations.
-    #[arg(long, value_enum, default_value_t = SketchArg::Oph)]
-    pub sketch: SketchArg,
+    /// MinHash sketch: one-permutation hashing with optimal densification, or K permutations
+    /// [default: oph].
+    #[arg(long, value_enum)]
+    pub sketch: Option<SketchArg>,
 
-    /// SimHash: largest Hamming distance (of 64 bits) of a duplicate pair.
-    #[arg(long, value_name = "D", default_value_t = 3)]
-    pub max_distance: u32,
+    /// SimHash: largest Hamming distance (of 64 bits) of a duplicate pair [default: 3].
+    #[arg(long, value_name = "D")]
+    pub max_distance: Option<u32>,
 
-    /// exact: Jaccard of the real shingle sets (SimHash: Hamming distance of fingerprints);
-    /// estimate: MinHash signature agreement.
-    #[arg(long, value_enum, default_value_t = VerifyArg::Exact)]
-    pub verify: VerifyArg,
+    /// MinHash: exact Jaccard of the real shingle sets, or the signatures' estimate
+    /// [default: exact]. (SimHash always checks the Hamming distance of the fingerprints.)
+    #[arg(long, value_enum)]
+    pub verify: Option<VerifyArg>,
 
     /// Seed of the hash families; the same seed gives the same output.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
 
-    /// Worker threads [default: all cores].
-    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Worker threads, 1 to 1024 [default: all cores].
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
 
     /// json: one document; jsonl: one typed record per line.

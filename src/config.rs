@@ -13,6 +13,13 @@ use crate::minhash::SketchKind;
 use crate::shingle::ShingleKind;
 use crate::walk::WalkOptions;
 
+/// Default `--threshold`.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+/// Default `--num-perm`.
+pub const DEFAULT_NUM_PERM: usize = 128;
+/// Default `--max-distance`.
+pub const DEFAULT_MAX_DISTANCE: u32 = 3;
+
 /// Largest accepted signature length.
 pub const MAX_NUM_PERM: usize = 1024;
 /// Largest accepted shingle length.
@@ -77,18 +84,25 @@ impl Config {
         let method = match args.method {
             Method::Minhash => minhash_config(&args)?,
             Method::Simhash => {
-                if args.bands.is_some() || args.rows.is_some() {
-                    bail!("--bands and --rows apply to --method minhash, not simhash");
-                }
-                if args.max_distance > 31 {
+                let minhash_only = [
+                    ("--bands", args.bands.is_some()),
+                    ("--rows", args.rows.is_some()),
+                    ("--threshold", args.threshold.is_some()),
+                    ("--num-perm", args.num_perm.is_some()),
+                    ("--sketch", args.sketch.is_some()),
+                    ("--verify", args.verify.is_some()),
+                ];
+                if let Some((flag, _)) = minhash_only.iter().find(|(_, given)| *given) {
                     bail!(
-                        "--max-distance must be between 0 and 31, not {}",
-                        args.max_distance
+                        "{flag} applies to --method minhash; --method simhash is tuned with \
+                         --max-distance"
                     );
                 }
-                MethodConfig::SimHash {
-                    max_distance: args.max_distance,
+                let max_distance = args.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE);
+                if max_distance > 31 {
+                    bail!("--max-distance must be between 0 and 31, not {max_distance}");
                 }
+                MethodConfig::SimHash { max_distance }
             }
         };
         if args.min_size > args.max_size {
@@ -130,15 +144,18 @@ impl Config {
 }
 
 fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
-    let t = args.threshold;
+    if args.max_distance.is_some() {
+        bail!("--max-distance applies to --method simhash; --method minhash is tuned with --threshold");
+    }
+    let t = args.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if !(t > 0.0 && t <= 1.0) {
         bail!("--threshold must be in (0, 1], not {t}");
     }
-    let k = args.num_perm;
+    let k = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
     if k == 0 || k > MAX_NUM_PERM {
         bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
     }
-    let exact = args.verify == VerifyArg::Exact;
+    let exact = args.verify.unwrap_or(VerifyArg::Exact) == VerifyArg::Exact;
     let (banding, chosen) = match (args.bands, args.rows) {
         (None, None) => {
             let weight = if exact { RECALL_WEIGHT } else { 1.0 };
@@ -174,7 +191,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         );
     }
     Ok(MethodConfig::MinHash {
-        sketch: match args.sketch {
+        sketch: match args.sketch.unwrap_or(SketchArg::Oph) {
             SketchArg::Oph => SketchKind::Oph,
             SketchArg::Kperm => SketchKind::Kperm,
         },

@@ -371,6 +371,21 @@ fn crlf_bom_and_utf16_copies_are_duplicates_but_not_exact() {
 }
 
 #[test]
+fn invalid_utf8_is_decoded_lossily_and_kept() {
+    let t = TestDir::new();
+    let base = text(43, 200);
+    let mut broken = base.clone().into_bytes();
+    broken.splice(100..100, [0xC3, 0x28, 0xFF]);
+    t.write("good.txt", &base).write("broken.txt", &broken);
+    let report = t.run(&["scan", "."]).json();
+    assert_eq!(report["stats"]["documents"], 2);
+    assert_eq!(
+        cluster_paths(&report),
+        vec![vec![dot("broken.txt"), dot("good.txt")]]
+    );
+}
+
+#[test]
 fn hard_links_are_one_document_with_aliases() {
     let t = TestDir::new();
     let a = text(61, 300);
@@ -1464,6 +1479,23 @@ fn usage_errors_exit_2_with_a_message_and_nothing_on_stdout() {
         (vec!["scan", "--max-size", "lots", "."], "--max-size"),
         (vec!["scan", "--include", "[", "."], "--include"),
         (vec!["scan", "-j", "0", "."], "--threads"),
+        (vec!["scan", "-j", "4294967295", "."], "--threads"),
+        (vec!["scan", "-n", "65", "."], "--ngram"),
+        // A flag of the other method is an error, never silently ignored.
+        (
+            vec!["scan", "-m", "simhash", "-t", "0.9", "."],
+            "--threshold",
+        ),
+        (vec!["scan", "-m", "simhash", "-k", "64", "."], "--num-perm"),
+        (
+            vec!["scan", "-m", "simhash", "--verify", "estimate", "."],
+            "--verify",
+        ),
+        (
+            vec!["scan", "-m", "simhash", "--sketch", "kperm", "."],
+            "--sketch",
+        ),
+        (vec!["scan", "--max-distance", "5", "."], "--max-distance"),
         (vec!["scan", "--format", "xml", "."], "--format"),
         (vec!["scan", "--bogus", "."], "--bogus"),
         (vec!["frobnicate"], "frobnicate"),

@@ -67,11 +67,13 @@ impl Run {
             .collect()
     }
 
-    /// stderr without the banding note every MinHash scan prints: only warnings and errors.
+    /// stderr without the banding note and progress lines: only warnings and errors.
     pub fn warnings(&self) -> Vec<&str> {
         self.stderr
             .lines()
-            .filter(|l| !l.starts_with("dupfind: note: threshold"))
+            .filter(|l| {
+                !l.starts_with("dupfind: note: threshold") && !l.starts_with("dupfind: progress: ")
+            })
             .collect()
     }
 }
