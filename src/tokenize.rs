@@ -357,7 +357,7 @@ mod tests {
         let mut state = 11u64;
         for _ in 0..300 {
             let mut text = String::new();
-            if crate::minhash::splitmix64(&mut state) % 2 == 0 {
+            if crate::minhash::splitmix64(&mut state).is_multiple_of(2) {
                 text.push(' ');
             }
             for _ in 0..crate::minhash::splitmix64(&mut state) % 40 {
