@@ -1,7 +1,8 @@
 //! Exact verification of MinHash candidates, in batches that bound memory.
 //!
-//! Exact Jaccard needs both documents' shingle sets, about 1.6 bytes per byte of text (one
-//! 64-bit hash per ~5-byte word). Holding the sets of every candidate at once would grow with
+//! Exact Jaccard needs both documents' shingle sets: about 1.6 bytes per byte of text for word
+//! shingles (one 64-bit hash per ~5-byte word), up to 8 for character shingles (one per
+//! character). Holding the sets of every candidate at once would grow with
 //! the corpus (hundreds of MB per 100,000 documents with many near-duplicates), so documents are
 //! first split into candidate components: documents linked through shared buckets of any table.
 //! No candidate pair crosses two components, so components can be verified separately and give
@@ -22,16 +23,20 @@ use crate::buckets::Buckets;
 use crate::cluster::UnionFind;
 use crate::doc::{DocResult, DocWorker, Engine};
 use crate::messages::{display_path, InputError, Messages};
-use crate::shingle::into_set;
+use crate::shingle::{into_set, ShingleKind};
 use crate::verify::{connect, jaccard_at_least, Verification};
 use crate::walk::FileEntry;
 
 /// Estimated shingle-set bytes loaded per batch.
 pub const BATCH_BYTES: u64 = 32 << 20;
 
-/// Estimated set bytes of a file: one 8-byte hash per ~5 bytes of text.
-fn set_bytes(file: &FileEntry) -> u64 {
-    file.size.saturating_mul(8) / 5
+/// Estimated set bytes of a file: one 8-byte hash per ~5 bytes of text for word shingles, at
+/// most one per byte for character shingles.
+fn set_bytes(file: &FileEntry, shingle: ShingleKind) -> u64 {
+    match shingle {
+        ShingleKind::Word => file.size.saturating_mul(8) / 5,
+        ShingleKind::Char => file.size.saturating_mul(8),
+    }
 }
 
 /// What exact verification reads from the rest of the scan.
@@ -87,7 +92,7 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
         let mut component_bytes = vec![0u64; n];
         for (d, _) in bucketed.iter().enumerate().filter(|(_, &b)| b) {
             let root = components.find(d as u32) as usize;
-            component_bytes[root] += set_bytes(&self.files[d]);
+            component_bytes[root] += set_bytes(&self.files[d], self.engine.shingle);
         }
         let mut entries: Vec<Entry> = Vec::new();
         for (ti, t) in tables.iter().enumerate() {
