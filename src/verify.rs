@@ -207,7 +207,8 @@ mod tests {
     #[test]
     fn finds_the_same_components_as_checking_every_pair() {
         // Similar when both ids are even, or both are 1 and 3.
-        let similar = |a: u32, b: u32| (a.is_multiple_of(2) && b.is_multiple_of(2)) || (a == 1 && b == 3);
+        let similar =
+            |a: u32, b: u32| (a.is_multiple_of(2) && b.is_multiple_of(2)) || (a == 1 && b == 3);
         let docs: Vec<u32> = (0..8).collect();
         let mut uf = UnionFind::new(8);
         let tables = [buckets(&[&docs]), buckets(&[&docs[..4], &docs[4..]])];

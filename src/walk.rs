@@ -102,6 +102,7 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         by_inode: HashMap::new(),
         pending: Vec::new(),
         seen: (opts.roots.len() > 1).then(HashSet::new),
+        too_large: HashSet::new(),
     };
     for root in &opts.roots {
         w.walk_root(root, &canonical_roots);
@@ -133,6 +134,8 @@ struct Walker<'a> {
     /// With several roots, the paths visited so far: overlapping roots (`x x`, `x x/sub`)
     /// reach one path twice, which is one entry, not an alias of itself.
     seen: Option<HashSet<PathBuf>>,
+    /// Inodes skipped as too large, so that their other names are not warned about again.
+    too_large: HashSet<(u64, u64)>,
 }
 
 impl Walker<'_> {
@@ -278,6 +281,9 @@ impl Walker<'_> {
             return;
         }
         if size > self.opts.max_size {
+            if id != (0, 0) && !self.too_large.insert(id) {
+                return; // another name of a file already skipped and warned about
+            }
             self.out.skipped.too_large += 1;
             self.msgs.warn(&format!(
                 "{}: skipped, {size} bytes is over --max-size {}",

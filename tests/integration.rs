@@ -611,6 +611,8 @@ fn size_limits_skip_files_and_too_large_ones_are_named() {
         .write("big.txt", text(98, 1000));
     let big = fs::metadata(t.join("big.txt")).unwrap().len();
     assert!(big > 1024 && fs::metadata(t.join("a.txt")).unwrap().len() <= 1024);
+    // A second name of the big file is skipped with it, and not warned about twice.
+    fs::hard_link(t.join("big.txt"), t.join("big-link.txt")).unwrap();
 
     let r = t.run(&["scan", "--min-size", "100", "--max-size", "1K", "."]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
@@ -622,7 +624,7 @@ fn size_limits_skip_files_and_too_large_ones_are_named() {
     assert_eq!(
         r.warnings(),
         vec![format!(
-            "dupfind: warning: ./big.txt: skipped, {big} bytes is over --max-size 1024"
+            "dupfind: warning: ./big-link.txt: skipped, {big} bytes is over --max-size 1024"
         )]
     );
 
