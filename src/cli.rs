@@ -91,9 +91,37 @@ pub struct ScanArgs {
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
 
-    /// json: one document; jsonl: one typed record per line.
+    /// json: one document; jsonl: one typed record per line; text: one block per cluster for
+    /// people reading in a terminal.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+
+    /// Colour in --format text: auto (a terminal and no NO_COLOR), always or never.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+
+    /// components: every document linked by a chain of verified pairs; strict: every member
+    /// verified against its cluster's representative.
+    #[arg(long, value_enum, default_value_t = ClusterArg::Components)]
+    pub cluster: ClusterArg,
+
+    /// Which member represents a cluster (the one to keep); the others are its `duplicates`.
+    #[arg(long, value_enum, default_value_t = KeepArg::First)]
+    pub keep: KeepArg,
+
+    /// Evidence for each reported pair: exact and estimated similarity, shared shingles, the
+    /// band or piece that made it a candidate.
+    #[arg(long)]
+    pub pairs: bool,
+
+    /// Report only pairs at least this similar (Jaccard; SimHash: 1 − distance/64), a stricter
+    /// bound than the threshold the banding is tuned for.
+    #[arg(long, value_name = "J")]
+    pub min_similarity: Option<f64>,
+
+    /// Exit with status 1 when duplicates were found (0 when none), for cron jobs.
+    #[arg(long)]
+    pub exit_code: bool,
 
     /// Only scan files matching GLOB, or inside a directory matching it (repeatable). A GLOB
     /// without '/' matches a name at any depth; with '/', the path below the root. '*' stays
@@ -169,6 +197,45 @@ pub enum Format {
     Json,
     /// JSON Lines: header, clusters, errors, summary.
     Jsonl,
+    /// Human-readable blocks, one per cluster.
+    Text,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `--cluster`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClusterArg {
+    /// Connected components of verified pairs.
+    Components,
+    /// Greedy centers: each member verified against the representative.
+    Strict,
+}
+
+/// `--keep`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeepArg {
+    /// First in path order.
+    First,
+    /// Most bytes.
+    Largest,
+    /// Fewest bytes.
+    Smallest,
+    /// Latest modification time.
+    Newest,
+    /// Earliest modification time.
+    Oldest,
+    /// Shortest path.
+    ShortestPath,
 }
 
 /// `--progress`.

@@ -6,7 +6,10 @@ use std::io::IsTerminal;
 use anyhow::{bail, Context, Result};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::cli::{Format, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg, VerifyArg};
+use crate::cli::{
+    ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
+    VerifyArg,
+};
 use crate::lsh::{Banding, RECALL_WEIGHT};
 use crate::messages::Messages;
 use crate::minhash::SketchKind;
@@ -39,15 +42,20 @@ pub enum MethodConfig {
         banding: Banding,
         /// True when the banding was chosen from the threshold, not given.
         banding_chosen: bool,
-        /// Jaccard threshold.
+        /// Jaccard threshold the banding is tuned for.
         threshold: f64,
+        /// Similarity a pair must reach to be reported: the threshold, or `--min-similarity`
+        /// when that is stricter.
+        report_threshold: f64,
         /// Exact Jaccard (true) or signature estimate (false).
         exact: bool,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
-        /// Largest Hamming distance of a duplicate pair.
+        /// Largest Hamming distance of a candidate (what the pieces guarantee to find).
         max_distance: u32,
+        /// Largest distance of a reported pair (`--min-similarity` may lower it).
+        report_distance: u32,
     },
 }
 
@@ -68,6 +76,16 @@ pub struct Config {
     pub threads: Option<usize>,
     /// Output format.
     pub format: Format,
+    /// Colour in the text format.
+    pub color: bool,
+    /// How verified pairs become clusters.
+    pub cluster: ClusterArg,
+    /// Which member represents a cluster.
+    pub keep: KeepArg,
+    /// Evidence for each reported pair.
+    pub pairs: bool,
+    /// Exit 1 when duplicates were found.
+    pub exit_code: bool,
     /// Diagnostics settings.
     pub messages: Messages,
 }
@@ -102,7 +120,15 @@ impl Config {
                 if max_distance > 31 {
                     bail!("--max-distance must be between 0 and 31, not {max_distance}");
                 }
-                MethodConfig::SimHash { max_distance }
+                let report_distance = match min_similarity(&args)? {
+                    // 1 − d/64 ≥ m  ⇔  d ≤ 64·(1 − m); the epsilon keeps 1 − 3/64 itself.
+                    Some(m) => max_distance.min(((1.0 - m) * 64.0 + 1e-9).floor() as u32),
+                    None => max_distance,
+                };
+                MethodConfig::SimHash {
+                    max_distance,
+                    report_distance,
+                }
             }
         };
         if args.min_size > args.max_size {
@@ -135,6 +161,17 @@ impl Config {
             seed: args.seed,
             threads: args.threads.map(|t| t as usize),
             format: args.format,
+            color: match args.color {
+                ColorWhen::Always => true,
+                ColorWhen::Never => false,
+                ColorWhen::Auto => {
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                }
+            },
+            cluster: args.cluster,
+            keep: args.keep,
+            pairs: args.pairs,
+            exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
                 progress,
@@ -190,7 +227,9 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
             banding.bands * banding.rows
         );
     }
+    let report_threshold = min_similarity(args)?.map_or(t, |m| m.max(t));
     Ok(MethodConfig::MinHash {
+        report_threshold,
         sketch: match args.sketch.unwrap_or(SketchArg::Oph) {
             SketchArg::Oph => SketchKind::Oph,
             SketchArg::Kperm => SketchKind::Kperm,
@@ -201,6 +240,14 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         threshold: t,
         exact,
     })
+}
+
+/// `--min-similarity`, checked.
+fn min_similarity(args: &ScanArgs) -> Result<Option<f64>> {
+    match args.min_similarity {
+        Some(m) if !(m > 0.0 && m <= 1.0) => bail!("--min-similarity must be in (0, 1], not {m}"),
+        m => Ok(m),
+    }
 }
 
 /// Builds a glob set with the rules of `--include`/`--exclude`: like .gitignore, a pattern

@@ -217,3 +217,22 @@ impl<'a> DocWorker<'a> {
         Ok(self.shingles.as_slice().into())
     }
 }
+
+/// A document's sorted shingle set, or why it could not be derived again.
+pub type LoadedSet = Result<Box<[u64]>, String>;
+
+/// Loads the shingle sets of `docs` (id and content hash) in parallel, in the order given; a
+/// file that cannot be read again or changed since it was sketched gives the reason instead.
+pub fn load_sets(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+) -> Vec<(u32, LoadedSet)> {
+    use rayon::prelude::*;
+    docs.par_iter()
+        .map_init(
+            || DocWorker::new(engine),
+            |w, &(d, hash)| (d, w.load_set(&files[d as usize], hash)),
+        )
+        .collect()
+}

@@ -32,16 +32,21 @@ pub mod exit;
 pub mod explain;
 pub mod index_store;
 pub mod interrupt;
+pub mod keep;
 pub mod kmv;
 pub mod lsh;
 pub mod messages;
 pub mod minhash;
+pub mod oracle;
 pub mod read;
 pub mod report;
+pub mod results;
 pub mod scan;
 pub mod set_cache;
 pub mod shingle;
 pub mod simhash;
+pub mod strict;
+pub mod text;
 pub mod tokenize;
 pub mod verify;
 pub mod walk;
@@ -69,7 +74,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 return Ok(ExitCode::Interrupted);
             }
             let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = report::write(&out.report, cfg.format, &mut stdout);
+            let written = report::write(&out.report, cfg.format, cfg.color, &mut stdout);
             if interrupt::interrupted() {
                 return Ok(ExitCode::Interrupted);
             }

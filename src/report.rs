@@ -70,6 +70,13 @@ pub struct Params {
     pub verify: &'static str,
     /// Seed of the hash families.
     pub seed: u64,
+    /// `--min-similarity`, when stricter than the threshold (SimHash: as 1 − distance/64).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_similarity: Option<f64>,
+    /// "components" or "strict".
+    pub cluster: &'static str,
+    /// The `--keep` policy that chose each representative.
+    pub keep: &'static str,
 }
 
 /// Counts of what the scan saw and did.
@@ -125,6 +132,11 @@ pub struct ClusterOut {
     pub min_similarity: f64,
     /// Largest similarity among `pairs`.
     pub max_similarity: f64,
+    /// The member to keep, chosen by `--keep` (with `--cluster strict`, the center every other
+    /// member was verified against).
+    pub representative: MemberOut,
+    /// The other members, in path order: the files a user could remove.
+    pub duplicates: Vec<DuplicateOut>,
     /// The documents, in path order.
     pub members: Vec<MemberOut>,
     /// The verified pairs that joined the cluster: size − 1 of them, a spanning tree.
@@ -132,7 +144,7 @@ pub struct ClusterOut {
 }
 
 /// One document in a cluster.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct MemberOut {
     /// The path (lossy UTF-8 when the name is not valid UTF-8).
     pub path: String,
@@ -149,8 +161,26 @@ pub struct MemberOut {
     pub aliases_bytes: Option<Vec<Option<String>>>,
 }
 
-/// One verified pair of a cluster.
+/// A member other than the representative, with its similarity to the representative.
 #[derive(Debug, Serialize)]
+pub struct DuplicateOut {
+    /// The document, as in `members`.
+    #[serde(flatten)]
+    pub member: MemberOut,
+    /// Similarity to the representative: Jaccard (SimHash: 1 − distance/64).
+    pub similarity: f64,
+    /// SimHash Hamming distance to the representative.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
+    /// True when byte-identical to the representative.
+    pub exact: bool,
+    /// True when `similarity` is the MinHash signature estimate (`--verify estimate`, or a
+    /// member joined through another member and not compared with the representative itself).
+    pub estimated: bool,
+}
+
+/// One verified pair of a cluster.
+#[derive(Debug, Default, Serialize)]
 pub struct PairOut {
     /// Index into `members`.
     pub a: usize,
@@ -164,6 +194,28 @@ pub struct PairOut {
     pub distance: Option<u32>,
     /// True when the two files are byte-identical.
     pub exact: bool,
+    /// `--pairs`: exact Jaccard similarity of the two shingle sets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jaccard: Option<f64>,
+    /// `--pairs`: shingles the two documents share, |A∩B|.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_shingles: Option<u64>,
+    /// `--pairs` (MinHash): the signatures' estimate of the Jaccard similarity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<f64>,
+    /// `--pairs` (MinHash): the first band whose rows agree, the one that made the pair a
+    /// candidate (null for byte-identical copies found by content hash and no band).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<usize>,
+    /// `--pairs` (SimHash): Hamming distance of the fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hamming: Option<u32>,
+    /// `--pairs` (SimHash): the cosine similarity the distance implies, cos(π·d/64).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f64>,
+    /// `--pairs` (SimHash): the first piece in which the fingerprints agree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub piece: Option<usize>,
 }
 
 /// An input that could not be read.
@@ -235,8 +287,8 @@ enum Record<'a> {
     },
 }
 
-/// Writes the report in `format` and flushes.
-pub fn write(report: &Report, format: Format, out: &mut impl Write) -> Result<()> {
+/// Writes the report in `format` (`color`: ANSI colour in the text format) and flushes.
+pub fn write(report: &Report, format: Format, color: bool, out: &mut impl Write) -> Result<()> {
     match format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, report)?;
@@ -263,6 +315,7 @@ pub fn write(report: &Report, format: Format, out: &mut impl Write) -> Result<()
                 stats: &report.stats,
             })?;
         }
+        Format::Text => crate::text::write(report, color, &mut *out)?,
     }
     out.flush()?;
     Ok(())

@@ -15,19 +15,22 @@ use anyhow::Result;
 use rayon::prelude::*;
 
 use crate::buckets::Buckets;
-use crate::cluster::{clusters, Pair, UnionFind};
+use crate::cli::ClusterArg;
+use crate::cluster::{clusters, Cluster, Pair, UnionFind};
 use crate::config::{Config, MethodConfig};
-use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::doc::{load_sets, Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
+use crate::keep;
 use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
-use crate::report::{
-    ClusterOut, ErrorOut, MemberOut, PairOut, Params, Report, Stats, SCHEMA_VERSION,
-};
+use crate::oracle::{simhash_similarity, Oracle};
+use crate::report::{ErrorOut, Params, Report, Stats, SCHEMA_VERSION};
+use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
+use crate::strict::split_component;
 use crate::verify::{all_buckets, connect, Score};
 use crate::walk::{walk, FileEntry};
 
@@ -75,85 +78,100 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
     let verification = match &cfg.method {
         MethodConfig::MinHash {
-            threshold,
+            report_threshold,
             exact: true,
             ..
         } => {
-            let floor = estimate_floor(*threshold, lanes);
+            let floor = estimate_floor(*report_threshold, lanes);
             let verifier = ExactVerifier {
                 files: &files,
                 engine: &engine,
                 msgs,
-                threshold: *threshold,
+                threshold: *report_threshold,
                 plausible: |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor,
             };
             verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
         MethodConfig::MinHash {
-            threshold,
+            report_threshold,
             exact: false,
             ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
             let e = estimate(sig(lo), sig(hi));
-            (e >= *threshold).then_some((e, None))
+            (e >= *report_threshold).then_some((e, None))
         }),
-        MethodConfig::SimHash { max_distance } => {
-            connect(&all_buckets(&tables), &mut uf, |lo, hi| {
-                let d =
-                    simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
-                (d <= *max_distance).then_some((simhash_similarity(d), Some(d)) as Score)
-            })
-        }
+        MethodConfig::SimHash {
+            report_distance, ..
+        } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
+            let d = simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
+            (d <= *report_distance).then_some((simhash_similarity(d), Some(d)) as Score)
+        }),
     };
     stats.candidate_pairs = verification.checked;
     stats.verified_pairs = verification.passed;
+    drop(tables);
 
+    let canon = canonical(files.len(), &exact_pairs);
+    let oracle = Oracle {
+        method: &cfg.method,
+        lanes,
+        sigs: &sigs,
+        docs: &docs,
+        canon: &canon,
+    };
     let mut pairs = exact_pairs;
     pairs.extend(verification.pairs);
-    let found = clusters(files.len(), &pairs);
+    let components = clusters(files.len(), &pairs);
+    let facts = |d: u32| keep::Facts {
+        id: d,
+        path: &files[d as usize].path,
+        bytes: docs[d as usize].bytes,
+        modified: files[d as usize].modified,
+    };
+    let found: Vec<(u32, Cluster)> = match cfg.cluster {
+        ClusterArg::Components => components
+            .into_iter()
+            .map(|c| {
+                let mut order = c.members.clone();
+                keep::sort(cfg.keep, &mut order, facts);
+                (order[0], c)
+            })
+            .collect(),
+        ClusterArg::Strict => strict_clusters(
+            cfg,
+            components,
+            &oracle,
+            &engine,
+            &files,
+            facts,
+            &mut errors,
+        ),
+    };
     stats.clusters = found.len() as u64;
-    stats.skipped.error = errors.len() as u64;
+    let inputs = results::Inputs {
+        files: &files,
+        oracle: &oracle,
+        engine: &engine,
+        evidence: cfg.pairs,
+    };
+    let cluster_records = results::cluster_records(&inputs, &found, &mut errors);
     errors.sort_by(|a, b| a.path.cmp(&b.path));
+    errors.dedup_by(|a, b| a.path == b.path);
+    stats.skipped.error = errors.len() as u64;
 
-    let code = if errors.is_empty() {
-        ExitCode::Success
-    } else {
+    let code = if !errors.is_empty() {
         ExitCode::Error
+    } else if cfg.exit_code && !found.is_empty() {
+        ExitCode::DuplicatesFound
+    } else {
+        ExitCode::Success
     };
     let report = Report {
         schema_version: SCHEMA_VERSION,
         dupfind_version: env!("CARGO_PKG_VERSION"),
         params: params(cfg),
         stats,
-        clusters: found
-            .iter()
-            .enumerate()
-            .map(|(id, c)| ClusterOut {
-                id,
-                size: c.members.len(),
-                min_similarity: c.min_similarity(),
-                max_similarity: c.max_similarity(),
-                members: c
-                    .members
-                    .iter()
-                    .map(|&d| {
-                        let f = &files[d as usize];
-                        MemberOut::new(&f.path, docs[d as usize].bytes, &f.aliases)
-                    })
-                    .collect(),
-                pairs: c
-                    .pairs
-                    .iter()
-                    .map(|&(a, b, p)| PairOut {
-                        a,
-                        b,
-                        similarity: p.similarity,
-                        distance: p.distance,
-                        exact: p.exact,
-                    })
-                    .collect(),
-            })
-            .collect(),
+        clusters: cluster_records,
         errors: errors
             .iter()
             .map(|e| {
@@ -169,9 +187,69 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     Ok(ScanOutput { report, code })
 }
 
-/// SimHash similarity reported for a pair: the fraction of equal fingerprint bits.
-fn simhash_similarity(distance: u32) -> f64 {
-    1.0 - f64::from(distance) / 64.0
+/// For each document, the document that holds its content's sketches (itself unless it is a
+/// byte-identical copy).
+fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
+    let mut canon: Vec<u32> = (0..n as u32).collect();
+    for p in exact_pairs {
+        canon[p.hi as usize] = p.lo;
+    }
+    canon
+}
+
+/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact MinHash
+/// verification loads the component's sets (one component at a time, so memory stays that of
+/// the largest component).
+fn strict_clusters<'a>(
+    cfg: &Config,
+    components: Vec<Cluster>,
+    oracle: &Oracle,
+    engine: &Engine,
+    files: &'a [FileEntry],
+    facts: impl Fn(u32) -> keep::Facts<'a> + Copy,
+    errors: &mut Vec<InputError>,
+) -> Vec<(u32, Cluster)> {
+    let mut out = Vec::new();
+    for c in components {
+        let mut order = c.members;
+        keep::sort(cfg.keep, &mut order, facts);
+        let mut sets = HashMap::new();
+        if oracle.needs_sets() {
+            let mut wanted: Vec<(u32, u128)> = order
+                .iter()
+                .map(|&d| {
+                    let canon = oracle.canon[d as usize];
+                    (canon, oracle.docs[canon as usize].hash)
+                })
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            for (d, r) in load_sets(engine, files, &wanted) {
+                match r {
+                    Ok(set) => {
+                        sets.insert(d, set);
+                    }
+                    Err(error) => errors.push(InputError {
+                        path: files[d as usize].path.clone(),
+                        error,
+                    }),
+                }
+            }
+        }
+        let set = |d: u32| sets.get(&oracle.canon[d as usize]).map(|s| &s[..]);
+        out.extend(split_component(&order, |rep, doc| {
+            let pair_sets = set(rep).zip(set(doc));
+            oracle.check(rep, doc, pair_sets)
+        }));
+    }
+    for (_, c) in &mut out {
+        for p in &mut c.pairs {
+            p.2.exact = oracle.same_content(p.2.lo, p.2.hi);
+        }
+    }
+    // Clusters in order of their first member, as with components.
+    out.sort_by_key(|(_, c)| c.members[0]);
+    out
 }
 
 fn engine(cfg: &Config) -> Engine {
@@ -352,7 +430,7 @@ fn bucket(
                 Buckets::from_keys(entries)
             })
             .collect(),
-        MethodConfig::SimHash { max_distance } => simhash::pieces(*max_distance)
+        MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance)
             .into_iter()
             .map(|piece| {
                 let entries = units
@@ -404,6 +482,12 @@ fn params(cfg: &Config) -> Params {
         pieces: None,
         verify: "exact",
         seed: cfg.seed,
+        min_similarity: None,
+        cluster: match cfg.cluster {
+            ClusterArg::Components => "components",
+            ClusterArg::Strict => "strict",
+        },
+        keep: keep::name(cfg.keep),
     };
     match &cfg.method {
         MethodConfig::MinHash {
@@ -411,6 +495,7 @@ fn params(cfg: &Config) -> Params {
             num_perm,
             banding,
             threshold,
+            report_threshold,
             exact,
             ..
         } => {
@@ -419,9 +504,18 @@ fn params(cfg: &Config) -> Params {
             p.bands = Some(banding.bands);
             p.rows = Some(banding.rows);
             p.threshold = Some(*threshold);
+            if report_threshold > threshold {
+                p.min_similarity = Some(*report_threshold);
+            }
             p.verify = if *exact { "exact" } else { "estimate" };
         }
-        MethodConfig::SimHash { max_distance } => {
+        MethodConfig::SimHash {
+            max_distance,
+            report_distance,
+        } => {
+            if report_distance < max_distance {
+                p.min_similarity = Some(simhash_similarity(*report_distance));
+            }
             p.method = "simhash";
             p.bits = Some(64);
             p.max_distance = Some(*max_distance);

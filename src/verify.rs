@@ -137,8 +137,8 @@ where
     out
 }
 
-/// Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, deduplicated hash sets.
-pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+/// |A∩B| of two sorted, deduplicated hash sets.
+pub fn intersection(a: &[u64], b: &[u64]) -> usize {
     let (mut i, mut j, mut common) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -151,6 +151,12 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
             }
         }
     }
+    common
+}
+
+/// Exact Jaccard similarity |A∩B| / |A∪B| of two sorted, deduplicated hash sets.
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let common = intersection(a, b);
     let union = a.len() + b.len() - common;
     if union == 0 {
         return 1.0;

@@ -49,6 +49,8 @@ pub struct FileEntry {
     pub size: u64,
     /// Device and inode number (0 on platforms without them).
     pub id: (u64, u64),
+    /// Modification time when walked, if the platform has one.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Counts of files the walk saw but did not keep.
@@ -300,6 +302,7 @@ impl Walker<'_> {
             aliases: Vec::new(),
             size,
             id,
+            modified: meta.modified().ok(),
         });
     }
 }

@@ -7,6 +7,9 @@
 
 mod util;
 
+#[path = "integration/results.rs"]
+mod results;
+
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;
@@ -1084,7 +1087,9 @@ fn a_small_report_matches_its_snapshot() {
     "rows": 6,
     "threshold": 0.8,
     "verify": "exact",
-    "seed": 0
+    "seed": 0,
+    "cluster": "components",
+    "keep": "first"
   }},
   "stats": {{
     "files_seen": 7,
@@ -1111,6 +1116,21 @@ fn a_small_report_matches_its_snapshot() {
       "size": 2,
       "min_similarity": 1.0,
       "max_similarity": 1.0,
+      "representative": {{
+        "path": "./copy-a.txt",
+        "bytes": 44,
+        "aliases": []
+      }},
+      "duplicates": [
+        {{
+          "path": "./copy-b.txt",
+          "bytes": 44,
+          "aliases": [],
+          "similarity": 1.0,
+          "exact": true,
+          "estimated": false
+        }}
+      ],
       "members": [
         {{
           "path": "./copy-a.txt",
@@ -1167,7 +1187,7 @@ fn params_reflect_the_flags() {
 
     let r = t.run(&words(
         "scan -m minhash --shingle char -n 7 -t 0.7 -k 64 --sketch kperm --verify estimate \
-         --seed 9 --bands 8 --rows 4 .",
+         --seed 9 --bands 8 --rows 4 --cluster strict --keep shortest-path --min-similarity 0.75 .",
     ));
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(
@@ -1175,7 +1195,7 @@ fn params_reflect_the_flags() {
         json!({
             "method": "minhash", "shingle": "char", "ngram": 7, "sketch": "kperm",
             "num_perm": 64, "bands": 8, "rows": 4, "threshold": 0.7, "verify": "estimate",
-            "seed": 9
+            "seed": 9, "cluster": "strict", "keep": "shortest-path", "min_similarity": 0.75
         })
     );
     // --bands alone takes as many rows as fit in K.
@@ -1200,7 +1220,8 @@ fn params_reflect_the_flags() {
         r.json()["params"],
         json!({
             "method": "simhash", "shingle": "word", "ngram": 4, "bits": 64,
-            "max_distance": 5, "pieces": 6, "verify": "exact", "seed": 0
+            "max_distance": 5, "pieces": 6, "verify": "exact", "seed": 0,
+            "cluster": "components", "keep": "first"
         })
     );
 }

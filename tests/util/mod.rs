@@ -508,7 +508,13 @@ pub mod schema {
                 "max_distance",
                 "pieces",
             ];
-            assert_keys(p, &[&keys[..], &["verify", "seed"]].concat(), &[], "params");
+            let more = ["verify", "seed", "cluster", "keep"];
+            assert_keys(
+                p,
+                &[&keys[..], &more[..]].concat(),
+                &["min_similarity"],
+                "params",
+            );
             assert_u64s(
                 p,
                 &["ngram", "bits", "max_distance", "pieces", "seed"],
@@ -518,8 +524,13 @@ pub mod schema {
             let keys = [
                 "method", "shingle", "ngram", "sketch", "num_perm", "bands", "rows",
             ];
-            let more = ["threshold", "verify", "seed"];
-            assert_keys(p, &[&keys[..], &more[..]].concat(), &[], "params");
+            let more = ["threshold", "verify", "seed", "cluster", "keep"];
+            assert_keys(
+                p,
+                &[&keys[..], &more[..]].concat(),
+                &["min_similarity"],
+                "params",
+            );
             assert_u64s(p, &["ngram", "num_perm", "bands", "rows", "seed"], "params");
             assert!(p["threshold"].is_f64(), "{p}");
             assert!(["oph", "kperm"].contains(&p["sketch"].as_str().unwrap()));
@@ -527,6 +538,39 @@ pub mod schema {
         assert!(["minhash", "simhash"].contains(&p["method"].as_str().unwrap()));
         assert!(["word", "char"].contains(&p["shingle"].as_str().unwrap()));
         assert!(["exact", "estimate"].contains(&p["verify"].as_str().unwrap()));
+        assert!(["components", "strict"].contains(&p["cluster"].as_str().unwrap()));
+        let keeps = [
+            "first",
+            "largest",
+            "smallest",
+            "newest",
+            "oldest",
+            "shortest-path",
+        ];
+        assert!(keeps.contains(&p["keep"].as_str().unwrap()), "{p}");
+        if let Some(m) = p.get("min_similarity") {
+            assert!(m.is_f64(), "{p}");
+        }
+    }
+
+    fn assert_member_schema(m: &Value, extra_required: &[&str], extra_optional: &[&str]) {
+        assert_keys(
+            m,
+            &[&["path", "bytes", "aliases"][..], extra_required].concat(),
+            &[&["path_bytes", "aliases_bytes"][..], extra_optional].concat(),
+            "member",
+        );
+        assert!(m["path"].is_string() && m["bytes"].is_u64(), "{m}");
+        let aliases = m["aliases"].as_array().unwrap();
+        assert!(aliases.iter().all(Value::is_string), "{m}");
+        if let Some(pb) = m.get("path_bytes") {
+            assert!(pb.is_string(), "{m}");
+        }
+        if let Some(ab) = m.get("aliases_bytes") {
+            let ab = ab.as_array().unwrap();
+            assert_eq!(ab.len(), aliases.len(), "{m}");
+            assert!(ab.iter().all(|b| b.is_null() || b.is_string()), "{m}");
+        }
     }
 
     fn assert_stats_schema(s: &Value) {
@@ -562,6 +606,8 @@ pub mod schema {
             "size",
             "min_similarity",
             "max_similarity",
+            "representative",
+            "duplicates",
             "members",
             "pairs",
         ];
@@ -572,35 +618,44 @@ pub mod schema {
             "{c}"
         );
         for m in c["members"].as_array().unwrap() {
-            assert_keys(
-                m,
-                &["path", "bytes", "aliases"],
-                &["path_bytes", "aliases_bytes"],
-                "member",
+            assert_member_schema(m, &[], &[]);
+        }
+        assert_member_schema(&c["representative"], &[], &[]);
+        let duplicates = c["duplicates"].as_array().unwrap();
+        assert_eq!(
+            duplicates.len() + 1,
+            c["members"].as_array().unwrap().len(),
+            "{c}"
+        );
+        for d in duplicates {
+            let optional: &[&str] = if simhash { &[] } else { &["distance"] };
+            let required: &[&str] = if simhash {
+                &["similarity", "exact", "estimated", "distance"]
+            } else {
+                &["similarity", "exact", "estimated"]
+            };
+            assert_member_schema(d, required, optional);
+            assert!(
+                d["similarity"].is_f64() && d["estimated"].is_boolean(),
+                "{d}"
             );
-            assert!(m["path"].is_string() && m["bytes"].is_u64(), "{m}");
-            let aliases = m["aliases"].as_array().unwrap();
-            assert!(aliases.iter().all(Value::is_string), "{m}");
-            if let Some(pb) = m.get("path_bytes") {
-                assert!(pb.is_string(), "{m}");
-            }
-            if let Some(ab) = m.get("aliases_bytes") {
-                let ab = ab.as_array().unwrap();
-                assert_eq!(ab.len(), aliases.len(), "{m}");
-                assert!(ab.iter().all(|b| b.is_null() || b.is_string()), "{m}");
-            }
         }
         for p in c["pairs"].as_array().unwrap() {
             if simhash {
                 assert_keys(
                     p,
                     &["a", "b", "similarity", "distance", "exact"],
-                    &[],
+                    &["jaccard", "shared_shingles", "hamming", "cosine", "piece"],
                     "pair",
                 );
                 assert!(p["distance"].is_u64(), "{p}");
             } else {
-                assert_keys(p, &["a", "b", "similarity", "exact"], &[], "pair");
+                assert_keys(
+                    p,
+                    &["a", "b", "similarity", "exact"],
+                    &["jaccard", "shared_shingles", "estimate", "band"],
+                    "pair",
+                );
             }
             assert_u64s(p, &["a", "b"], "pair");
             assert!(p["similarity"].is_f64() && p["exact"].is_boolean(), "{p}");

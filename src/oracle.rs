@@ -1,0 +1,139 @@
+//! Oracle: the similarity of any two documents after sketching, the one place that knows how a
+//! pair is judged under each method. Verification, strict clusters, the representative's
+//! similarities and `--pairs` evidence all ask it, so they agree.
+//!
+//! Byte-identical documents are sketched once: `canon[d]` is the document holding the
+//! signature, fingerprint and set of `d`'s content.
+
+use crate::config::MethodConfig;
+use crate::doc::DocResult;
+use crate::lsh::{estimate_floor, Banding};
+use crate::minhash::estimate;
+use crate::simhash;
+use crate::verify::{jaccard_at_least, Score};
+
+/// Read-only view of the sketches.
+pub struct Oracle<'a> {
+    /// Method and its thresholds.
+    pub method: &'a MethodConfig,
+    /// Signature values per document.
+    pub lanes: usize,
+    /// All signatures, `lanes` per document.
+    pub sigs: &'a [u32],
+    /// Per-document results.
+    pub docs: &'a [DocResult],
+    /// The document that holds each document's sketches.
+    pub canon: &'a [u32],
+}
+
+impl Oracle<'_> {
+    /// MinHash signature of `d`'s content.
+    pub fn sig(&self, d: u32) -> &[u32] {
+        let c = self.canon[d as usize] as usize;
+        &self.sigs[c * self.lanes..(c + 1) * self.lanes]
+    }
+
+    /// SimHash fingerprint of `d`'s content.
+    pub fn fingerprint(&self, d: u32) -> u64 {
+        self.docs[self.canon[d as usize] as usize].fingerprint
+    }
+
+    /// True when the two documents are byte-identical.
+    pub fn same_content(&self, a: u32, b: u32) -> bool {
+        self.canon[a as usize] == self.canon[b as usize]
+    }
+
+    /// The MinHash estimate of the pair's Jaccard similarity.
+    pub fn estimate(&self, a: u32, b: u32) -> f64 {
+        estimate(self.sig(a), self.sig(b))
+    }
+
+    /// True when exact verification needs the two shingle sets to judge pairs.
+    pub fn needs_sets(&self) -> bool {
+        matches!(self.method, MethodConfig::MinHash { exact: true, .. })
+    }
+
+    /// False when the signatures rule the pair out of exact verification (the prefilter).
+    pub fn plausible(&self, a: u32, b: u32) -> bool {
+        match self.method {
+            MethodConfig::MinHash {
+                report_threshold, ..
+            } => self.estimate(a, b) >= estimate_floor(*report_threshold, self.lanes),
+            MethodConfig::SimHash { .. } => true,
+        }
+    }
+
+    /// The scan's verdict on a pair: its score when it is reported as duplicates. `sets` are the
+    /// two sorted shingle sets, needed only when [`Oracle::needs_sets`].
+    pub fn check(&self, a: u32, b: u32, sets: Option<(&[u64], &[u64])>) -> Option<Score> {
+        if self.same_content(a, b) {
+            return Some((1.0, self.is_simhash().then_some(0)));
+        }
+        match self.method {
+            MethodConfig::MinHash {
+                report_threshold,
+                exact: true,
+                ..
+            } => {
+                if !self.plausible(a, b) {
+                    return None;
+                }
+                let (sa, sb) = sets?;
+                jaccard_at_least(sa, sb, *report_threshold).map(|j| (j, None))
+            }
+            MethodConfig::MinHash {
+                report_threshold,
+                exact: false,
+                ..
+            } => {
+                let e = self.estimate(a, b);
+                (e >= *report_threshold).then_some((e, None))
+            }
+            MethodConfig::SimHash {
+                report_distance, ..
+            } => {
+                let d = simhash::distance(self.fingerprint(a), self.fingerprint(b));
+                (d <= *report_distance).then_some((simhash_similarity(d), Some(d)))
+            }
+        }
+    }
+
+    /// The first band (MinHash) or piece (SimHash) in which the pair collides: the table that
+    /// made it a candidate. None when no table does (only byte-identical copies, which are
+    /// grouped by content hash, can be reported that way).
+    pub fn first_table(&self, a: u32, b: u32) -> Option<usize> {
+        match self.method {
+            MethodConfig::MinHash {
+                banding: Banding { bands, rows },
+                ..
+            } => {
+                let (x, y) = (self.sig(a), self.sig(b));
+                (0..*bands).find(|&band| {
+                    let r = band * rows..(band + 1) * rows;
+                    x[r.clone()] == y[r]
+                })
+            }
+            MethodConfig::SimHash { max_distance, .. } => {
+                let (x, y) = (self.fingerprint(a), self.fingerprint(b));
+                simhash::pieces(*max_distance)
+                    .into_iter()
+                    .position(|p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
+            }
+        }
+    }
+
+    fn is_simhash(&self) -> bool {
+        matches!(self.method, MethodConfig::SimHash { .. })
+    }
+}
+
+/// SimHash similarity reported for a pair: the fraction of equal fingerprint bits.
+pub fn simhash_similarity(distance: u32) -> f64 {
+    1.0 - f64::from(distance) / 64.0
+}
+
+/// The cosine similarity a SimHash distance implies: bits differ with probability θ/π for
+/// vectors at angle θ (Charikar 2002), so d/64 ≈ θ/π and cos θ ≈ cos(π·d/64).
+pub fn simhash_cosine(distance: u32) -> f64 {
+    (std::f64::consts::PI * f64::from(distance) / 64.0).cos()
+}

@@ -1,0 +1,111 @@
+//! Strict clusters (`--cluster strict`): greedy center clustering inside each component.
+//!
+//! Connected components chain: A ~ B and B ~ C put A with C even when A and C share little.
+//! Strict clustering visits a component's documents in `--keep` order; each joins the first
+//! representative it matches (verified at the threshold, the same check as the scan's), or
+//! becomes a representative itself. So every member of a strict cluster is verified against
+//! its representative, which is the cluster's most preferred document. Only documents of one
+//! component can match, so components are split, never merged.
+
+use crate::cluster::{Cluster, Pair};
+use crate::verify::Score;
+
+/// Splits one component, given in `--keep` order, into strict clusters (singletons dropped).
+/// `matches(rep, doc)` is the verification check; each cluster's pairs form a star around its
+/// representative, which comes first in `members` only if it is also first in path order.
+pub fn split_component(
+    ordered: &[u32],
+    mut matches: impl FnMut(u32, u32) -> Option<Score>,
+) -> Vec<(u32, Cluster)> {
+    let mut groups: Vec<(u32, Vec<Pair>)> = Vec::new();
+    for &doc in ordered {
+        let joined = groups.iter_mut().find_map(|(rep, pairs)| {
+            let (similarity, distance) = matches(*rep, doc)?;
+            pairs.push(Pair {
+                lo: (*rep).min(doc),
+                hi: (*rep).max(doc),
+                similarity,
+                distance,
+                exact: false,
+            });
+            Some(())
+        });
+        if joined.is_none() {
+            groups.push((doc, Vec::new()));
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, pairs)| !pairs.is_empty())
+        .map(|(rep, pairs)| {
+            let mut members: Vec<u32> = pairs.iter().map(|p| p.lo + p.hi - rep).collect();
+            members.push(rep);
+            members.sort_unstable();
+            let mut star: Vec<(usize, usize, Pair)> = pairs
+                .into_iter()
+                .map(|p| {
+                    let a = members.binary_search(&p.lo).unwrap_or_default();
+                    let b = members.binary_search(&p.hi).unwrap_or_default();
+                    (a, b, p)
+                })
+                .collect();
+            star.sort_by_key(|p| (p.0, p.1));
+            (
+                rep,
+                Cluster {
+                    members,
+                    pairs: star,
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_splits_at_its_far_end() {
+        // 0 ~ 1 and 1 ~ 2, but 0 ≁ 2: components would give {0, 1, 2}.
+        let sim = |a: u32, b: u32| match (a.min(b), a.max(b)) {
+            (0, 1) | (1, 2) => Some((0.85, None)),
+            _ => None,
+        };
+        let split = split_component(&[0, 1, 2], sim);
+        assert_eq!(
+            split.len(),
+            1,
+            "2 is alone: its only match, 1, is not a representative"
+        );
+        assert_eq!(split[0].0, 0);
+        assert_eq!(split[0].1.members, vec![0, 1]);
+
+        // Visiting 1 first (another --keep order), it takes both ends.
+        let split = split_component(&[1, 0, 2], sim);
+        assert_eq!(split.len(), 1);
+        assert_eq!(split[0].0, 1);
+        assert_eq!(split[0].1.members, vec![0, 1, 2]);
+        assert_eq!(split[0].1.pairs.len(), 2);
+        assert!(split[0].1.pairs.iter().all(|p| p.2.lo == 1 || p.2.hi == 1));
+    }
+
+    #[test]
+    fn every_member_matches_its_representative() {
+        // Documents are points on a line; similar when within 2 of each other.
+        let pos = [0i32, 1, 2, 3, 4, 5, 6, 7, 20, 21];
+        let sim = |a: u32, b: u32| {
+            ((pos[a as usize] - pos[b as usize]).abs() <= 2).then_some((0.9, None))
+        };
+        let order: Vec<u32> = (0..pos.len() as u32).collect();
+        let split = split_component(&order, sim);
+        let reps: Vec<u32> = split.iter().map(|s| s.0).collect();
+        assert_eq!(reps, vec![0, 3, 6, 8]);
+        for (rep, c) in &split {
+            for &m in &c.members {
+                assert!(sim(*rep, m).is_some() || m == *rep);
+            }
+            assert_eq!(c.pairs.len(), c.members.len() - 1);
+        }
+    }
+}

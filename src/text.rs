@@ -1,0 +1,91 @@
+//! `--format text`: the report for people reading in a terminal. One block per cluster, the
+//! representative first (`keep`), then each duplicate with its similarity to it; unreadable
+//! inputs and a one-line summary at the end. Names are escaped like warnings, so a file name
+//! cannot drive the terminal. Colour only when asked (`--color`, decided in config).
+
+use std::io::{self, Write};
+
+use crate::messages::escape_controls;
+use crate::report::{DuplicateOut, Report};
+
+const BOLD_GREEN: &str = "\x1b[1;32m";
+const YELLOW: &str = "\x1b[33m";
+const RED: &str = "\x1b[31m";
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+
+/// Writes the text form of `report`.
+pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()> {
+    let paint = |code: &'static str, s: &str| {
+        if color {
+            format!("{code}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    };
+    let total = report.clusters.len();
+    for c in &report.clusters {
+        writeln!(
+            out,
+            "{}",
+            paint(
+                DIM,
+                &format!(
+                    "cluster {} of {total}: {} documents, similarity {:.3} to {:.3}",
+                    c.id + 1,
+                    c.size,
+                    c.min_similarity,
+                    c.max_similarity
+                )
+            )
+        )?;
+        writeln!(
+            out,
+            "  {}  {}  ({} bytes)",
+            paint(BOLD_GREEN, "keep"),
+            paint(BOLD_GREEN, &escape_controls(&c.representative.path)),
+            c.representative.bytes
+        )?;
+        for d in &c.duplicates {
+            writeln!(
+                out,
+                "  {}  {}  {}",
+                paint(YELLOW, "dup "),
+                escape_controls(&d.member.path),
+                similarity(d)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    for e in &report.errors {
+        writeln!(
+            out,
+            "{}  {}: {}",
+            paint(RED, "error"),
+            escape_controls(&e.path),
+            e.error
+        )?;
+    }
+    let s = &report.stats;
+    let duplicates: usize = report.clusters.iter().map(|c| c.duplicates.len()).sum();
+    writeln!(
+        out,
+        "{total} clusters, {duplicates} duplicates among {} documents ({} exact groups); {} \
+         unreadable",
+        s.documents,
+        s.exact_groups,
+        report.errors.len()
+    )
+}
+
+/// "0.912", "1.000 exact", "0.953 distance 3", "~0.87 estimated".
+fn similarity(d: &DuplicateOut) -> String {
+    if d.exact {
+        return "1.000 exact".to_string();
+    }
+    match (d.distance, d.estimated) {
+        (Some(dist), _) => format!("{:.3} distance {dist}", d.similarity),
+        (None, true) => format!("~{:.3} estimated", d.similarity),
+        (None, false) => format!("{:.3}", d.similarity),
+    }
+}

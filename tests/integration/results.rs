@@ -1,0 +1,295 @@
+//! Results people can act on: cluster semantics, representatives (`--keep`), duplicates,
+//! evidence (`--pairs`), `--min-similarity`, `--exit-code` and `--format text`.
+
+use std::collections::HashSet;
+use std::fs;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::util::{cluster_paths, dots, edit, text, word_jaccard, TestDir};
+
+/// A chain a ~ b ~ c ~ d: each neighbour pair at J ≥ 0.8, every other pair below.
+fn chain() -> TestDir {
+    let t = TestDir::new();
+    let a = text(131, 300);
+    let b = edit(&a, &[20, 60, 100, 140]);
+    let c = edit(&b, &[170, 190, 210, 230, 250, 270]);
+    let d = edit(&c, &[2, 40, 80, 120]);
+    let docs = [&a, &b, &c, &d];
+    // The premise, computed independently of dupfind.
+    for i in 0..4 {
+        for j in i + 1..4 {
+            let jac = word_jaccard(docs[i], docs[j], 5);
+            assert_eq!(jac >= 0.8, j == i + 1, "{i} {j}: {jac}");
+        }
+    }
+    t.write("a.txt", &a)
+        .write("b.txt", &b)
+        .write("c.txt", &c)
+        .write("d.txt", &d)
+        .write("other.txt", text(132, 300));
+    t
+}
+
+fn duplicate_paths(cluster: &Value) -> Vec<String> {
+    cluster["duplicates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_chain_is_one_component_and_two_strict_clusters() {
+    let t = chain();
+    let components = t.run(&["scan", "."]).json();
+    assert_eq!(
+        cluster_paths(&components),
+        vec![dots(&["a.txt", "b.txt", "c.txt", "d.txt"])]
+    );
+    let c = &components["clusters"][0];
+    assert_eq!(c["representative"]["path"], "./a.txt");
+    assert_eq!(duplicate_paths(c), dots(&["b.txt", "c.txt", "d.txt"]));
+    // b was verified against a; c and d joined through the chain, so their similarity to a is
+    // the signature estimate, flagged as such, and it shows the chain: below the threshold.
+    let dups = c["duplicates"].as_array().unwrap();
+    assert_eq!(dups[0]["estimated"], false);
+    assert!(dups[0]["similarity"].as_f64().unwrap() >= 0.8);
+    for d in &dups[1..] {
+        assert_eq!(d["estimated"], true, "{d}");
+        assert!(d["similarity"].as_f64().unwrap() < 0.8, "{d}");
+    }
+
+    let strict = t.run(&["scan", "--cluster", "strict", "."]).json();
+    assert_eq!(strict["params"]["cluster"], "strict");
+    assert_eq!(
+        cluster_paths(&strict),
+        vec![dots(&["a.txt", "b.txt"]), dots(&["c.txt", "d.txt"])]
+    );
+    for c in strict["clusters"].as_array().unwrap() {
+        for d in c["duplicates"].as_array().unwrap() {
+            assert_eq!(d["estimated"], false, "{d}");
+            assert!(d["similarity"].as_f64().unwrap() >= 0.8, "{d}");
+        }
+    }
+
+    // --min-similarity above the weakest link breaks the chain there (b ~ c, 6 words edited).
+    let tight = t.run(&["scan", "--min-similarity", "0.85", "."]).json();
+    assert_eq!(tight["params"]["min_similarity"], 0.85);
+    assert_eq!(
+        cluster_paths(&tight),
+        vec![dots(&["a.txt", "b.txt"]), dots(&["c.txt", "d.txt"])]
+    );
+    for c in tight["clusters"].as_array().unwrap() {
+        assert!(c["min_similarity"].as_f64().unwrap() >= 0.85, "{c}");
+    }
+}
+
+#[test]
+fn strict_clusters_hold_for_every_method() {
+    let t = chain();
+    for args in [
+        &["--verify", "estimate"][..],
+        &["--sketch", "kperm"],
+        &["-m", "simhash", "--max-distance", "12"],
+    ] {
+        let r = t.run(&[&["scan", "--cluster", "strict"][..], args, &["."]].concat());
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        let report = r.json();
+        for c in report["clusters"].as_array().unwrap() {
+            let rep = c["representative"]["path"].as_str().unwrap();
+            assert!(
+                c["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["path"] == rep),
+                "{args:?}: {c}"
+            );
+            for d in c["duplicates"].as_array().unwrap() {
+                assert_eq!(d["estimated"], args[0] == "--verify", "{args:?}: {d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn each_keep_policy_picks_the_expected_representative() {
+    let t = TestDir::new();
+    let base = text(141, 300);
+    // Three near-copies: sizes differ through appended words, times are set by hand.
+    t.write(
+        "deep/er/path/long-copy.txt",
+        format!("{base} extra words at the end"),
+    )
+    .write("b.txt", edit(&base, &[7]))
+    .write("mid/c.txt", format!("{base} tail"));
+    let set_time = |rel: &str, secs: u64| {
+        let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    };
+    set_time("deep/er/path/long-copy.txt", 1_000_000);
+    set_time("b.txt", 3_000_000);
+    set_time("mid/c.txt", 2_000_000);
+    for (keep, expected) in [
+        ("first", "./b.txt"),
+        ("largest", "./deep/er/path/long-copy.txt"),
+        ("smallest", "./b.txt"),
+        ("newest", "./b.txt"),
+        ("oldest", "./deep/er/path/long-copy.txt"),
+        ("shortest-path", "./b.txt"),
+    ] {
+        for cluster in ["components", "strict"] {
+            let r = t.run(&["scan", "--keep", keep, "--cluster", cluster, "."]);
+            assert_eq!(r.code(), 0, "{}", r.stderr);
+            let report = r.json();
+            assert_eq!(report["params"]["keep"], keep);
+            let c = &report["clusters"][0];
+            assert_eq!(c["size"], 3, "{keep} {cluster}");
+            assert_eq!(c["representative"]["path"], expected, "{keep} {cluster}");
+            let dups = duplicate_paths(c);
+            assert_eq!(dups.len(), 2);
+            assert!(!dups.contains(&expected.to_string()), "{keep} {cluster}");
+        }
+    }
+    // Middle sizes and times: mid/c.txt is neither largest nor smallest, newest nor oldest.
+    let r = t.run(&["scan", "--keep", "newest", "."]).json();
+    assert_eq!(
+        duplicate_paths(&r["clusters"][0]),
+        vec!["./deep/er/path/long-copy.txt", "./mid/c.txt"],
+        "duplicates in path order"
+    );
+}
+
+/// Word 5-shingles as sets of strings, independently of dupfind.
+fn shingles(text: &str) -> HashSet<Vec<String>> {
+    let toks: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    toks.windows(5).map(<[String]>::to_vec).collect()
+}
+
+#[test]
+fn pairs_carry_their_evidence() {
+    let t = chain();
+    let report = t.run(&["scan", "--pairs", "."]).json();
+    let c = &report["clusters"][0];
+    let members: Vec<String> = c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap().to_string())
+        .collect();
+    let bands = report["params"]["bands"].as_u64().unwrap();
+    for p in c["pairs"].as_array().unwrap() {
+        let (a, b) = (p["a"].as_u64().unwrap(), p["b"].as_u64().unwrap());
+        let ta = fs::read_to_string(t.join(&members[a as usize])).unwrap();
+        let tb = fs::read_to_string(t.join(&members[b as usize])).unwrap();
+        let shared = shingles(&ta).intersection(&shingles(&tb)).count() as u64;
+        assert_eq!(p["shared_shingles"], shared, "{p}");
+        let jac = p["jaccard"].as_f64().unwrap();
+        assert!((jac - word_jaccard(&ta, &tb, 5)).abs() < 1e-12, "{p}");
+        assert_eq!(p["similarity"], p["jaccard"], "exact verification: {p}");
+        let est = p["estimate"].as_f64().unwrap();
+        assert!((est - jac).abs() < 0.25, "{p}");
+        assert!(p["band"].as_u64().unwrap() < bands, "{p}");
+    }
+    // With --pairs the sets are at hand, so every duplicate's similarity is exact.
+    for d in c["duplicates"].as_array().unwrap() {
+        assert_eq!(d["estimated"], false, "{d}");
+    }
+    // Without --pairs, no evidence fields.
+    let plain = t.run(&["scan", "."]).json();
+    assert!(plain["clusters"][0]["pairs"][0].get("jaccard").is_none());
+
+    let sim = t
+        .run(&[
+            "scan",
+            "--pairs",
+            "-m",
+            "simhash",
+            "--max-distance",
+            "12",
+            ".",
+        ])
+        .json();
+    let pieces = sim["params"]["pieces"].as_u64().unwrap();
+    for p in super::util::all_pairs(&sim) {
+        let d = p["distance"].as_u64().unwrap();
+        assert_eq!(p["hamming"], d, "{p}");
+        let cos = (std::f64::consts::PI * d as f64 / 64.0).cos();
+        assert!((p["cosine"].as_f64().unwrap() - cos).abs() < 1e-12, "{p}");
+        assert!(p["piece"].as_u64().unwrap() < pieces, "{p}");
+        assert!(p["shared_shingles"].as_u64().unwrap() > 0, "{p}");
+    }
+}
+
+#[test]
+fn exit_code_reports_whether_duplicates_were_found() {
+    let t = chain();
+    let r = t.run(&["scan", "--exit-code", "."]);
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert_eq!(
+        r.json()["stats"]["clusters"],
+        1,
+        "the report is still printed"
+    );
+    assert_eq!(t.run(&["scan", "."]).code(), 0, "opt-in only");
+
+    let lone = TestDir::new();
+    lone.write("a.txt", text(1, 200))
+        .write("b.txt", text(2, 200));
+    assert_eq!(lone.run(&["scan", "--exit-code", "."]).code(), 0);
+    // An unreadable input wins: status 2, whatever was found.
+    let r = t.run(&["scan", "--exit-code", ".", "missing-root"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+}
+
+#[test]
+fn text_format_is_one_block_per_cluster() {
+    let t = chain();
+    t.write(
+        "copy-of-a.txt",
+        fs::read_to_string(t.join("a.txt")).unwrap(),
+    );
+    let r = t.run(&["scan", "--format", "text", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "cluster 1 of 1: 5 documents, similarity 0.816 to 1.000"
+    );
+    assert!(lines[1].starts_with("  keep  ./a.txt  ("), "{}", r.stdout);
+    let (a, b) = (
+        fs::read_to_string(t.join("a.txt")).unwrap(),
+        fs::read_to_string(t.join("b.txt")).unwrap(),
+    );
+    assert_eq!(
+        lines[2],
+        format!("  dup   ./b.txt  {:.3}", word_jaccard(&a, &b, 5))
+    );
+    assert_eq!(lines[4], "  dup   ./copy-of-a.txt  1.000 exact");
+    // c joined through b: its similarity to a is the signature estimate (J ≈ 0.71).
+    assert!(
+        lines[3].starts_with("  dup   ./c.txt  ~0.") && lines[3].ends_with(" estimated"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &"1 clusters, 4 duplicates among 6 documents (1 exact groups); 0 unreadable"
+    );
+    assert!(!r.stdout.contains('\x1b'), "no colour into a pipe");
+
+    let coloured = t.run(&["scan", "--format", "text", "--color", "always", "."]);
+    assert!(
+        coloured.stdout.contains("\x1b[1;32mkeep\x1b[0m"),
+        "{}",
+        coloured.stdout
+    );
+    let mut cmd = t.command(&["scan", "--format", "text", "--color", "auto", "."]);
+    cmd.env("NO_COLOR", "1");
+    let out = cmd.output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
+}
