@@ -19,6 +19,19 @@ pub enum Command {
     /// Find groups of near-duplicate documents under PATHs and print them as JSON.
     #[command(after_long_help = SCAN_AFTER_HELP)]
     Scan(ScanArgs),
+    /// Print shell completions for SHELL on stdout.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff) on stdout: `dupfind man > dupfind.1`,
+    /// `dupfind man scan > dupfind-scan.1`.
+    Man {
+        /// The subcommand whose page to print (default: the overview page).
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
 }
 
 const SCAN_AFTER_HELP: &str = "\

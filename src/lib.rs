@@ -63,6 +63,32 @@ use crate::exit::ExitCode;
 /// quietly with the status the scan would have had.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "dupfind", &mut out);
+            write_stdout(&out)
+        }
+        Command::Man { command } => {
+            let top = <Cli as clap::CommandFactory>::command();
+            let page = match command {
+                None => top,
+                Some(name) => {
+                    let sub = top.find_subcommand(&name).cloned().ok_or_else(|| {
+                        anyhow::anyhow!("no subcommand {name:?}; try `dupfind --help`")
+                    })?;
+                    // Named like git's pages: dupfind-scan(1).
+                    let page = format!("dupfind-{}", sub.get_name());
+                    let invoked = format!("dupfind {}", sub.get_name());
+                    sub.display_name(page)
+                        .bin_name(invoked)
+                        .version(env!("CARGO_PKG_VERSION"))
+                }
+            };
+            let mut out = Vec::new();
+            clap_mangen::Man::new(page).render(&mut out)?;
+            write_stdout(&out)
+        }
         Command::Scan(args) => {
             let cfg = Config::from_args(args)?;
             interrupt::install();
@@ -91,6 +117,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
+    }
+}
+
+/// Writes generated text to stdout; a broken pipe ends quietly.
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::Success),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+        Ok(()) => Ok(ExitCode::Success),
     }
 }
 

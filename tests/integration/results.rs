@@ -293,3 +293,48 @@ fn text_format_is_one_block_per_cluster() {
     let out = cmd.output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_same_definitions() {
+    let t = TestDir::new();
+    for (shell, marker) in [
+        ("bash", "_dupfind()"),
+        ("zsh", "#compdef dupfind"),
+        ("fish", "complete -c dupfind"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let r = t.run(&["completions", shell]);
+        assert_eq!(r.code(), 0, "{shell}: {}", r.stderr);
+        assert!(r.stdout.contains(marker), "{shell}: {}", r.stdout);
+        assert!(
+            r.stdout.contains("min-similarity"),
+            "{shell} completes scan's flags"
+        );
+        assert_eq!(r.stderr, "");
+    }
+    let r = t.run(&["completions", "tcsh"]);
+    assert_eq!(r.code(), 2);
+
+    let top = t.run(&["man"]);
+    assert_eq!(top.code(), 0, "{}", top.stderr);
+    assert!(top.stdout.contains(".TH dupfind 1"), "{}", top.stdout);
+    assert!(top.stdout.contains("completions"), "lists the subcommands");
+    let scan = t.run(&["man", "scan"]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    assert!(
+        scan.stdout.contains(".TH dupfind-scan 1"),
+        "{}",
+        scan.stdout
+    );
+    for flag in ["min\\-similarity", "exit\\-code", "cluster", "keep"] {
+        assert!(scan.stdout.contains(flag), "man scan documents --{flag}");
+    }
+    let bad = t.run(&["man", "nope"]);
+    assert_eq!(bad.code(), 2);
+    assert!(
+        bad.stderr.contains("no subcommand \"nope\""),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(bad.stdout, "");
+}
