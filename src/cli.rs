@@ -19,6 +19,9 @@ pub enum Command {
     /// Find groups of near-duplicate documents under PATHs and print them as JSON.
     #[command(after_long_help = SCAN_AFTER_HELP)]
     Scan(ScanArgs),
+    /// Explain what a threshold and banding (or a SimHash distance) do: the S-curve, the
+    /// expected misses and chance candidates, memory per document. Uses scan's own code.
+    Explain(ExplainArgs),
     /// Print shell completions for SHELL on stdout.
     Completions {
         /// The shell to complete for.
@@ -165,6 +168,51 @@ pub struct ScanArgs {
     /// Progress bar on stderr; auto: only when stderr is a terminal.
     #[arg(long, value_enum, default_value_t = ProgressWhen::Auto)]
     pub progress: ProgressWhen,
+}
+
+/// Options of `dupfind explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Candidate method.
+    #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash)]
+    pub method: Method,
+
+    /// Jaccard threshold (MinHash) [default: 0.8].
+    #[arg(short = 't', long, value_name = "J")]
+    pub threshold: Option<f64>,
+
+    /// MinHash signature length K [default: 128].
+    #[arg(short = 'k', long = "num-perm", value_name = "K")]
+    pub num_perm: Option<usize>,
+
+    /// Number of LSH bands b (default: chosen from --threshold, as scan does).
+    #[arg(long, value_name = "B")]
+    pub bands: Option<usize>,
+
+    /// Rows per band r (default: chosen from --threshold).
+    #[arg(long, value_name = "R")]
+    pub rows: Option<usize>,
+
+    /// SimHash: largest Hamming distance [default: 3].
+    #[arg(long, value_name = "D")]
+    pub max_distance: Option<u32>,
+
+    /// SimHash: corpus size for the expected chance candidates per document.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub docs: u64,
+
+    /// text for people, json for programs.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
+}
+
+/// `explain --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// Aligned text with the S-curve drawn.
+    Text,
+    /// One JSON document.
+    Json,
 }
 
 /// `--method`.

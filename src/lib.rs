@@ -63,6 +63,18 @@ use crate::exit::ExitCode;
 /// quietly with the status the scan would have had.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Explain(args) => {
+            let explanation = explain::explain(&explain_method(&args)?)?;
+            let mut out = Vec::new();
+            match args.format {
+                cli::ExplainFormat::Text => explain::render_text(&explanation, &mut out)?,
+                cli::ExplainFormat::Json => {
+                    serde_json::to_writer_pretty(&mut out, &explanation)?;
+                    out.push(b'\n');
+                }
+            }
+            write_stdout(&out)
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
@@ -118,6 +130,49 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its
+/// own (a lone `--bands` or `--rows` takes as many of the other as fit in K).
+fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
+    use crate::config::{DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD};
+    Ok(match args.method {
+        cli::Method::Minhash => {
+            if args.max_distance.is_some() {
+                anyhow::bail!("--max-distance applies to --method simhash");
+            }
+            let num_perm = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
+            let banding = match (args.bands, args.rows) {
+                (None, None) => None,
+                (b, r) => {
+                    let bands =
+                        b.unwrap_or_else(|| num_perm.checked_div(r.unwrap_or(0)).unwrap_or(0));
+                    let rows = r.unwrap_or_else(|| num_perm.checked_div(bands).unwrap_or(0));
+                    Some(crate::lsh::Banding { bands, rows })
+                }
+            };
+            explain::ExplainMethod::MinHash {
+                threshold: args.threshold.unwrap_or(DEFAULT_THRESHOLD),
+                num_perm,
+                banding,
+            }
+        }
+        cli::Method::Simhash => {
+            if args.threshold.is_some()
+                || args.num_perm.is_some()
+                || args.bands.is_some()
+                || args.rows.is_some()
+            {
+                anyhow::bail!(
+                    "--threshold, --num-perm, --bands and --rows apply to --method minhash"
+                );
+            }
+            explain::ExplainMethod::SimHash {
+                max_distance: args.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE),
+                docs: args.docs,
+            }
+        }
+    })
 }
 
 /// Writes generated text to stdout; a broken pipe ends quietly.

@@ -462,6 +462,15 @@ fn note_banding(cfg: &Config) {
             banding.candidate_probability(*threshold)
         ));
     }
+    if let MethodConfig::MinHash {
+        banding, threshold, ..
+    } = &cfg.method
+    {
+        if let Some(note) = crate::explain::poor_curve_note(banding, *threshold) {
+            cfg.messages
+                .note(&format!("{note} (see `dupfind explain`)"));
+        }
+    }
 }
 
 fn params(cfg: &Config) -> Params {

@@ -338,3 +338,80 @@ fn completions_and_man_pages_come_from_the_same_definitions() {
     );
     assert_eq!(bad.stdout, "");
 }
+
+#[test]
+fn explain_prints_the_curve_scan_uses() {
+    let t = TestDir::new();
+    let r = t.run(&["explain", "--format", "json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let e = r.json();
+    assert_eq!(
+        (e["kind"].as_str(), e["bands"].as_u64(), e["rows"].as_u64()),
+        (Some("minhash"), Some(19), Some(6))
+    );
+    // The banding scan chooses for the same settings.
+    let corpus = TestDir::new();
+    corpus.write("a.txt", text(1, 100));
+    let scanned = corpus.run(&["scan", "."]).json();
+    assert_eq!(scanned["params"]["bands"], e["bands"]);
+    assert_eq!(scanned["params"]["rows"], e["rows"]);
+    let curve = e["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 10);
+    for p in curve {
+        let s = p["similarity"].as_f64().unwrap();
+        let closed = 1.0 - (1.0 - s.powi(6)).powi(19);
+        assert!(
+            (p["probability"].as_f64().unwrap() - closed).abs() < 1e-12,
+            "{p}"
+        );
+    }
+    assert_eq!(e["values_unused"], 14);
+
+    let r = t.run(&[
+        "explain", "-k", "128", "--bands", "10", "--rows", "5", "--format", "json",
+    ]);
+    let e = r.json();
+    assert_eq!(e["values_unused"], 78);
+    assert!(e["warnings"][0].as_str().unwrap().contains("unused"), "{e}");
+    let text_out = t.run(&["explain", "--bands", "10", "--rows", "5"]);
+    assert!(
+        text_out.stdout.contains("78 signature values are UNUSED"),
+        "{}",
+        text_out.stdout
+    );
+
+    let sim = t
+        .run(&[
+            "explain",
+            "-m",
+            "simhash",
+            "--max-distance",
+            "3",
+            "--format",
+            "json",
+        ])
+        .json();
+    assert_eq!(sim["tables"], 4);
+    assert_eq!(sim["curve"][3]["probability"], 1.0);
+    assert!(sim["curve"][4]["probability"].as_f64().unwrap() < 1.0);
+
+    for bad in [
+        &["explain", "-t", "2"][..],
+        &["explain", "--bands", "100", "--rows", "100"],
+        &["explain", "-m", "simhash", "-t", "0.9"],
+    ] {
+        let r = t.run(bad);
+        assert_eq!(r.code(), 2, "{bad:?}");
+        assert_eq!(r.stdout, "", "{bad:?}");
+    }
+
+    // scan says so when the curve is poor at the threshold.
+    let r = corpus.run(&["scan", "--bands", "2", "--rows", "20", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("false-negative probability > 5% at threshold + 0.05"),
+        "{}",
+        r.stderr
+    );
+}
