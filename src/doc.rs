@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::kmv::Kmv;
 use crate::minhash::{MinHasher, SketchKind};
 use crate::read::{decode, read_file, Decoded, ReadFailure};
 use crate::set_cache::SetCache;
@@ -120,9 +121,34 @@ pub struct DocWorker<'a> {
     shingles: Vec<u64>,
     buf: Vec<u8>,
     scratch: Vec<u32>,
+    /// This worker's sketch of the corpus's distinct shingles, merged into the sink on drop.
+    kmv: Option<(Kmv, &'a Mutex<Kmv>)>,
+}
+
+impl Drop for DocWorker<'_> {
+    fn drop(&mut self) {
+        if let Some((kmv, sink)) = &self.kmv {
+            // Merging is order-independent, so which worker finishes first does not matter.
+            match sink.lock() {
+                Ok(mut total) => total.merge(kmv),
+                Err(poisoned) => poisoned.into_inner().merge(kmv),
+            }
+        }
+    }
 }
 
 impl<'a> DocWorker<'a> {
+    /// A worker that also counts distinct shingles into `sink`.
+    pub fn counting(engine: &'a Engine, sink: &'a Mutex<Kmv>) -> Self {
+        let mut w = DocWorker::new(engine);
+        let k = sink
+            .lock()
+            .map(|s| s.k())
+            .unwrap_or(crate::kmv::DEFAULT_KMV_K);
+        w.kmv = Some((Kmv::new(k), sink));
+        w
+    }
+
     /// A worker with empty buffers.
     pub fn new(engine: &'a Engine) -> Self {
         DocWorker {
@@ -131,6 +157,7 @@ impl<'a> DocWorker<'a> {
             shingles: Vec::new(),
             buf: Vec::new(),
             scratch: Vec::new(),
+            kmv: None,
         }
     }
 
@@ -175,6 +202,9 @@ impl<'a> DocWorker<'a> {
     ) -> Outcome {
         if self.shingles.is_empty() {
             return Outcome::Empty;
+        }
+        if let Some((kmv, _)) = &mut self.kmv {
+            kmv.insert_set(&self.shingles);
         }
         match &self.engine.sketcher {
             Sketcher::MinHash { hasher } => {

@@ -49,6 +49,11 @@ impl Kmv {
         }
     }
 
+    /// The number of values kept.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
     /// Adds one hash. Once the sketch is full, most inserts are one comparison with the k-th
     /// smallest value; the rest cost a binary search and a shift of at most k values.
     pub fn insert(&mut self, hash: u64) {

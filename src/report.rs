@@ -98,6 +98,18 @@ pub struct Stats {
     pub verified_pairs: u64,
     /// Clusters reported.
     pub clusters: u64,
+    /// Documents in no cluster.
+    pub unique_documents: u64,
+    /// Documents byte-identical to another one (all copies of a content but one).
+    pub exact_copies: u64,
+    /// Other documents in clusters beyond one per cluster, so that
+    /// `documents = unique_documents + clusters + exact_copies + near_copies`.
+    pub near_copies: u64,
+    /// Distinct shingles in the whole corpus, estimated by a k-minimum-values sketch
+    /// (k = 4096; exact while below k).
+    pub distinct_shingles: u64,
+    /// Relative standard error of `distinct_shingles` (0 when exact, else 1/√(k − 2) ≈ 0.016).
+    pub distinct_shingles_error: f64,
 }
 
 /// Files not turned into documents.

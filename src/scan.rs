@@ -10,6 +10,7 @@
 //! candidates a bounded batch at a time, deriving again from their files those not kept.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use anyhow::Result;
 use rayon::prelude::*;
@@ -22,6 +23,7 @@ use crate::doc::{load_sets, Claims, DocResult, DocWorker, Engine, Outcome, Sketc
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
 use crate::keep;
+use crate::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
@@ -65,7 +67,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         MethodConfig::SimHash { .. } => 1,
     };
     let mut sigs = vec![0u32; files.len() * lanes];
-    let mut docs = sketch_all(cfg, &files, &engine, &mut sigs, lanes);
+    let (mut docs, distinct) = sketch_all(cfg, &files, &engine, &mut sigs, lanes);
+    stats.distinct_shingles = distinct.estimate().round() as u64;
+    stats.distinct_shingles_error = distinct.relative_error();
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
     let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
@@ -148,6 +152,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         ),
     };
     stats.clusters = found.len() as u64;
+    let clustered: u64 = found.iter().map(|(_, c)| c.members.len() as u64).sum();
+    let exact_copies = (0..files.len()).filter(|&d| canon[d] != d as u32).count() as u64;
+    stats.unique_documents = stats.documents - clustered;
+    stats.exact_copies = exact_copies;
+    stats.near_copies = clustered - stats.clusters - exact_copies;
     let inputs = results::Inputs {
         files: &files,
         oracle: &oracle,
@@ -275,9 +284,10 @@ fn sketch_all(
     engine: &Engine,
     sigs: &mut [u32],
     lanes: usize,
-) -> Vec<DocResult> {
+) -> (Vec<DocResult>, Kmv) {
     let msgs = &cfg.messages;
     let claims = Claims::default();
+    let distinct = Mutex::new(Kmv::new(DEFAULT_KMV_K));
     // Only exact MinHash verification needs shingle sets again.
     let cache = match &cfg.method {
         MethodConfig::MinHash {
@@ -292,7 +302,7 @@ fn sketch_all(
         .par_iter()
         .zip(sigs.par_chunks_mut(lanes))
         .map_init(
-            || DocWorker::new(engine),
+            || DocWorker::counting(engine, &distinct),
             |w, (file, sig)| {
                 let r = w.process(file, sig, &claims, cache.as_ref());
                 bar.inc(1);
@@ -301,7 +311,8 @@ fn sketch_all(
         )
         .collect();
     bar.finish_and_clear();
-    docs
+    let distinct = distinct.into_inner().unwrap_or_else(|e| e.into_inner());
+    (docs, distinct)
 }
 
 fn record_outcomes(

@@ -1108,7 +1108,12 @@ fn a_small_report_matches_its_snapshot() {
     "exact_groups": 1,
     "candidate_pairs": 0,
     "verified_pairs": 0,
-    "clusters": 1
+    "clusters": 1,
+    "unique_documents": 1,
+    "exact_copies": 1,
+    "near_copies": 0,
+    "distinct_shingles": 8,
+    "distinct_shingles_error": 0.0
   }},
   "clusters": [
     {{

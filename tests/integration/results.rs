@@ -415,3 +415,31 @@ fn explain_prints_the_curve_scan_uses() {
         r.stderr
     );
 }
+
+#[test]
+fn stats_count_unique_and_copied_documents_and_distinct_shingles() {
+    let t = chain();
+    t.write(
+        "copy-of-a.txt",
+        fs::read_to_string(t.join("a.txt")).unwrap(),
+    )
+    .write(
+        "copy2-of-a.txt",
+        fs::read_to_string(t.join("a.txt")).unwrap(),
+    );
+    let report = t.run(&["scan", "."]).json();
+    let s = &report["stats"];
+    // a, b, c, d and two copies of a in one cluster; other.txt alone.
+    assert_eq!(s["documents"], 7);
+    assert_eq!(s["unique_documents"], 1);
+    assert_eq!(s["clusters"], 1);
+    assert_eq!(s["exact_copies"], 2);
+    assert_eq!(s["near_copies"], 3);
+    // Fewer than 4,096 distinct shingles: the sketch's count is exact.
+    let mut all = HashSet::new();
+    for name in ["a.txt", "b.txt", "c.txt", "d.txt", "other.txt"] {
+        all.extend(shingles(&fs::read_to_string(t.join(name)).unwrap()));
+    }
+    assert_eq!(s["distinct_shingles"], all.len() as u64);
+    assert_eq!(s["distinct_shingles_error"], 0.0);
+}

@@ -582,8 +582,22 @@ pub mod schema {
             "candidate_pairs",
             "verified_pairs",
             "clusters",
+            "unique_documents",
+            "exact_copies",
+            "near_copies",
+            "distinct_shingles",
         ];
-        assert_keys(s, &[&counts[..], &["skipped"]].concat(), &[], "stats");
+        let more = ["skipped", "distinct_shingles_error"];
+        assert_keys(s, &[&counts[..], &more[..]].concat(), &[], "stats");
+        assert!(s["distinct_shingles_error"].is_f64(), "{s}");
+        let parts = [
+            "unique_documents",
+            "clusters",
+            "exact_copies",
+            "near_copies",
+        ];
+        let sum: u64 = parts.iter().map(|k| s[*k].as_u64().unwrap()).sum();
+        assert_eq!(sum, s["documents"].as_u64().unwrap(), "{s}");
         assert_u64s(s, &counts, "stats");
         let skipped = [
             "binary",
