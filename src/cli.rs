@@ -41,11 +41,13 @@ const SCAN_AFTER_HELP: &str = "\
 Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
 re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
 
-Exit status: 0 scan completed and every input was read; 2 usage error, fatal error, or some
-input could not be read (the report is still printed); 130 interrupted.
+Exit status: 0 scan completed and every input was read; 1 with --exit-code, duplicates were
+found; 2 usage error, fatal error, or some input could not be read (the report is still
+printed); 130 interrupted.
 
 Examples:
-  dupfind scan ./corpus | jq '.clusters[].members[].path'
+  dupfind scan ./corpus | jq -r '.clusters[].duplicates[].path'
+  dupfind scan --format text --keep newest ./corpus
   dupfind scan -t 0.9 --shingle char -n 5 docs/
   dupfind scan --method simhash --max-distance 3 --format jsonl .";
 

@@ -5,7 +5,7 @@
 pub enum ExitCode {
     /// The scan completed and every input was read.
     Success,
-    /// Reserved for an opt-in "fail if duplicates were found" flag.
+    /// `--exit-code` and duplicates were found.
     DuplicatesFound,
     /// Usage error, fatal error, or some input could not be read (the report is still printed).
     Error,
