@@ -36,7 +36,13 @@ pub fn cluster_records(
         .enumerate()
         .map(|(id, (rep, c))| {
             let sets = if inputs.evidence {
-                cluster_sets(inputs, c, errors)
+                member_sets(
+                    inputs.oracle,
+                    inputs.engine,
+                    inputs.files,
+                    &c.members,
+                    errors,
+                )
             } else {
                 HashMap::new()
             };
@@ -163,15 +169,17 @@ fn add_evidence(
     }
 }
 
-/// The sets of a cluster's distinct contents, for `--pairs`.
-fn cluster_sets(
-    inputs: &Inputs,
-    c: &Cluster,
+/// The sets of the distinct contents of `members`, keyed by the document holding each content
+/// (`oracle.canon`); files that cannot be read again add to `errors`. Used by `--pairs` and by
+/// strict clusters under exact verification.
+pub fn member_sets(
+    oracle: &Oracle,
+    engine: &Engine,
+    files: &[FileEntry],
+    members: &[u32],
     errors: &mut Vec<InputError>,
 ) -> HashMap<u32, Box<[u64]>> {
-    let oracle = inputs.oracle;
-    let mut wanted: Vec<(u32, u128)> = c
-        .members
+    let mut wanted: Vec<(u32, u128)> = members
         .iter()
         .map(|&d| {
             let canon = oracle.canon[d as usize];
@@ -181,13 +189,13 @@ fn cluster_sets(
     wanted.sort_unstable();
     wanted.dedup();
     let mut out = HashMap::new();
-    for (d, r) in load_sets(inputs.engine, inputs.files, &wanted) {
+    for (d, r) in load_sets(engine, files, &wanted) {
         match r {
             Ok(set) => {
                 out.insert(d, set);
             }
             Err(error) => errors.push(InputError {
-                path: inputs.files[d as usize].path.clone(),
+                path: files[d as usize].path.clone(),
                 error,
             }),
         }

@@ -19,7 +19,7 @@ use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
 use crate::config::{Config, MethodConfig};
-use crate::doc::{load_sets, Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
 use crate::keep;
@@ -222,29 +222,11 @@ fn strict_clusters<'a>(
     for c in components {
         let mut order = c.members;
         keep::sort(cfg.keep, &mut order, facts);
-        let mut sets = HashMap::new();
-        if oracle.needs_sets() {
-            let mut wanted: Vec<(u32, u128)> = order
-                .iter()
-                .map(|&d| {
-                    let canon = oracle.canon[d as usize];
-                    (canon, oracle.docs[canon as usize].hash)
-                })
-                .collect();
-            wanted.sort_unstable();
-            wanted.dedup();
-            for (d, r) in load_sets(engine, files, &wanted) {
-                match r {
-                    Ok(set) => {
-                        sets.insert(d, set);
-                    }
-                    Err(error) => errors.push(InputError {
-                        path: files[d as usize].path.clone(),
-                        error,
-                    }),
-                }
-            }
-        }
+        let sets = if oracle.needs_sets() {
+            results::member_sets(oracle, engine, files, &order, errors)
+        } else {
+            HashMap::new()
+        };
         let set = |d: u32| sets.get(&oracle.canon[d as usize]).map(|s| &s[..]);
         out.extend(split_component(&order, |rep, doc| {
             let pair_sets = set(rep).zip(set(doc));
