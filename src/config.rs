@@ -193,26 +193,12 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
     }
     let exact = args.verify.unwrap_or(VerifyArg::Exact) == VerifyArg::Exact;
-    let (banding, chosen) = match (args.bands, args.rows) {
-        (None, None) => {
+    let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
+        Some(given) => (given, false),
+        None => {
             let weight = if exact { RECALL_WEIGHT } else { 1.0 };
             (Banding::choose(t, k, weight), true)
         }
-        (Some(b), None) => (
-            Banding {
-                bands: b,
-                rows: k.checked_div(b).unwrap_or(0),
-            },
-            false,
-        ),
-        (None, Some(r)) => (
-            Banding {
-                bands: k.checked_div(r).unwrap_or(0),
-                rows: r,
-            },
-            false,
-        ),
-        (Some(b), Some(r)) => (Banding { bands: b, rows: r }, false),
     };
     if banding.bands == 0 || banding.rows == 0 {
         bail!(
@@ -240,6 +226,23 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         threshold: t,
         exact,
     })
+}
+
+/// The banding the user gave, if any: a lone `--bands` takes as many rows as fit in K, a lone
+/// `--rows` as many bands (0 when K is too small, which validation then rejects).
+pub fn given_banding(bands: Option<usize>, rows: Option<usize>, k: usize) -> Option<Banding> {
+    match (bands, rows) {
+        (None, None) => None,
+        (Some(b), None) => Some(Banding {
+            bands: b,
+            rows: k.checked_div(b).unwrap_or(0),
+        }),
+        (None, Some(r)) => Some(Banding {
+            bands: k.checked_div(r).unwrap_or(0),
+            rows: r,
+        }),
+        (Some(b), Some(r)) => Some(Banding { bands: b, rows: r }),
+    }
 }
 
 /// `--min-similarity`, checked.

@@ -142,15 +142,7 @@ fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
                 anyhow::bail!("--max-distance applies to --method simhash");
             }
             let num_perm = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
-            let banding = match (args.bands, args.rows) {
-                (None, None) => None,
-                (b, r) => {
-                    let bands =
-                        b.unwrap_or_else(|| num_perm.checked_div(r.unwrap_or(0)).unwrap_or(0));
-                    let rows = r.unwrap_or_else(|| num_perm.checked_div(bands).unwrap_or(0));
-                    Some(crate::lsh::Banding { bands, rows })
-                }
-            };
+            let banding = crate::config::given_banding(args.bands, args.rows, num_perm);
             explain::ExplainMethod::MinHash {
                 threshold: args.threshold.unwrap_or(DEFAULT_THRESHOLD),
                 num_perm,
