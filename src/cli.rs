@@ -41,6 +41,11 @@ const SCAN_AFTER_HELP: &str = "\
 Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
 re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
 
+Inputs: gzip and zstd files are recognised by their magic bytes and decompressed. A JSON Lines
+dump (--jsonl, or a name ending in .jsonl or .ndjson, optionally .gz/.zst) is one document per
+line; a member from a dump is reported with its \"line\" and \"id\". --max-size limits each
+document (each line of a dump), not a dump.
+
 Exit status: 0 scan completed and every input was read; 1 with --exit-code, duplicates were
 found; 2 usage error, fatal error, or some input could not be read (the report is still
 printed); 130 interrupted.
@@ -49,14 +54,40 @@ Examples:
   dupfind scan ./corpus | jq -r '.clusters[].duplicates[].path'
   dupfind scan --format text --keep newest ./corpus
   dupfind scan -t 0.9 --shingle char -n 5 docs/
-  dupfind scan --method simhash --max-distance 3 --format jsonl .";
+  dupfind scan --method simhash --max-distance 3 --format jsonl .
+  dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
+  find . -name '*.md' -print0 | dupfind scan --files-from - -0";
 
 /// Options of `dupfind scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Directories or files to scan.
-    #[arg(value_name = "PATH", default_value = ".")]
+    /// Directories or files to scan [default: ., unless --files-from is given].
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+
+    /// Read the inputs (files or directories) from FILE, one per line; '-' reads standard
+    /// input. A listed input that is missing is reported as unreadable (exit status 2).
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
+
+    /// With --files-from: names are separated by NUL bytes (`find -print0`), not new lines.
+    #[arg(short = '0', long = "null", requires = "files_from")]
+    pub null: bool,
+
+    /// Read every input file as JSON Lines, one document per line (files named *.jsonl or
+    /// *.ndjson, also with .gz or .zst, always are).
+    #[arg(long)]
+    pub jsonl: bool,
+
+    /// JSON Lines: the field holding a document's text; a dotted path reaches into nested
+    /// objects (`body.text`).
+    #[arg(long, value_name = "NAME", default_value = "text")]
+    pub text_field: String,
+
+    /// JSON Lines: the field naming a document (a string or number; dotted paths as for
+    /// --text-field). A record without it is named by its file and line.
+    #[arg(long, value_name = "NAME", default_value = "id")]
+    pub id_field: String,
 
     /// Candidate method: MinHash LSH bands (Jaccard) or SimHash pieces (Hamming).
     #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash)]

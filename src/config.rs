@@ -1,7 +1,8 @@
 //! Config: the validated scan settings, free of clap types. Every check of the command line's
 //! values lives here, so a bad value is a clear error before any file is touched.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -10,11 +11,12 @@ use crate::cli::{
     ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
     VerifyArg,
 };
+use crate::dump::{field_path, JsonlOptions};
 use crate::lsh::{Banding, RECALL_WEIGHT};
 use crate::messages::Messages;
 use crate::minhash::SketchKind;
 use crate::shingle::ShingleKind;
-use crate::walk::WalkOptions;
+use crate::walk::{DumpNames, WalkOptions};
 
 /// Default `--threshold`.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -64,6 +66,8 @@ pub enum MethodConfig {
 pub struct Config {
     /// What to walk.
     pub walk: WalkOptions,
+    /// Where a JSON Lines record's text and id are.
+    pub jsonl: JsonlOptions,
     /// Word or character shingles.
     pub shingle: ShingleKind,
     /// Shingle length.
@@ -143,15 +147,36 @@ impl Config {
             ProgressWhen::Never => false,
             ProgressWhen::Auto => std::io::stderr().is_terminal(),
         };
+        let jsonl = JsonlOptions {
+            text_field: field_path(&args.text_field).context("--text-field")?,
+            id_field: field_path(&args.id_field).context("--id-field")?,
+            max_line: args.max_size,
+        };
+        let listed = match &args.files_from {
+            Some(list) => read_list(list, args.null)?,
+            None => Vec::new(),
+        };
+        let roots = if args.paths.is_empty() && args.files_from.is_none() {
+            vec![std::path::PathBuf::from(".")]
+        } else {
+            args.paths
+        };
         Ok(Config {
             walk: WalkOptions {
-                roots: args.paths,
+                roots,
                 follow_links: args.follow_links,
                 include: globs(&args.include, "--include")?,
                 exclude: globs(&args.exclude, "--exclude")?,
                 min_size: args.min_size,
                 max_size: args.max_size,
+                dumps: if args.jsonl {
+                    DumpNames::All
+                } else {
+                    DumpNames::ByName
+                },
+                listed,
             },
+            jsonl,
             shingle: match args.shingle {
                 ShingleArg::Word => ShingleKind::Word,
                 ShingleArg::Char => ShingleKind::Char,
@@ -178,6 +203,43 @@ impl Config {
             },
         })
     }
+}
+
+/// The inputs named in a `--files-from` list (`-` is standard input): one per line, or
+/// NUL-separated with `-0`. Empty entries are skipped; names are taken byte for byte.
+fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
+    let bytes = if list == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut buf)
+            .context("cannot read the --files-from list from standard input")?;
+        buf
+    } else {
+        std::fs::read(list).with_context(|| {
+            format!(
+                "cannot read the --files-from list {}",
+                crate::messages::display_path(list)
+            )
+        })?
+    };
+    let sep = if null { 0 } else { b'\n' };
+    Ok(bytes
+        .split(|&b| b == sep)
+        .filter(|name| !name.is_empty())
+        .map(path_from_bytes)
+        .collect())
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
 }
 
 fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {

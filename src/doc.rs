@@ -6,16 +6,18 @@
 //! copy gives the same signature, so the output does not.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::dump::{open_stream, read_limited, sniff, Compression};
 use crate::kmv::Kmv;
 use crate::minhash::{MinHasher, SketchKind};
 use crate::read::{decode, read_file, Decoded, ReadFailure};
 use crate::set_cache::SetCache;
 use crate::shingle::{into_set, ShingleKind, Shingler};
 use crate::simhash;
+use crate::spill::Spill;
 use crate::walk::FileEntry;
 
 /// How documents are sketched.
@@ -40,10 +42,12 @@ pub struct Engine {
     pub shingle: ShingleKind,
     /// Shingle length.
     pub ngram: usize,
-    /// Largest file read.
+    /// Largest file read (and largest decompressed content of a compressed file).
     pub max_size: u64,
     /// Signature kind.
     pub sketcher: Sketcher,
+    /// Texts of the dump records that verification reads again.
+    pub spill: Arc<Spill>,
 }
 
 /// What became of one file.
@@ -170,7 +174,7 @@ impl<'a> DocWorker<'a> {
         claims: &Claims,
         cache: Option<&SetCache>,
     ) -> DocResult {
-        if let Err(f) = read_file(&file.path, file.id, self.engine.max_size, &mut self.buf) {
+        if let Err(f) = self.read(file) {
             return DocResult::new(match f {
                 ReadFailure::NotRegular => Outcome::NotRegular,
                 ReadFailure::TooLarge(n) => Outcome::TooLarge(n),
@@ -192,6 +196,45 @@ impl<'a> DocWorker<'a> {
         };
         self.buf = buf;
         r
+    }
+
+    /// Hashes and sketches the text of one dump record, as `process` does a file's.
+    pub fn process_text(
+        &mut self,
+        text: &str,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+    ) -> DocResult {
+        let mut r = DocResult::new(Outcome::Sketched);
+        r.bytes = text.len() as u64;
+        r.hash = xxh3_128(text.as_bytes());
+        r.outcome = if claims.claim(r.hash) {
+            self.shingles.clear();
+            self.shingler.shingle(text, &mut self.shingles);
+            self.sketch(&mut r, signature, cache)
+        } else {
+            Outcome::Duplicate
+        };
+        r
+    }
+
+    /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
+    /// gzip or zstd (recognised by their magic bytes), never more than `max_size` either way.
+    fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
+        read_file(&file.path, file.id, self.engine.max_size, &mut self.buf)?;
+        if sniff(&self.buf[..self.buf.len().min(4)]) == Compression::None {
+            return Ok(());
+        }
+        let raw = std::io::Cursor::new(std::mem::take(&mut self.buf));
+        let (_, mut stream) =
+            open_stream(raw).map_err(|e| ReadFailure::Error(crate::messages::io_reason(&e)))?;
+        let fits = read_limited(&mut stream, self.engine.max_size, &mut self.buf)
+            .map_err(|e| ReadFailure::Error(e.to_string()))?;
+        if !fits {
+            return Err(ReadFailure::TooLarge(self.buf.len() as u64));
+        }
+        Ok(())
     }
 
     fn sketch(
@@ -227,20 +270,39 @@ impl<'a> DocWorker<'a> {
         Outcome::Sketched
     }
 
-    /// Re-reads a file for verification and returns its shingle set; the content must still
-    /// hash to `hash`.
-    pub fn load_set(&mut self, file: &FileEntry, hash: u128) -> Result<Box<[u64]>, String> {
-        read_file(&file.path, file.id, self.engine.max_size, &mut self.buf).map_err(
-            |f| match f {
+    /// Reads a document again for verification and returns its shingle set; the content must
+    /// still hash to `hash`. A dump record's text comes from the spill.
+    pub fn load_set(
+        &mut self,
+        doc: u32,
+        file: &FileEntry,
+        hash: u128,
+    ) -> Result<Box<[u64]>, String> {
+        const CHANGED: &str = "file changed during the scan";
+        if file.record.is_some() {
+            self.engine.spill.read(doc, &mut self.buf)?;
+        } else {
+            self.read(file).map_err(|f| match f {
                 ReadFailure::Error(e) => e,
-                _ => "file changed during the scan".to_string(),
-            },
-        )?;
+                _ => CHANGED.to_string(),
+            })?;
+        }
         if xxh3_128(&self.buf) != hash {
-            return Err("file changed during the scan".to_string());
+            return Err(CHANGED.to_string());
         }
         self.shingles.clear();
-        if let Decoded::Text(text) = decode(&self.buf) {
+        // A record's text was shingled as it is (it came from a JSON string, so it is UTF-8 and
+        // never sniffed for binary); a file's content is decoded as in the first pass.
+        let text = match file.record {
+            Some(_) => std::str::from_utf8(&self.buf)
+                .ok()
+                .map(std::borrow::Cow::Borrowed),
+            None => match decode(&self.buf) {
+                Decoded::Text(text) => Some(text),
+                Decoded::Binary => None,
+            },
+        };
+        if let Some(text) = text {
             self.shingler.shingle(&text, &mut self.shingles);
         }
         into_set(&mut self.shingles);
@@ -262,7 +324,7 @@ pub fn load_sets(
     docs.par_iter()
         .map_init(
             || DocWorker::new(engine),
-            |w, &(d, hash)| (d, w.load_set(&files[d as usize], hash)),
+            |w, &(d, hash)| (d, w.load_set(d, &files[d as usize], hash)),
         )
         .collect()
 }

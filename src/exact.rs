@@ -197,7 +197,7 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                             into_set(&mut v);
                             Ok(v.into_boxed_slice())
                         }
-                        None => w.load_set(&self.files[d as usize], hash),
+                        None => w.load_set(d, &self.files[d as usize], hash),
                     };
                     bar.inc(1);
                     (d, r)
@@ -211,12 +211,10 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                     sets.insert(d, set);
                 }
                 Err(reason) => {
-                    let path = &self.files[d as usize].path;
-                    self.msgs.warn(&format!("{}: {reason}", display_path(path)));
-                    errors.push(InputError {
-                        path: path.clone(),
-                        error: reason,
-                    });
+                    let file = &self.files[d as usize];
+                    self.msgs
+                        .warn(&format!("{}: {reason}", display_path(&file.path)));
+                    errors.push(file.error(None, reason));
                 }
             }
         }

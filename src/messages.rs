@@ -13,6 +13,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 pub struct InputError {
     /// The path as walked.
     pub path: PathBuf,
+    /// For a line of a JSON Lines dump: its 1-based number.
+    pub line: Option<u64>,
     /// A short reason ("permission denied").
     pub error: String,
 }

@@ -131,6 +131,8 @@ pub struct Skipped {
     pub symlink: u64,
     /// Links followed with -L that lead outside the roots or into a loop.
     pub outside_roots: u64,
+    /// Lines of JSON Lines dumps that held no document (listed in `errors`).
+    pub bad_line: u64,
 }
 
 /// One cluster.
@@ -163,7 +165,13 @@ pub struct MemberOut {
     /// Base64 of the exact path bytes, present only when `path` is lossy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path_bytes: Option<String>,
-    /// Size in bytes.
+    /// For a record of a JSON Lines dump: its 1-based line number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// For a record of a JSON Lines dump: its id field, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Size in bytes (of a dump record: of its text).
     pub bytes: u64,
     /// Other names of the same file (hard links).
     pub aliases: Vec<String>,
@@ -238,6 +246,9 @@ pub struct ErrorOut {
     /// Base64 of the exact path bytes, present only when `path` is lossy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path_bytes: Option<String>,
+    /// The line of a JSON Lines dump the error is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
     /// Why it could not be read.
     pub error: String,
 }
@@ -267,8 +278,13 @@ fn exact_bytes_base64(path: &Path) -> String {
 }
 
 impl MemberOut {
-    /// A member from its path, size and aliases.
-    pub fn new(path: &Path, bytes: u64, aliases: &[PathBuf]) -> Self {
+    /// A member from its path, dump record, size and aliases.
+    pub fn new(
+        path: &Path,
+        record: Option<&crate::walk::Record>,
+        bytes: u64,
+        aliases: &[PathBuf],
+    ) -> Self {
         let (path, path_bytes) = path_fields(path);
         let fields: Vec<(String, Option<String>)> =
             aliases.iter().map(|a| path_fields(a)).collect();
@@ -277,6 +293,8 @@ impl MemberOut {
         MemberOut {
             path,
             path_bytes,
+            line: record.map(|r| r.line),
+            id: record.and_then(|r| r.id.clone()),
             bytes,
             aliases: fields.into_iter().map(|f| f.0).collect(),
             aliases_bytes,

@@ -61,7 +61,12 @@ fn record(
     let oracle = inputs.oracle;
     let member = |d: u32| {
         let f = &inputs.files[d as usize];
-        MemberOut::new(&f.path, oracle.docs[d as usize].bytes, &f.aliases)
+        MemberOut::new(
+            &f.path,
+            f.record.as_deref(),
+            oracle.docs[d as usize].bytes,
+            &f.aliases,
+        )
     };
     let estimated_mode = matches!(
         oracle.method,
@@ -194,10 +199,7 @@ pub fn member_sets(
             Ok(set) => {
                 out.insert(d, set);
             }
-            Err(error) => errors.push(InputError {
-                path: files[d as usize].path.clone(),
-                error,
-            }),
+            Err(error) => errors.push(files[d as usize].error(None, error)),
         }
     }
     out

@@ -10,7 +10,6 @@
 //! candidates a bounded batch at a time, deriving again from their files those not kept.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use anyhow::Result;
 use rayon::prelude::*;
@@ -19,11 +18,11 @@ use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
 use crate::config::{Config, MethodConfig};
-use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::doc::{DocResult, Engine, Outcome, Sketcher};
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
+use crate::ingest::{spill_records, Ingest, Ingested};
 use crate::keep;
-use crate::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
@@ -66,14 +65,33 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         MethodConfig::MinHash { num_perm, .. } => *num_perm,
         MethodConfig::SimHash { .. } => 1,
     };
-    let mut sigs = vec![0u32; files.len() * lanes];
-    let (mut docs, distinct) = sketch_all(cfg, &files, &engine, &mut sigs, lanes);
-    stats.distinct_shingles = distinct.estimate().round() as u64;
-    stats.distinct_shingles_error = distinct.relative_error();
+    let ingested = ingest(cfg, &files, &engine, lanes);
+    let files = ingested.entries;
+    let mut docs = ingested.docs;
+    let mut sigs = ingested.sigs;
+    stats.distinct_shingles = ingested.distinct.estimate().round() as u64;
+    stats.distinct_shingles_error = ingested.distinct.relative_error();
+    stats.skipped.bad_line = ingested.bad_lines;
+    errors.extend(ingested.errors);
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
     let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
     let tables = bucket(cfg, &units, &sigs, lanes, &docs);
+    if files.iter().any(|f| f.record.is_some()) && needs_texts(cfg) {
+        let mut wanted: Vec<u32> = tables
+            .iter()
+            .flat_map(|t| t.docs().iter().copied())
+            .collect();
+        wanted.extend(exact_pairs.iter().map(|p| p.lo));
+        wanted.sort_unstable();
+        wanted.dedup();
+        if let Err(e) = spill_records(&engine, &files, &wanted, &cfg.jsonl) {
+            anyhow::bail!(
+                "cannot store the texts of dump records for verification in a temporary file: {}",
+                crate::messages::io_reason(&e)
+            );
+        }
+    }
 
     let mut uf = UnionFind::new(files.len());
     for p in &exact_pairs {
@@ -164,9 +182,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         evidence: cfg.pairs,
     };
     let cluster_records = results::cluster_records(&inputs, &found, &mut errors);
-    errors.sort_by(|a, b| a.path.cmp(&b.path));
-    errors.dedup_by(|a, b| a.path == b.path);
-    stats.skipped.error = errors.len() as u64;
+    errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
+    stats.skipped.error = errors.len() as u64 - stats.skipped.bad_line;
 
     let code = if !errors.is_empty() {
         ExitCode::Error
@@ -188,6 +206,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 ErrorOut {
                     path,
                     path_bytes,
+                    line: e.line,
                     error: e.error.clone(),
                 }
             })
@@ -257,44 +276,41 @@ fn engine(cfg: &Config) -> Engine {
         ngram: cfg.ngram,
         max_size: cfg.walk.max_size,
         sketcher,
+        spill: Default::default(),
     }
 }
 
-fn sketch_all(
-    cfg: &Config,
-    files: &[FileEntry],
-    engine: &Engine,
-    sigs: &mut [u32],
-    lanes: usize,
-) -> (Vec<DocResult>, Kmv) {
-    let msgs = &cfg.messages;
-    let claims = Claims::default();
-    let distinct = Mutex::new(Kmv::new(DEFAULT_KMV_K));
-    // Only exact MinHash verification needs shingle sets again.
+/// Whether verification or the report reads documents' texts again: exact MinHash
+/// verification and `--pairs` evidence do.
+fn needs_texts(cfg: &Config) -> bool {
+    cfg.pairs || matches!(cfg.method, MethodConfig::MinHash { exact: true, .. })
+}
+
+fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> Ingested {
+    // Only exact MinHash verification needs shingle sets again. A dump's documents are not
+    // counted until it is read, so its share of the cache's bitmap is estimated from its size.
     let cache = match &cfg.method {
         MethodConfig::MinHash {
             banding,
             exact: true,
             ..
-        } => Some(SetCache::new(files.len(), *banding)),
+        } => {
+            let documents: u64 = files
+                .iter()
+                .map(|f| if f.dump { f.size / 1024 + 1 } else { 1 })
+                .sum();
+            Some(SetCache::new(documents as usize, *banding))
+        }
         _ => None,
     };
-    let bar = msgs.progress_bar(files.len() as u64, "reading");
-    let docs = files
-        .par_iter()
-        .zip(sigs.par_chunks_mut(lanes))
-        .map_init(
-            || DocWorker::counting(engine, &distinct),
-            |w, (file, sig)| {
-                let r = w.process(file, sig, &claims, cache.as_ref());
-                bar.inc(1);
-                r
-            },
-        )
-        .collect();
-    bar.finish_and_clear();
-    let distinct = distinct.into_inner().unwrap_or_else(|e| e.into_inner());
-    (docs, distinct)
+    Ingest {
+        engine,
+        lanes,
+        jsonl: &cfg.jsonl,
+        cache: cache.as_ref(),
+        msgs: &cfg.messages,
+    }
+    .run(files)
 }
 
 fn record_outcomes(
@@ -318,15 +334,12 @@ fn record_outcomes(
             }
             Outcome::Failed(reason) => {
                 msgs.warn(&format!("{}: {reason}", display_path(&file.path)));
-                errors.push(InputError {
-                    path: file.path.clone(),
-                    error: reason.clone(),
-                });
+                errors.push(file.error(None, reason.clone()));
             }
         }
     }
     // Walk errors and read errors together, in path order.
-    errors.sort_by(|a, b| a.path.cmp(&b.path));
+    errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
 }
 
 /// Groups byte-identical documents. Returns their pairs (each copy to the group's first

@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use crate::messages::escape_controls;
-use crate::report::{DuplicateOut, Report};
+use crate::report::{DuplicateOut, MemberOut, Report};
 
 const BOLD_GREEN: &str = "\x1b[1;32m";
 const YELLOW: &str = "\x1b[33m";
@@ -43,7 +43,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
             out,
             "  {}  {}  ({} bytes)",
             paint(BOLD_GREEN, "keep"),
-            paint(BOLD_GREEN, &escape_controls(&c.representative.path)),
+            paint(BOLD_GREEN, &name(&c.representative)),
             c.representative.bytes
         )?;
         for d in &c.duplicates {
@@ -51,7 +51,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
                 out,
                 "  {}  {}  {}",
                 paint(YELLOW, "dup "),
-                escape_controls(&d.member.path),
+                name(&d.member),
                 similarity(d)
             )?;
         }
@@ -62,7 +62,10 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
             out,
             "{}  {}: {}",
             paint(RED, "error"),
-            escape_controls(&e.path),
+            match e.line {
+                Some(line) => format!("{}:{line}", escape_controls(&e.path)),
+                None => escape_controls(&e.path),
+            },
             e.error
         )?;
     }
@@ -76,6 +79,16 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         s.exact_groups,
         report.errors.len()
     )
+}
+
+/// A member's path; a dump record's with its line and id: `dump.jsonl:12 (id a-17)`.
+fn name(m: &MemberOut) -> String {
+    let path = escape_controls(&m.path);
+    match (m.line, &m.id) {
+        (Some(line), Some(id)) => format!("{path}:{line} (id {})", escape_controls(id)),
+        (Some(line), None) => format!("{path}:{line}"),
+        _ => path,
+    }
 }
 
 /// "0.912", "1.000 exact", "0.953 distance 3", "~0.87 estimated".

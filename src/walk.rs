@@ -34,8 +34,42 @@ pub struct WalkOptions {
     pub exclude: Option<GlobSet>,
     /// Skip files smaller than this many bytes.
     pub min_size: u64,
-    /// Skip files larger than this many bytes.
+    /// Skip files larger than this many bytes (JSON Lines dumps excepted: the limit applies to
+    /// each of their lines).
     pub max_size: u64,
+    /// Which files are JSON Lines dumps.
+    pub dumps: DumpNames,
+    /// Inputs listed by `--files-from`: walked like roots, but one that is missing or of the
+    /// wrong type is an input error, not a fatal one.
+    pub listed: Vec<PathBuf>,
+}
+
+/// Which files are read as JSON Lines dumps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DumpNames {
+    /// Files named `*.jsonl` or `*.ndjson`, optionally followed by `.gz`, `.zst` or `.zstd`.
+    #[default]
+    ByName,
+    /// Every file (`--jsonl`).
+    All,
+}
+
+impl DumpNames {
+    /// True when `path` is read as a JSON Lines dump.
+    pub fn is_dump(self, path: &Path) -> bool {
+        if self == DumpNames::All {
+            return true;
+        }
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return false;
+        };
+        let name = name.to_ascii_lowercase();
+        let stem = [".gz", ".zst", ".zstd"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(ext))
+            .unwrap_or(&name);
+        stem.ends_with(".jsonl") || stem.ends_with(".ndjson")
+    }
 }
 
 /// One document-to-be: a regular file and the other names of its inode.
@@ -51,6 +85,30 @@ pub struct FileEntry {
     pub id: (u64, u64),
     /// Modification time when walked, if the platform has one.
     pub modified: Option<std::time::SystemTime>,
+    /// A JSON Lines dump (many documents), not one document.
+    pub dump: bool,
+    /// For a document that is one line of a dump: which line, and its id.
+    pub record: Option<Box<Record>>,
+}
+
+impl FileEntry {
+    /// An input error about this document (at `line` of a dump, or at its own record's line).
+    pub fn error(&self, line: Option<u64>, error: String) -> InputError {
+        InputError {
+            path: self.path.clone(),
+            line: line.or_else(|| self.record.as_ref().map(|r| r.line)),
+            error,
+        }
+    }
+}
+
+/// Where in a dump a document is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// 1-based line number.
+    pub line: u64,
+    /// The record's id field, when it has one.
+    pub id: Option<String>,
 }
 
 /// Counts of files the walk saw but did not keep.
@@ -88,25 +146,41 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     for root in &opts.roots {
         let meta = std::fs::metadata(root)
             .with_context(|| format!("cannot scan {}", display_path(root)))?;
-        let ft = meta.file_type();
-        if !ft.is_dir() && !ft.is_file() {
-            bail!(
-                "cannot scan {}: not a directory or regular file (a FIFO, socket or device)",
-                display_path(root)
-            );
-        }
+        check_root_type(root, &meta)?;
         canonical_roots.push(std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()));
     }
+    let mut out = Walked::default();
+    let mut listed = Vec::new();
+    for path in &opts.listed {
+        let checked = std::fs::metadata(path)
+            .map_err(|e| crate::messages::io_reason(&e))
+            .and_then(|meta| check_root_type(path, &meta).map_err(|e| e.to_string()));
+        match checked {
+            Ok(()) => {
+                canonical_roots.push(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+                listed.push(path);
+            }
+            Err(reason) => {
+                msgs.warn(&format!("{}: {reason}", display_path(path)));
+                out.errors.push(InputError {
+                    path: path.clone(),
+                    line: None,
+                    error: reason,
+                });
+            }
+        }
+    }
+    let roots: Vec<&PathBuf> = opts.roots.iter().chain(listed).collect();
     let mut w = Walker {
         opts,
         msgs,
-        out: Walked::default(),
+        out,
         by_inode: HashMap::new(),
         pending: Vec::new(),
-        seen: (opts.roots.len() > 1).then(HashSet::new),
+        seen: (roots.len() > 1).then(HashSet::new),
         too_large: HashSet::new(),
     };
-    for root in &opts.roots {
+    for root in roots {
         w.walk_root(root, &canonical_roots);
     }
     // One stat per file is most of the walk's time; done in parallel, then admitted in walk
@@ -124,6 +198,17 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         msgs.warn("--include matched no file below the roots");
     }
     Ok(w.out)
+}
+
+fn check_root_type(root: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    let ft = meta.file_type();
+    if !ft.is_dir() && !ft.is_file() {
+        bail!(
+            "cannot scan {}: not a directory or regular file (a FIFO, socket or device)",
+            display_path(root)
+        );
+    }
+    Ok(())
 }
 
 struct Walker<'a> {
@@ -194,6 +279,7 @@ impl Walker<'_> {
             .warn(&format!("{}: {reason}", display_path(&path)));
         self.out.errors.push(InputError {
             path,
+            line: None,
             error: reason,
         });
     }
@@ -211,6 +297,7 @@ impl Walker<'_> {
                         .warn(&format!("{}: {reason}", display_path(entry.path())));
                     self.out.errors.push(InputError {
                         path: entry.into_path(),
+                        line: None,
                         error: reason,
                     });
                     return;
@@ -259,6 +346,7 @@ impl Walker<'_> {
                     .warn(&format!("{}: {reason}", display_path(&path)));
                 self.out.errors.push(InputError {
                     path,
+                    line: None,
                     error: reason,
                 });
                 return;
@@ -282,7 +370,8 @@ impl Walker<'_> {
             self.out.skipped.too_short += 1;
             return;
         }
-        if size > self.opts.max_size {
+        let dump = self.opts.dumps.is_dump(&path);
+        if size > self.opts.max_size && !dump {
             if id != (0, 0) && !self.too_large.insert(id) {
                 return; // another name of a file already skipped and warned about
             }
@@ -303,6 +392,8 @@ impl Walker<'_> {
             size,
             id,
             modified: meta.modified().ok(),
+            dump,
+            record: None,
         });
     }
 }

@@ -10,6 +10,9 @@ mod util;
 #[path = "integration/results.rs"]
 mod results;
 
+#[path = "integration/dumps.rs"]
+mod dumps;
+
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;
@@ -1103,7 +1106,8 @@ fn a_small_report_matches_its_snapshot() {
       "too_large": 0,
       "error": 0,
       "symlink": 1,
-      "outside_roots": 0
+      "outside_roots": 0,
+      "bad_line": 0
     }},
     "exact_groups": 1,
     "candidate_pairs": 0,

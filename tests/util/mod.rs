@@ -557,10 +557,20 @@ pub mod schema {
         assert_keys(
             m,
             &[&["path", "bytes", "aliases"][..], extra_required].concat(),
-            &[&["path_bytes", "aliases_bytes"][..], extra_optional].concat(),
+            &[
+                &["path_bytes", "aliases_bytes", "line", "id"][..],
+                extra_optional,
+            ]
+            .concat(),
             "member",
         );
         assert!(m["path"].is_string() && m["bytes"].is_u64(), "{m}");
+        if let Some(line) = m.get("line") {
+            assert!(line.as_u64().is_some_and(|l| l >= 1), "{m}");
+        }
+        if let Some(id) = m.get("id") {
+            assert!(id.is_string() && m.get("line").is_some(), "{m}");
+        }
         let aliases = m["aliases"].as_array().unwrap();
         assert!(aliases.iter().all(Value::is_string), "{m}");
         if let Some(pb) = m.get("path_bytes") {
@@ -608,6 +618,7 @@ pub mod schema {
             "error",
             "symlink",
             "outside_roots",
+            "bad_line",
         ];
         assert_keys(&s["skipped"], &skipped, &[], "stats.skipped");
         assert_u64s(&s["skipped"], &skipped, "stats.skipped");
@@ -680,10 +691,13 @@ pub mod schema {
         assert_keys(
             e,
             &[&["path", "error"][..], extra].concat(),
-            &["path_bytes"],
+            &["path_bytes", "line"],
             "error",
         );
         assert!(e["path"].is_string() && e["error"].is_string(), "{e}");
+        if let Some(line) = e.get("line") {
+            assert!(line.as_u64().is_some_and(|l| l >= 1), "{e}");
+        }
     }
 
     /// Walks a whole `json` report: every documented key, no other, each with its JSON type.

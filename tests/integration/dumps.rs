@@ -1,0 +1,387 @@
+//! Document dumps: JSON Lines (plain, gzip, zstd; ids, nested fields, bad lines, CRLF, empty),
+//! compressed plain files, and `--files-from` lists.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use super::util::schema::assert_schema;
+use super::util::{edit, text, wait_guarded, word_jaccard, TestDir};
+
+/// `{"path", "line", "id"}` of every member of every cluster (id null when absent).
+fn members(report: &Value) -> Vec<Vec<(String, u64, Value)>> {
+    report["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["path"].as_str().unwrap().to_string(),
+                        m["line"].as_u64().unwrap_or(0),
+                        m.get("id").cloned().unwrap_or(Value::Null),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn line(v: Value) -> String {
+    serde_json::to_string(&v).unwrap()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn zstd(data: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// A dump of five records: 1 and 4 are near-duplicates (2 words of 300 edited), 2, 3, 5
+/// unrelated; record 4 has no id.
+fn five_records() -> (String, String) {
+    let a = text(501, 300);
+    let a2 = edit(&a, &[30, 230]);
+    assert!(word_jaccard(&a, &a2, 5) >= 0.9);
+    let dump = [
+        line(json!({"id": "a", "text": a})),
+        line(json!({"id": "b", "text": text(502, 300)})),
+        line(json!({"id": 3, "text": text(503, 300)})),
+        line(json!({"text": a2})),
+        line(json!({"id": "e", "text": text(505, 300)})),
+    ]
+    .join("\n")
+        + "\n";
+    (dump, a)
+}
+
+#[test]
+fn json_lines_records_are_documents_named_by_file_line_and_id() {
+    let t = TestDir::new();
+    let (dump, _) = five_records();
+    t.write("dump.jsonl", &dump);
+    let run = t.run(&["scan", "."]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_schema(&r);
+    assert_eq!(r["stats"]["documents"], 5);
+    assert_eq!(r["stats"]["files_seen"], 1);
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("./dump.jsonl".to_string(), 1, json!("a")),
+            ("./dump.jsonl".to_string(), 4, Value::Null),
+        ]]
+    );
+    // The same dump under another name is read as JSON Lines only when asked to.
+    t.write("dump.txt", &dump);
+    let plain = t.run(&["scan", "dump.txt"]).json();
+    assert_eq!(plain["stats"]["documents"], 1);
+    let forced = t.run(&["scan", "--jsonl", "dump.txt"]).json();
+    assert_eq!(
+        members(&forced),
+        vec![vec![
+            ("dump.txt".to_string(), 1, json!("a")),
+            ("dump.txt".to_string(), 4, Value::Null),
+        ]]
+    );
+}
+
+#[test]
+fn nested_text_and_id_fields_are_reached_by_dotted_paths() {
+    let t = TestDir::new();
+    let a = text(511, 300);
+    let dump = [
+        line(json!({"meta": {"url": "https://x/1"}, "body": {"text": a}})),
+        line(json!({"meta": {"url": "https://x/2"}, "body": {"text": text(512, 300)}})),
+        line(json!({"meta": {"url": "https://x/3"}, "body": {"text": edit(&a, &[7])}})),
+    ]
+    .join("\n");
+    t.write("crawl.ndjson", &dump);
+    let args = [
+        "scan",
+        "--text-field",
+        "body.text",
+        "--id-field",
+        "meta.url",
+        "crawl.ndjson",
+    ];
+    let r = t.run(&args).json();
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("crawl.ndjson".to_string(), 1, json!("https://x/1")),
+            ("crawl.ndjson".to_string(), 3, json!("https://x/3")),
+        ]]
+    );
+    // With the default field names every line lacks "text": all are bad lines.
+    let run = t.run(&["scan", "crawl.ndjson"]);
+    assert_eq!(run.code(), 2);
+    let r = run.json();
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 3);
+    assert_eq!(r["stats"]["documents"], 0);
+    assert_eq!(r["errors"][0]["error"], "no \"text\" field");
+}
+
+#[test]
+fn gzip_and_zstd_dumps_stream_the_same_documents_as_plain() {
+    let t = TestDir::new();
+    let (dump, _) = five_records();
+    t.write("plain/d.jsonl", &dump)
+        .write("gz/d.jsonl.gz", gzip(dump.as_bytes()))
+        .write("zst/d.jsonl.zst", zstd(dump.as_bytes()))
+        // Magic bytes decide, not the name: a gzip file named .jsonl is decompressed too.
+        .write("misnamed/d.jsonl", gzip(dump.as_bytes()));
+    for dir in ["plain", "gz", "zst", "misnamed"] {
+        let run = t.run(&["scan", dir]);
+        assert_eq!(run.code(), 0, "{dir}: {}", run.stderr);
+        let r = run.json();
+        let found: Vec<Vec<(u64, Value)>> = members(&r)
+            .into_iter()
+            .map(|c| c.into_iter().map(|(_, l, id)| (l, id)).collect())
+            .collect();
+        assert_eq!(
+            found,
+            vec![vec![(1, json!("a")), (4, Value::Null)]],
+            "{dir}"
+        );
+    }
+    // Across the three dumps, each record's copies are exact duplicates of one another.
+    let r = t.run(&["scan", "plain", "gz", "zst"]).json();
+    assert_eq!(r["stats"]["documents"], 15);
+    assert_eq!(r["stats"]["exact_groups"], 5);
+    let sizes: Vec<u64> = r["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [6, 3, 3, 3]);
+}
+
+#[test]
+fn a_bad_line_in_the_middle_is_reported_and_the_rest_is_kept() {
+    let t = TestDir::new();
+    let (dump, _) = five_records();
+    let mut lines: Vec<&str> = dump.lines().collect();
+    lines.insert(2, "{\"id\": \"broken\", \"text\": ");
+    lines.insert(4, "[\"not\", \"an object\"]");
+    lines.insert(5, "{\"id\": \"n\", \"text\": 42}");
+    t.write("d.jsonl", lines.join("\n") + "\n");
+    let run = t.run(&["scan", "d.jsonl"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_schema(&r);
+    assert_eq!(r["stats"]["documents"], 5);
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 3);
+    assert_eq!(r["stats"]["skipped"]["error"], 0);
+    let errors: Vec<(u64, String)> = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["path"], "d.jsonl");
+            (
+                e["line"].as_u64().unwrap(),
+                e["error"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(errors.len(), 3);
+    assert_eq!(errors[0].0, 3);
+    assert!(errors[0].1.starts_with("invalid JSON"), "{errors:?}");
+    assert_eq!(errors[1], (5, "not a JSON object".to_string()));
+    assert_eq!(errors[2], (6, "\"text\" is not a string".to_string()));
+    // The near-duplicates around the bad lines are still found, at their own line numbers.
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("d.jsonl".to_string(), 1, json!("a")),
+            ("d.jsonl".to_string(), 7, Value::Null),
+        ]]
+    );
+    for l in [3, 5, 6] {
+        assert!(
+            run.stderr.contains(&format!("d.jsonl:{l}: ")),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn an_empty_dump_and_crlf_line_ends_are_read_as_such() {
+    let t = TestDir::new();
+    let (dump, _) = five_records();
+    t.write("empty.jsonl", "")
+        .write("empty.jsonl.gz", gzip(b""))
+        .write("crlf.jsonl", dump.replace('\n', "\r\n"));
+    let run = t.run(&["scan", "."]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 5);
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 0);
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("./crlf.jsonl".to_string(), 1, json!("a")),
+            ("./crlf.jsonl".to_string(), 4, Value::Null),
+        ]]
+    );
+    // The carriage return is not part of the text: the records equal those of an LF dump.
+    t.write("lf.jsonl", &dump);
+    let both = t.run(&["scan", "crlf.jsonl", "lf.jsonl"]).json();
+    assert_eq!(both["stats"]["exact_groups"], 5);
+}
+
+#[test]
+fn a_truncated_compressed_dump_keeps_what_came_before_and_exits_2() {
+    let t = TestDir::new();
+    let (dump, _) = five_records();
+    let gz = gzip(dump.as_bytes());
+    t.write("cut.jsonl.gz", &gz[..gz.len() - 40]);
+    let run = t.run(&["scan", "cut.jsonl.gz"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["errors"].as_array().unwrap().len(), 1);
+    let e = &r["errors"][0];
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("gzip stream is corrupt or truncated"),
+        "{e}"
+    );
+    assert!(r["stats"]["documents"].as_u64().unwrap() >= 1, "{r}");
+}
+
+#[test]
+fn compressed_plain_files_are_decompressed_by_their_magic_bytes() {
+    let t = TestDir::new();
+    let a = text(521, 300);
+    t.write("a.txt", &a)
+        .write("a-edited.txt.gz", gzip(edit(&a, &[100]).as_bytes()))
+        .write("a-copy.zst", zstd(a.as_bytes()))
+        .write("other.gz", gzip(text(522, 300).as_bytes()));
+    let run = t.run(&["scan", "."]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 4);
+    assert_eq!(r["stats"]["skipped"]["binary"], 0);
+    let c = &r["clusters"][0];
+    let paths: Vec<&str> = c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["./a-copy.zst", "./a-edited.txt.gz", "./a.txt"]);
+    // Bytes are those of the text, and the .zst copy is an exact duplicate of a.txt.
+    assert_eq!(c["members"][0]["bytes"], a.len());
+    assert_eq!(r["stats"]["exact_groups"], 1);
+    // A small file that decompresses past --max-size is skipped as too large, not read whole.
+    t.write("bomb.gz", gzip(&vec![b'a'; 4 << 20]));
+    let r = t.run(&["scan", "--max-size", "1M", "bomb.gz"]).json();
+    assert_eq!(r["stats"]["skipped"]["too_large"], 1);
+}
+
+fn files_from(t: &TestDir, list: &[u8], extra: &[&str]) -> super::util::Run {
+    let mut args = vec!["scan", "--files-from", "-"];
+    args.extend_from_slice(extra);
+    let mut cmd = t.command(&args);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(list).unwrap();
+    wait_guarded(child)
+}
+
+#[test]
+fn files_from_reads_newline_and_nul_separated_lists() {
+    let t = TestDir::new();
+    let a = text(531, 300);
+    t.write("x/a.txt", &a)
+        .write("y/a-edited.txt", edit(&a, &[5]))
+        .write("y/with space.txt", edit(&a, &[250]))
+        .write("z/not-listed.txt", &a);
+    let expected = vec![
+        "x/a.txt".to_string(),
+        "y/a-edited.txt".to_string(),
+        "y/with space.txt".to_string(),
+    ];
+    let paths = |r: &Value| -> Vec<String> {
+        r["clusters"][0]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let run = files_from(&t, b"x/a.txt\ny/a-edited.txt\n\ny/with space.txt\n", &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 3);
+    assert_eq!(paths(&r), expected);
+    let run = files_from(&t, b"x/a.txt\0y/a-edited.txt\0y/with space.txt\0", &["-0"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(paths(&run.json()), expected);
+    // From a file, and mixed with a directory listed and a path given on the command line.
+    t.write("list.txt", "y\n");
+    let r = t
+        .run(&["scan", "--files-from", "list.txt", "x/a.txt"])
+        .json();
+    assert_eq!(paths(&r), ["x/a.txt", "y/a-edited.txt", "y/with space.txt"]);
+}
+
+#[test]
+fn a_missing_file_in_the_list_is_an_error_and_the_rest_is_scanned() {
+    let t = TestDir::new();
+    let a = text(541, 300);
+    t.write("a.txt", &a).write("b.txt", edit(&a, &[9]));
+    let run = files_from(&t, b"a.txt\nmissing.txt\nb.txt\n", &[]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_schema(&r);
+    assert_eq!(r["stats"]["documents"], 2);
+    assert_eq!(r["clusters"].as_array().unwrap().len(), 1);
+    assert_eq!(r["errors"].as_array().unwrap().len(), 1);
+    assert_eq!(r["errors"][0]["path"], "missing.txt");
+    assert!(run.stderr.contains("missing.txt"), "{}", run.stderr);
+    // -0 without --files-from is a usage error.
+    let run = t.run(&["scan", "-0", "."]);
+    assert_eq!(run.code(), 2);
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn dump_records_are_verified_exactly_with_pairs_and_strict_clusters() {
+    // Exact verification and --pairs read the records' texts again (from the spill), so the
+    // reported similarities are exact Jaccard, equal to an independent computation.
+    let t = TestDir::new();
+    let (dump, a) = five_records();
+    t.write("d.jsonl.zst", zstd(dump.as_bytes()));
+    let a2 = edit(&a, &[30, 230]);
+    let want = word_jaccard(&a, &a2, 5);
+    for cluster in ["components", "strict"] {
+        let run = t.run(&["scan", "--pairs", "--cluster", cluster, "d.jsonl.zst"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let r = run.json();
+        let p = &r["clusters"][0]["pairs"][0];
+        assert!(
+            (p["similarity"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{p}"
+        );
+        assert!((p["jaccard"].as_f64().unwrap() - want).abs() < 1e-12, "{p}");
+        assert!(p["shared_shingles"].as_u64().unwrap() > 250, "{p}");
+    }
+}
