@@ -18,7 +18,10 @@ pub struct Cli {
 pub enum Command {
     /// Find groups of near-duplicate documents under PATHs and print them as JSON.
     #[command(after_long_help = SCAN_AFTER_HELP)]
-    Scan(ScanArgs),
+    Scan(Box<ScanArgs>),
+    /// Build or inspect an incremental index, for `scan --against`.
+    #[command(subcommand)]
+    Index(IndexCommand),
     /// Explain what a threshold and banding (or a SimHash distance) do: the S-curve, the
     /// expected misses and chance candidates, memory per document. Uses scan's own code.
     Explain(ExplainArgs),
@@ -57,6 +60,31 @@ Examples:
   dupfind scan --method simhash --max-distance 3 --format jsonl .
   dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
   find . -name '*.md' -print0 | dupfind scan --files-from - -0";
+
+/// `dupfind index …`.
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Scan PATHs as `scan` does (same options, same report) and record every document's
+    /// identity, signature and shingle set in a new index in DIR.
+    Build(Box<IndexBuildArgs>),
+    /// Print an index's parameters, generation and size as JSON.
+    Info {
+        /// The index directory.
+        #[arg(long, value_name = "DIR")]
+        index: PathBuf,
+    },
+}
+
+/// Options of `dupfind index build`.
+#[derive(Debug, Args)]
+pub struct IndexBuildArgs {
+    /// The directory to create the index in (made if missing; must not hold an index).
+    #[arg(long, value_name = "DIR")]
+    pub index: PathBuf,
+    /// The scan that fills it.
+    #[command(flatten)]
+    pub scan: ScanArgs,
+}
 
 /// Options of `dupfind scan`.
 #[derive(Debug, Args)]
@@ -167,6 +195,16 @@ pub struct ScanArgs {
     /// bound than the threshold the banding is tuned for.
     #[arg(long, value_name = "J")]
     pub min_similarity: Option<f64>,
+
+    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
+    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
+    /// read again.
+    #[arg(long, value_name = "DIR")]
+    pub against: Option<PathBuf>,
+
+    /// With --against: add the new documents to the index after the scan (atomically).
+    #[arg(long, requires = "against")]
+    pub update: bool,
 
     /// Exit with status 1 when duplicates were found (0 when none), for cron jobs.
     #[arg(long)]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
+use crate::against::AgainstConfig;
 use crate::cli::{
     ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
     VerifyArg,
@@ -68,6 +69,8 @@ pub struct Config {
     pub walk: WalkOptions,
     /// Where a JSON Lines record's text and id are.
     pub jsonl: JsonlOptions,
+    /// The index to scan against, or to build.
+    pub against: Option<AgainstConfig>,
     /// Word or character shingles.
     pub shingle: ShingleKind,
     /// Shingle length.
@@ -177,6 +180,11 @@ impl Config {
                 listed,
             },
             jsonl,
+            against: args.against.map(|dir| AgainstConfig {
+                dir,
+                update: args.update,
+                create: false,
+            }),
             shingle: match args.shingle {
                 ShingleArg::Word => ShingleKind::Word,
                 ShingleArg::Char => ShingleKind::Char,
@@ -240,6 +248,22 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
 #[cfg(not(unix))]
 fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+impl Config {
+    /// The settings of `dupfind index build`: a scan whose documents go into a new index.
+    pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
+        if args.scan.against.is_some() {
+            bail!("index build creates the index given by --index; --against applies to scan");
+        }
+        let mut cfg = Config::from_args(args.scan)?;
+        cfg.against = Some(AgainstConfig {
+            dir: args.index,
+            update: true,
+            create: true,
+        });
+        Ok(cfg)
+    }
 }
 
 fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {

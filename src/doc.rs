@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::against::IndexedSets;
 use crate::dump::{open_stream, read_limited, sniff, Compression};
 use crate::kmv::Kmv;
 use crate::minhash::{MinHasher, SketchKind};
@@ -48,6 +49,8 @@ pub struct Engine {
     pub sketcher: Sketcher,
     /// Texts of the dump records that verification reads again.
     pub spill: Arc<Spill>,
+    /// With `--against`: the indexed documents (ids 0..count) and their stored sets.
+    pub indexed: Option<Arc<IndexedSets>>,
 }
 
 /// What became of one file.
@@ -271,7 +274,8 @@ impl<'a> DocWorker<'a> {
     }
 
     /// Reads a document again for verification and returns its shingle set; the content must
-    /// still hash to `hash`. A dump record's text comes from the spill.
+    /// still hash to `hash`. A dump record's text comes from the spill; an indexed document's
+    /// set from the index.
     pub fn load_set(
         &mut self,
         doc: u32,
@@ -279,6 +283,11 @@ impl<'a> DocWorker<'a> {
         hash: u128,
     ) -> Result<Box<[u64]>, String> {
         const CHANGED: &str = "file changed during the scan";
+        if let Some(indexed) = &self.engine.indexed {
+            if doc < indexed.count() {
+                return indexed.read(doc);
+            }
+        }
         if file.record.is_some() {
             self.engine.spill.read(doc, &mut self.buf)?;
         } else {

@@ -31,7 +31,7 @@
 //! | R bytes | records, one per document                                              |
 //!
 //! A record: path (u32 length + bytes), flags (u8: 1 = line, 2 = id), line (u64, if flagged),
-//! id (u32 length + UTF-8, if flagged), size (u64), mtime_ns (i128), dev, inode (u64),
+//! id (u32 length + UTF-8, if flagged), size and bytes (u64 each), mtime_ns (i128), dev, inode (u64),
 //! content_hash (u128), simhash (u64), signature (u32 count + u32 values), set count (u64) and
 //! the xxh3-64 of the set's bytes. Sets come before records so a writer can stream them and keep
 //! only the small records in memory; set offsets are the running sum of the set lengths.
@@ -91,8 +91,10 @@ pub struct Entry {
     pub line: Option<u64>,
     /// Id, for a document from a dump.
     pub id: Option<String>,
-    /// File size in bytes (cache key).
+    /// File size in bytes (cache key; of a dump record, the dump's size).
     pub size: u64,
+    /// The document's own size in bytes (of a dump record, its text's).
+    pub bytes: u64,
     /// Modification time in nanoseconds since the epoch (cache key).
     pub mtime_ns: i128,
     /// Device number (cache key).
@@ -132,8 +134,8 @@ pub fn check_compatible(stored: &IndexParams, wanted: &IndexParams) -> Result<()
     check("--ngram", &stored.ngram, &wanted.ngram);
     check("--num-perm", &stored.num_perm, &wanted.num_perm);
     check("--sketch", &stored.sketch, &wanted.sketch);
-    check("--bands", &stored.bands, &wanted.bands);
-    check("--rows", &stored.rows, &wanted.rows);
+    // Bands and rows are not compared: the bands are cut from the stored signatures at every
+    // scan, so an index serves any --threshold, --bands or --rows.
     check("--seed", &stored.seed, &wanted.seed);
     if diffs.is_empty() {
         return Ok(());
@@ -347,7 +349,7 @@ where
 
 /// Refuses a directory holding anything but an interrupted `create`'s leftovers; makes a
 /// missing one.
-fn check_fresh(dir: &Path) -> Result<()> {
+pub fn check_fresh(dir: &Path) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             return fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
@@ -528,6 +530,7 @@ fn encode_entry(e: &Entry, out: &mut Vec<u8>) -> Result<()> {
         out.extend_from_slice(id.as_bytes());
     }
     out.extend_from_slice(&e.size.to_le_bytes());
+    out.extend_from_slice(&e.bytes.to_le_bytes());
     out.extend_from_slice(&e.mtime_ns.to_le_bytes());
     out.extend_from_slice(&e.dev.to_le_bytes());
     out.extend_from_slice(&e.inode.to_le_bytes());
@@ -583,6 +586,7 @@ fn decode_entry(c: &mut Cursor) -> Result<Entry> {
         line,
         id,
         size: c.u64()?,
+        bytes: c.u64()?,
         mtime_ns: i128::from_le_bytes(c.array()?),
         dev: c.u64()?,
         inode: c.u64()?,
@@ -669,6 +673,7 @@ mod tests {
             line,
             id: id.map(String::from),
             size: 10 + set.len() as u64,
+            bytes: 5 + set.len() as u64,
             mtime_ns: -1_500_000_001,
             dev: 3,
             inode: u64::MAX - 1,

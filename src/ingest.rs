@@ -183,7 +183,11 @@ impl Ingest<'_> {
                 id: file.id,
                 modified: file.modified,
                 dump: false,
-                record: Some(Box::new(Record { line, id })),
+                record: Some(Box::new(Record {
+                    line,
+                    id,
+                    file_size: file.size,
+                })),
             });
             out.docs.push(doc);
         }

@@ -22,6 +22,8 @@ pub struct Facts<'a> {
     pub bytes: u64,
     /// Modification time.
     pub modified: Option<SystemTime>,
+    /// Held by the index scanned against (`--against`): such a document is always preferred.
+    pub indexed: bool,
 }
 
 /// Compares two documents under `keep`: `Less` means `a` is preferred as representative.
@@ -41,7 +43,11 @@ pub fn compare(keep: KeepArg, a: &Facts, b: &Facts) -> Ordering {
         KeepArg::Oldest => by_time(false),
         KeepArg::ShortestPath => path_len(a.path).cmp(&path_len(b.path)),
     };
-    primary.then(a.id.cmp(&b.id))
+    // An indexed document was kept on an earlier night; the new ones are its duplicates.
+    b.indexed
+        .cmp(&a.indexed)
+        .then(primary)
+        .then(a.id.cmp(&b.id))
 }
 
 /// Sorts documents from most to least preferred.
@@ -86,6 +92,7 @@ mod tests {
                 path,
                 bytes,
                 modified,
+                indexed: false,
             }
         };
         let order = |keep| {

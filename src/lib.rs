@@ -19,6 +19,7 @@
 //! `scan::scan` strings the stages together. Only `walk`, `read` and `report` touch the OS;
 //! the middle is pure and is what the benches and unit tests call.
 
+pub mod against;
 pub mod bottomk;
 pub mod buckets;
 pub mod cli;
@@ -103,33 +104,59 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             clap_mangen::Man::new(page).render(&mut out)?;
             write_stdout(&out)
         }
-        Command::Scan(args) => {
-            let cfg = Config::from_args(args)?;
-            interrupt::install();
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(cfg.threads.unwrap_or(0))
-                .build()?;
-            let out = pool.install(|| scan::scan(&cfg))?;
-            if !interrupt::begin_output() {
-                return Ok(ExitCode::Interrupted);
-            }
-            let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let written = report::write(&out.report, cfg.format, cfg.color, &mut stdout);
-            if interrupt::interrupted() {
-                return Ok(ExitCode::Interrupted);
-            }
-            match written {
-                Err(e) if is_broken_pipe(&e) => {
-                    // Nothing more can be written; drop the buffer without flushing it again.
-                    let _ = stdout.into_parts();
-                    Ok(out.code)
-                }
-                Err(e) => Err(e.context("writing the report")),
-                Ok(()) => {
-                    stdout.flush()?;
-                    Ok(out.code)
-                }
-            }
+        Command::Scan(args) => run_scan(Config::from_args(*args)?),
+        Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
+        Command::Index(cli::IndexCommand::Info { index }) => {
+            let mut out = serde_json::to_vec_pretty(&index_info(&index)?)?;
+            out.push(b'\n');
+            write_stdout(&out)
+        }
+    }
+}
+
+/// `dupfind index info`: what an index holds, without its sets.
+fn index_info(dir: &std::path::Path) -> Result<serde_json::Value> {
+    use anyhow::Context;
+    let index = index_store::Index::open(dir)
+        .with_context(|| format!("cannot use index {}", messages::display_path(dir)))?;
+    let documents = index.entries().len();
+    let files: std::collections::HashSet<&[u8]> =
+        index.entries().iter().map(|e| &e.path[..]).collect();
+    Ok(serde_json::json!({
+        "schema_version": report::SCHEMA_VERSION,
+        "format_version": index_store::FORMAT_VERSION,
+        "generation": index.generation(),
+        "documents": documents,
+        "files": files.len(),
+        "params": index.params(),
+    }))
+}
+
+/// Scans (and, with an index, updates it), then writes the report.
+fn run_scan(cfg: Config) -> Result<ExitCode> {
+    interrupt::install();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.threads.unwrap_or(0))
+        .build()?;
+    let out = pool.install(|| scan::scan(&cfg))?;
+    if !interrupt::begin_output() {
+        return Ok(ExitCode::Interrupted);
+    }
+    let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = report::write(&out.report, cfg.format, cfg.color, &mut stdout);
+    if interrupt::interrupted() {
+        return Ok(ExitCode::Interrupted);
+    }
+    match written {
+        Err(e) if is_broken_pipe(&e) => {
+            // Nothing more can be written; drop the buffer without flushing it again.
+            let _ = stdout.into_parts();
+            Ok(out.code)
+        }
+        Err(e) => Err(e.context("writing the report")),
+        Ok(()) => {
+            stdout.flush()?;
+            Ok(out.code)
         }
     }
 }

@@ -84,7 +84,8 @@ pub struct Params {
 pub struct Stats {
     /// Non-directory entries found under the roots that passed --include/--exclude.
     pub files_seen: u64,
-    /// Files read and shingled as documents (one per inode).
+    /// Documents read and shingled (one per inode, or per record of a dump); with
+    /// `--against`, the new ones only.
     pub documents: u64,
     /// Total size of the documents in bytes.
     pub bytes: u64,
@@ -110,6 +111,23 @@ pub struct Stats {
     pub distinct_shingles: u64,
     /// Relative standard error of `distinct_shingles` (0 when exact, else 1/√(k − 2) ≈ 0.016).
     pub distinct_shingles_error: f64,
+    /// With `--against` or `index build`: the index's side of the scan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexStats>,
+}
+
+/// The index's side of a scan.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IndexStats {
+    /// The generation scanned against (0 when `index build` created the index).
+    pub generation: u64,
+    /// Indexed documents compared with the new ones.
+    pub documents: u64,
+    /// Inputs not read because the index holds them unchanged.
+    pub unchanged_files: u64,
+    /// The generation written by `--update` or `index build`; absent when nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_generation: Option<u64>,
 }
 
 /// Files not turned into documents.
@@ -175,6 +193,9 @@ pub struct MemberOut {
     pub bytes: u64,
     /// Other names of the same file (hard links).
     pub aliases: Vec<String>,
+    /// True for a document of the index scanned against (`--against`); absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub indexed: bool,
     /// Base64 of each alias's bytes (null where the alias is valid UTF-8), present only when
     /// some alias is lossy.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,6 +318,7 @@ impl MemberOut {
             id: record.and_then(|r| r.id.clone()),
             bytes,
             aliases: fields.into_iter().map(|f| f.0).collect(),
+            indexed: false,
             aliases_bytes,
         }
     }

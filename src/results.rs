@@ -22,6 +22,8 @@ pub struct Inputs<'a> {
     pub engine: &'a Engine,
     /// Add evidence to every pair.
     pub evidence: bool,
+    /// Documents below this id are from the index scanned against.
+    pub first_new: u32,
 }
 
 /// The cluster records, in the order given; sets that cannot be read again for `--pairs` add
@@ -61,12 +63,14 @@ fn record(
     let oracle = inputs.oracle;
     let member = |d: u32| {
         let f = &inputs.files[d as usize];
-        MemberOut::new(
+        let mut m = MemberOut::new(
             &f.path,
             f.record.as_deref(),
             oracle.docs[d as usize].bytes,
             &f.aliases,
-        )
+        );
+        m.indexed = d < inputs.first_new;
+        m
     };
     let estimated_mode = matches!(
         oracle.method,

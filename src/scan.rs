@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use rayon::prelude::*;
 
+use crate::against;
 use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
@@ -27,7 +28,7 @@ use crate::lsh::{band_key, estimate_floor};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::oracle::{simhash_similarity, Oracle};
-use crate::report::{ErrorOut, Params, Report, Stats, SCHEMA_VERSION};
+use crate::report::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
 use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
@@ -60,29 +61,55 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.skipped.too_short = walked.skipped.too_short;
     stats.skipped.too_large = walked.skipped.too_large;
 
-    let engine = engine(cfg);
     let lanes = match &cfg.method {
         MethodConfig::MinHash { num_perm, .. } => *num_perm,
         MethodConfig::SimHash { .. } => 1,
     };
-    let ingested = ingest(cfg, &files, &engine, lanes);
-    let files = ingested.entries;
-    let mut docs = ingested.docs;
-    let mut sigs = ingested.sigs;
+    // With an index, its documents come first (ids 0..first_new), then the inputs read now.
+    let (to_read, mut files, mut docs, mut sigs, indexed) = match &cfg.against {
+        Some(against) => {
+            let j = against::join(against, cfg, files)?;
+            stats.index = Some(IndexStats {
+                generation: j.generation,
+                documents: j.entries.len() as u64,
+                unchanged_files: j.unchanged,
+                updated_generation: None,
+            });
+            (j.to_read, j.entries, j.docs, j.sigs, j.sets)
+        }
+        None => (files, Vec::new(), Vec::new(), Vec::new(), None),
+    };
+    let first_new = files.len() as u32;
+    let engine = engine(cfg, indexed.clone());
+    let ingested = ingest(cfg, &to_read, &engine, lanes);
+    drop(to_read);
+    files.extend(ingested.entries);
+    docs.extend(ingested.docs);
+    sigs.extend(ingested.sigs);
+    let files = files;
     stats.distinct_shingles = ingested.distinct.estimate().round() as u64;
     stats.distinct_shingles_error = ingested.distinct.relative_error();
     stats.skipped.bad_line = ingested.bad_lines;
     errors.extend(ingested.errors);
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
-    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
+    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, first_new, &mut stats);
     let tables = bucket(cfg, &units, &sigs, lanes, &docs);
-    if files.iter().any(|f| f.record.is_some()) && needs_texts(cfg) {
-        let mut wanted: Vec<u32> = tables
-            .iter()
-            .flat_map(|t| t.docs().iter().copied())
-            .collect();
-        wanted.extend(exact_pairs.iter().map(|p| p.lo));
+    let updating = cfg.against.as_ref().is_some_and(|a| a.update);
+    let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
+    if new_records().next().is_some() && (needs_texts(cfg) || updating) {
+        let mut wanted: Vec<u32> = if updating {
+            // Every new record goes into the index with its set.
+            new_records().map(|d| d as u32).collect()
+        } else {
+            let mut w: Vec<u32> = tables
+                .iter()
+                .flat_map(|t| t.docs().iter().copied())
+                .collect();
+            w.extend(exact_pairs.iter().map(|p| p.lo));
+            w
+        };
+        wanted.retain(|&d| d >= first_new);
         wanted.sort_unstable();
         wanted.dedup();
         if let Err(e) = spill_records(&engine, &files, &wanted, &cfg.jsonl) {
@@ -110,7 +137,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 engine: &engine,
                 msgs,
                 threshold: *report_threshold,
-                plausible: |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor,
+                plausible: |a: u32, b: u32| {
+                    b.max(a) >= first_new && estimate(sig(a), sig(b)) >= floor
+                },
             };
             verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
@@ -119,12 +148,18 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             exact: false,
             ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
+            if hi < first_new {
+                return None;
+            }
             let e = estimate(sig(lo), sig(hi));
             (e >= *report_threshold).then_some((e, None))
         }),
         MethodConfig::SimHash {
             report_distance, ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
+            if hi < first_new {
+                return None;
+            }
             let d = simhash::distance(docs[lo as usize].fingerprint, docs[hi as usize].fingerprint);
             (d <= *report_distance).then_some((simhash_similarity(d), Some(d)) as Score)
         }),
@@ -149,6 +184,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         path: &files[d as usize].path,
         bytes: docs[d as usize].bytes,
         modified: files[d as usize].modified,
+        indexed: d < first_new,
     };
     let found: Vec<(u32, Cluster)> = match cfg.cluster {
         ClusterArg::Components => components
@@ -170,18 +206,44 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         ),
     };
     stats.clusters = found.len() as u64;
-    let clustered: u64 = found.iter().map(|(_, c)| c.members.len() as u64).sum();
-    let exact_copies = (0..files.len()).filter(|&d| canon[d] != d as u32).count() as u64;
-    stats.unique_documents = stats.documents - clustered;
+    // Counted over the new documents: with --against, a cluster whose representative is an
+    // indexed document has no original among them.
+    let clustered: u64 = found
+        .iter()
+        .map(|(_, c)| c.members.iter().filter(|&&d| d >= first_new).count() as u64)
+        .sum();
+    let originals = found.iter().filter(|(rep, _)| *rep >= first_new).count() as u64;
+    let exact_copies = (first_new as usize..files.len())
+        .filter(|&d| canon[d] != d as u32)
+        .count() as u64;
+    stats.unique_documents = stats.documents.saturating_sub(clustered);
     stats.exact_copies = exact_copies;
-    stats.near_copies = clustered - stats.clusters - exact_copies;
+    stats.near_copies = clustered.saturating_sub(originals + exact_copies);
     let inputs = results::Inputs {
         files: &files,
         oracle: &oracle,
         engine: &engine,
         evidence: cfg.pairs,
+        first_new,
     };
     let cluster_records = results::cluster_records(&inputs, &found, &mut errors);
+    if let Some(against) = cfg.against.as_ref().filter(|a| a.update) {
+        let update = against::Update {
+            cfg,
+            engine: &engine,
+            files: &files,
+            docs: &docs,
+            sigs: &sigs,
+            lanes,
+            canon: &canon,
+            indexed: indexed.as_deref(),
+        };
+        let generation = stats.index.as_ref().map_or(0, |s| s.generation);
+        let written = update.write(against, generation, &mut errors)?;
+        if let Some(s) = &mut stats.index {
+            s.updated_generation = Some(written);
+        }
+    }
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
     stats.skipped.error = errors.len() as u64 - stats.skipped.bad_line;
@@ -262,7 +324,7 @@ fn strict_clusters<'a>(
     out
 }
 
-fn engine(cfg: &Config) -> Engine {
+fn engine(cfg: &Config, indexed: Option<std::sync::Arc<against::IndexedSets>>) -> Engine {
     let sketcher = match &cfg.method {
         MethodConfig::MinHash {
             sketch, num_perm, ..
@@ -277,6 +339,7 @@ fn engine(cfg: &Config) -> Engine {
         max_size: cfg.walk.max_size,
         sketcher,
         spill: Default::default(),
+        indexed,
     }
 }
 
@@ -349,6 +412,7 @@ fn group_exact(
     docs: &mut [DocResult],
     sigs: &mut [u32],
     lanes: usize,
+    first_new: u32,
     stats: &mut Stats,
 ) -> (Vec<Pair>, Vec<u32>) {
     let mut groups: HashMap<u128, Vec<u32>> = HashMap::new();
@@ -386,10 +450,12 @@ fn group_exact(
             docs[first].outcome = Outcome::Sketched;
         }
         units.push(first as u32);
-        if members.len() > 1 {
+        // Copies among indexed documents were reported when they were new.
+        let new_members = members.iter().filter(|&&m| m >= first_new).count();
+        if members.len() > 1 && new_members > 0 {
             stats.exact_groups += 1;
         }
-        for &m in &members[1..] {
+        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
             pairs.push(Pair {
                 lo: first as u32,
                 hi: m,
@@ -400,7 +466,7 @@ fn group_exact(
         }
     }
     // Empty documents (including copies of an empty claimer) never join a cluster.
-    for d in docs.iter() {
+    for d in &docs[first_new as usize..] {
         match d.outcome {
             Outcome::Sketched | Outcome::Duplicate => {
                 stats.documents += 1;

@@ -109,6 +109,8 @@ pub struct Record {
     pub line: u64,
     /// The record's id field, when it has one.
     pub id: Option<String>,
+    /// The dump's size in bytes (the document's own is `FileEntry::size`).
+    pub file_size: u64,
 }
 
 /// Counts of files the walk saw but did not keep.
