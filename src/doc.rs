@@ -227,9 +227,14 @@ impl<'a> DocWorker<'a> {
         Outcome::Sketched
     }
 
-    /// Re-reads a file for verification and returns its shingle set; the content must still
-    /// hash to `hash`.
-    pub fn load_set(&mut self, file: &FileEntry, hash: u128) -> Result<Box<[u64]>, String> {
+    /// The shingle hashes of the document [`DocWorker::process`] last sketched (unsorted, maybe
+    /// repeated). Meaningful only when that document's outcome was `Sketched`.
+    pub fn shingles(&self) -> &[u64] {
+        &self.shingles
+    }
+
+    /// Re-reads a file into the worker's buffer; the content must still hash to `hash`.
+    fn reread(&mut self, file: &FileEntry, hash: u128) -> Result<(), String> {
         read_file(&file.path, file.id, self.engine.max_size, &mut self.buf).map_err(
             |f| match f {
                 ReadFailure::Error(e) => e,
@@ -239,6 +244,13 @@ impl<'a> DocWorker<'a> {
         if xxh3_128(&self.buf) != hash {
             return Err("file changed during the scan".to_string());
         }
+        Ok(())
+    }
+
+    /// Re-reads a file for verification and returns its shingle set; the content must still
+    /// hash to `hash`.
+    pub fn load_set(&mut self, file: &FileEntry, hash: u128) -> Result<Box<[u64]>, String> {
+        self.reread(file, hash)?;
         self.shingles.clear();
         if let Decoded::Text(text) = decode(&self.buf) {
             self.shingler.shingle(&text, &mut self.shingles);
@@ -246,9 +258,22 @@ impl<'a> DocWorker<'a> {
         into_set(&mut self.shingles);
         Ok(self.shingles.as_slice().into())
     }
+
+    /// Re-reads a file for edit verification and returns its token sequence: the xxh3-64 hash
+    /// of each normalized token, in text order. The content must still hash to `hash`.
+    pub fn load_tokens(&mut self, file: &FileEntry, hash: u128) -> Result<Box<[u64]>, String> {
+        self.reread(file, hash)?;
+        let mut tokens = Vec::new();
+        if let Decoded::Text(text) = decode(&self.buf) {
+            crate::shingle::for_each_token(&text, &mut Vec::new(), |t| {
+                tokens.push(xxhash_rust::xxh3::xxh3_64(t))
+            });
+        }
+        Ok(tokens.into_boxed_slice())
+    }
 }
 
-/// A document's sorted shingle set, or why it could not be derived again.
+/// A document's sorted shingle set (or token sequence), or why it could not be derived again.
 pub type LoadedSet = Result<Box<[u64]>, String>;
 
 /// Loads the shingle sets of `docs` (id and content hash) in parallel, in the order given; a
@@ -258,11 +283,29 @@ pub fn load_sets(
     files: &[FileEntry],
     docs: &[(u32, u128)],
 ) -> Vec<(u32, LoadedSet)> {
+    load_all(engine, files, docs, |w, f, h| w.load_set(f, h))
+}
+
+/// Loads the token sequences of `docs` ([`DocWorker::load_tokens`]) as [`load_sets`] loads sets.
+pub fn load_token_seqs(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+) -> Vec<(u32, LoadedSet)> {
+    load_all(engine, files, docs, |w, f, h| w.load_tokens(f, h))
+}
+
+fn load_all(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+    load: impl Fn(&mut DocWorker, &FileEntry, u128) -> LoadedSet + Sync,
+) -> Vec<(u32, LoadedSet)> {
     use rayon::prelude::*;
     docs.par_iter()
         .map_init(
             || DocWorker::new(engine),
-            |w, &(d, hash)| (d, w.load_set(&files[d as usize], hash)),
+            |w, &(d, hash)| (d, load(w, &files[d as usize], hash)),
         )
         .collect()
 }

@@ -13,18 +13,22 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use anyhow::Result;
+use rayon::iter::Either;
 use rayon::prelude::*;
 
+use crate::bottomk::Sketches;
 use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
-use crate::config::{Config, MethodConfig};
+use crate::config::{Config, MethodConfig, Verify};
 use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher};
+use crate::edit_verify::EditVerifier;
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
 use crate::keep;
 use crate::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::lsh::{band_key, estimate_floor};
+use crate::material::{Loaded, Want};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::oracle::{simhash_similarity, Oracle};
@@ -67,12 +71,20 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         MethodConfig::SimHash { .. } => 1,
     };
     let mut sigs = vec![0u32; files.len() * lanes];
-    let (mut docs, distinct) = sketch_all(cfg, &files, &engine, &mut sigs, lanes);
+    let mut bottom = match &cfg.method {
+        MethodConfig::MinHash {
+            bottom_k: true,
+            num_perm,
+            ..
+        } => Sketches::new(files.len(), *num_perm),
+        _ => Sketches::default(),
+    };
+    let (mut docs, distinct) = sketch_all(cfg, &files, &engine, &mut sigs, lanes, &mut bottom);
     stats.distinct_shingles = distinct.estimate().round() as u64;
     stats.distinct_shingles_error = distinct.relative_error();
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
-    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut stats);
+    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, &mut bottom, &mut stats);
     let tables = bucket(cfg, &units, &sigs, lanes, &docs);
 
     let mut uf = UnionFind::new(files.len());
@@ -80,10 +92,15 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         uf.union(p.lo, p.hi);
     }
     let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
+    // Units hold their content's sketches, so no `canon` is needed here.
+    let jaccard_estimate = |a: u32, b: u32| match bottom.is_on() {
+        true => bottom.estimate(a, b),
+        false => estimate(sig(a), sig(b)),
+    };
     let verification = match &cfg.method {
         MethodConfig::MinHash {
             report_threshold,
-            exact: true,
+            verify: Verify::Exact,
             ..
         } => {
             let floor = estimate_floor(*report_threshold, lanes);
@@ -92,16 +109,31 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 engine: &engine,
                 msgs,
                 threshold: *report_threshold,
-                plausible: |a: u32, b: u32| estimate(sig(a), sig(b)) >= floor,
+                plausible: |a: u32, b: u32| jaccard_estimate(a, b) >= floor,
             };
             verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
         MethodConfig::MinHash {
             report_threshold,
-            exact: false,
+            verify: Verify::Edit,
+            ..
+        } => {
+            let verifier = EditVerifier {
+                files: &files,
+                engine: &engine,
+                msgs,
+                threshold: *report_threshold,
+            };
+            let (v, fallbacks) = verifier.run(&mut docs, &tables, &mut uf, &mut errors);
+            stats.edit_fallbacks = Some(fallbacks);
+            v
+        }
+        MethodConfig::MinHash {
+            report_threshold,
+            verify: Verify::Estimate,
             ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
-            let e = estimate(sig(lo), sig(hi));
+            let e = jaccard_estimate(lo, hi);
             (e >= *report_threshold).then_some((e, None))
         }),
         MethodConfig::SimHash {
@@ -122,6 +154,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         sigs: &sigs,
         docs: &docs,
         canon: &canon,
+        bottom: &bottom,
     };
     let mut pairs = exact_pairs;
     pairs.extend(verification.pairs);
@@ -206,9 +239,9 @@ fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
     canon
 }
 
-/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact MinHash
-/// verification loads the component's sets (one component at a time, so memory stays that of
-/// the largest component).
+/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
+/// edit verification load the component's sets or token sequences (one component at a time, so
+/// memory stays that of the largest component).
 fn strict_clusters<'a>(
     cfg: &Config,
     components: Vec<Cluster>,
@@ -222,15 +255,17 @@ fn strict_clusters<'a>(
     for c in components {
         let mut order = c.members;
         keep::sort(cfg.keep, &mut order, facts);
-        let sets = if oracle.needs_sets() {
-            results::member_sets(oracle, engine, files, &order, errors)
-        } else {
-            HashMap::new()
+        let want = Want {
+            sets: oracle.needs_sets(),
+            tokens: oracle.needs_tokens(),
         };
-        let set = |d: u32| sets.get(&oracle.canon[d as usize]).map(|s| &s[..]);
+        let loaded = if want.sets || want.tokens {
+            results::member_material(oracle, engine, files, &order, want, errors)
+        } else {
+            Loaded::default()
+        };
         out.extend(split_component(&order, |rep, doc| {
-            let pair_sets = set(rep).zip(set(doc));
-            oracle.check(rep, doc, pair_sets)
+            oracle.check(rep, doc, &loaded)
         }));
     }
     for (_, c) in &mut out {
@@ -266,6 +301,7 @@ fn sketch_all(
     engine: &Engine,
     sigs: &mut [u32],
     lanes: usize,
+    bottom: &mut Sketches,
 ) -> (Vec<DocResult>, Kmv) {
     let msgs = &cfg.messages;
     let claims = Claims::default();
@@ -274,19 +310,37 @@ fn sketch_all(
     let cache = match &cfg.method {
         MethodConfig::MinHash {
             banding,
-            exact: true,
+            verify: Verify::Exact,
             ..
         } => Some(SetCache::new(files.len(), *banding)),
         _ => None,
+    };
+    let (k, seed) = (bottom.k(), cfg.seed);
+    // One bottom-k slot per document, or none at all when bottom-k is off.
+    let slots = if bottom.is_on() {
+        Either::Left(bottom.slots_mut().map(Some))
+    } else {
+        Either::Right((0..files.len()).into_par_iter().map(|_| None))
     };
     let bar = msgs.progress_bar(files.len() as u64, "reading");
     let docs = files
         .par_iter()
         .zip(sigs.par_chunks_mut(lanes))
+        .zip(slots)
         .map_init(
-            || DocWorker::counting(engine, &distinct),
-            |w, (file, sig)| {
+            || {
+                (
+                    DocWorker::counting(engine, &distinct),
+                    Vec::new(),
+                    Vec::new(),
+                )
+            },
+            |(w, sketch, scratch), ((file, sig), slot)| {
                 let r = w.process(file, sig, &claims, cache.as_ref());
+                if let Some(slot) = slot.filter(|_| r.outcome == Outcome::Sketched) {
+                    crate::bottomk::sketch_into(w.shingles(), k, seed, sketch, scratch);
+                    Sketches::fill(slot, sketch);
+                }
                 bar.inc(1);
                 r
             },
@@ -336,6 +390,7 @@ fn group_exact(
     docs: &mut [DocResult],
     sigs: &mut [u32],
     lanes: usize,
+    bottom: &mut Sketches,
     stats: &mut Stats,
 ) -> (Vec<Pair>, Vec<u32>) {
     let mut groups: HashMap<u128, Vec<u32>> = HashMap::new();
@@ -367,6 +422,9 @@ fn group_exact(
         let sketched = sketched as usize;
         if sketched != first {
             sigs.copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
+            if bottom.is_on() {
+                bottom.copy(sketched as u32, first as u32);
+            }
             docs[first].fingerprint = docs[sketched].fingerprint;
             docs[first].set = docs[sketched].set.take();
             docs[sketched].outcome = Outcome::Duplicate;
@@ -498,10 +556,11 @@ fn params(cfg: &Config) -> Params {
             banding,
             threshold,
             report_threshold,
-            exact,
+            verify,
+            bottom_k,
             ..
         } => {
-            p.sketch = Some(sketch.name());
+            p.sketch = Some(if *bottom_k { "bottom-k" } else { sketch.name() });
             p.num_perm = Some(*num_perm);
             p.bands = Some(banding.bands);
             p.rows = Some(banding.rows);
@@ -509,7 +568,7 @@ fn params(cfg: &Config) -> Params {
             if report_threshold > threshold {
                 p.min_similarity = Some(*report_threshold);
             }
-            p.verify = if *exact { "exact" } else { "estimate" };
+            p.verify = verify.name();
         }
         MethodConfig::SimHash {
             max_distance,
