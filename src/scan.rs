@@ -5,9 +5,10 @@
 //! verify candidates → cluster → report.
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature
-//! (K u32 values) or fingerprint; sets are kept during the first pass only while a fixed budget
+//! (K u32 values; with `--sketch bottom-k` also K + 1 u64 values) or fingerprint; sets are kept during the first pass only while a fixed budget
 //! lasts ([`crate::set_cache`]), and exact verification ([`crate::exact`]) loads the sets of
-//! candidates a bounded batch at a time, deriving again from their files those not kept.
+//! candidates a bounded batch at a time, deriving again from their files those not kept. Edit
+//! verification ([`crate::edit_verify`]) loads token sequences the same way.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
