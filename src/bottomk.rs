@@ -8,7 +8,7 @@
 //! distinct shingles keep distinct values and a set smaller than k is kept whole.
 //!
 //! Sketches are sorted ascending `Vec<u64>`; two of them must come from the same seed. This
-//! module does not band or bucket sketches; it only builds and compares them.
+//! module does not band or bucket sketches; it builds, stores ([`Sketches`]) and compares them.
 
 use crate::minhash::{mix64, splitmix64};
 
@@ -95,6 +95,70 @@ pub fn estimate(a: &[u64], b: &[u64], k: usize) -> f64 {
 pub fn standard_error(j: f64, k: usize) -> f64 {
     let j = j.clamp(0.0, 1.0);
     (j * (1.0 - j) / k.max(1) as f64).sqrt()
+}
+
+/// Every document's sketch in one flat vector: a slot of k + 1 values per document, the
+/// sketch's length then its values. So a scan with bottom-k takes (k + 1)·8 bytes per document
+/// and one without takes none ([`Sketches::default`]).
+#[derive(Debug, Default)]
+pub struct Sketches {
+    k: usize,
+    slots: Vec<u64>,
+}
+
+impl Sketches {
+    /// Room for `docs` sketches of up to `k` values, all empty.
+    pub fn new(docs: usize, k: usize) -> Self {
+        Sketches {
+            k,
+            slots: vec![0; docs * (k + 1)],
+        }
+    }
+
+    /// Sketches already laid out as [`Sketches::fill`] writes them, `k + 1` values a document.
+    pub fn from_slots(k: usize, slots: Vec<u64>) -> Self {
+        Sketches { k, slots }
+    }
+
+    /// True when sketches are kept.
+    pub fn is_on(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// Values per sketch.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// One mutable slot per document, in document order, for [`Sketches::fill`].
+    pub fn slots_mut(&mut self) -> rayon::slice::ChunksMut<'_, u64> {
+        use rayon::prelude::*;
+        self.slots.par_chunks_mut(self.k + 1)
+    }
+
+    /// Writes a sketch of at most k values into its slot.
+    pub fn fill(slot: &mut [u64], sketch: &[u64]) {
+        slot[0] = sketch.len() as u64;
+        slot[1..=sketch.len()].copy_from_slice(sketch);
+    }
+
+    /// The sketch of document `d`.
+    pub fn get(&self, d: u32) -> &[u64] {
+        let slot = &self.slots[d as usize * (self.k + 1)..(d as usize + 1) * (self.k + 1)];
+        &slot[1..=slot[0] as usize]
+    }
+
+    /// Copies document `from`'s sketch to `to` (a byte-identical copy that was sketched).
+    pub fn copy(&mut self, from: u32, to: u32) {
+        let w = self.k + 1;
+        self.slots
+            .copy_within(from as usize * w..(from as usize + 1) * w, to as usize * w);
+    }
+
+    /// The Jaccard estimate of documents `a` and `b` ([`estimate`]).
+    pub fn estimate(&self, a: u32, b: u32) -> f64 {
+        estimate(self.get(a), self.get(b), self.k)
+    }
 }
 
 #[cfg(test)]
@@ -202,6 +266,28 @@ mod tests {
                 assert!(rmse <= 1.5 * standard_error(j, k), "J = {j}: {rmse}");
             }
         }
+    }
+
+    #[test]
+    fn stored_sketches_round_trip_and_copy() {
+        use rayon::prelude::*;
+        let mut store = Sketches::new(3, 4);
+        assert!(store.is_on() && !Sketches::default().is_on());
+        let sketches = [
+            sketch(&[1, 2, 3, 4, 5, 6], 4, 0),
+            sketch(&[9], 4, 0),
+            vec![],
+        ];
+        store
+            .slots_mut()
+            .zip(&sketches)
+            .for_each(|(slot, s)| Sketches::fill(slot, s));
+        assert_eq!(store.get(0), &sketches[0][..]);
+        assert_eq!(store.get(1), &sketches[1][..]);
+        assert!(store.get(2).is_empty());
+        store.copy(0, 2);
+        assert_eq!(store.get(2), store.get(0));
+        assert_eq!(store.estimate(0, 2), 1.0);
     }
 
     #[test]

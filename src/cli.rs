@@ -146,8 +146,9 @@ pub struct ScanArgs {
     #[arg(long, value_name = "R")]
     pub rows: Option<usize>,
 
-    /// MinHash sketch: one-permutation hashing with optimal densification, or K permutations
-    /// [default: oph].
+    /// MinHash sketch: one-permutation hashing with optimal densification, K permutations, or
+    /// bottom-k (OPH bands, plus the K smallest shingle hashes of each document for every Jaccard
+    /// estimate: K×8 more bytes per document) [default: oph].
     #[arg(long, value_enum)]
     pub sketch: Option<SketchArg>,
 
@@ -155,8 +156,10 @@ pub struct ScanArgs {
     #[arg(long, value_name = "D")]
     pub max_distance: Option<u32>,
 
-    /// MinHash: exact Jaccard of the real shingle sets, or the signatures' estimate
-    /// [default: exact]. (SimHash always checks the Hamming distance of the fingerprints.)
+    /// MinHash: exact Jaccard of the real shingle sets, the signatures' estimate, or edit: token
+    /// edit similarity 1 − distance/longer (an LCS, quadratic per pair; documents over 20,000
+    /// tokens fall back to exact Jaccard) [default: exact]. (SimHash always checks the Hamming
+    /// distance of the fingerprints.)
     #[arg(long, value_enum)]
     pub verify: Option<VerifyArg>,
 
@@ -311,6 +314,8 @@ pub enum SketchArg {
     Oph,
     /// K independent hash functions.
     Kperm,
+    /// OPH bands plus a bottom-k sketch for the estimates.
+    BottomK,
 }
 
 /// `--verify`.
@@ -320,6 +325,8 @@ pub enum VerifyArg {
     Exact,
     /// Estimated from the signatures.
     Estimate,
+    /// Token-level edit similarity of the documents.
+    Edit,
 }
 
 /// `--format`.

@@ -50,8 +50,11 @@ pub enum MethodConfig {
         /// Similarity a pair must reach to be reported: the threshold, or `--min-similarity`
         /// when that is stricter.
         report_threshold: f64,
-        /// Exact Jaccard (true) or signature estimate (false).
-        exact: bool,
+        /// How candidates are verified.
+        verify: Verify,
+        /// Keep a bottom-k sketch of `num_perm` values per document for every Jaccard estimate
+        /// (`--sketch bottom-k`; the bands still use the OPH signature).
+        bottom_k: bool,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
@@ -60,6 +63,28 @@ pub enum MethodConfig {
         /// Largest distance of a reported pair (`--min-similarity` may lower it).
         report_distance: u32,
     },
+}
+
+/// How MinHash candidates are verified (`--verify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// Exact Jaccard of the shingle sets.
+    Exact,
+    /// The signatures' estimate.
+    Estimate,
+    /// Token edit similarity ([`crate::edit_verify`]).
+    Edit,
+}
+
+impl Verify {
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verify::Exact => "exact",
+            Verify::Estimate => "estimate",
+            Verify::Edit => "edit",
+        }
+    }
 }
 
 /// Everything a scan needs to know.
@@ -164,7 +189,7 @@ impl Config {
         } else {
             args.paths
         };
-        Ok(Config {
+        let cfg = Config {
             walk: WalkOptions {
                 roots,
                 follow_links: args.follow_links,
@@ -209,7 +234,9 @@ impl Config {
                 quiet: args.quiet,
                 progress,
             },
-        })
+        };
+        cfg.check_index_use()?;
+        Ok(cfg)
     }
 }
 
@@ -262,7 +289,28 @@ impl Config {
             update: true,
             create: true,
         });
+        cfg.check_index_use()?;
         Ok(cfg)
+    }
+
+    /// An index stores K-value signatures and shingle sets: what exact or estimated Jaccard
+    /// needs, not the token sequences of `--verify edit` or the sketches of `--sketch bottom-k`.
+    fn check_index_use(&self) -> Result<()> {
+        if self.against.is_none() {
+            return Ok(());
+        }
+        if let MethodConfig::MinHash {
+            verify, bottom_k, ..
+        } = &self.method
+        {
+            if *verify == Verify::Edit {
+                bail!("--verify edit cannot be used with an index (it stores shingle sets, not token sequences)");
+            }
+            if *bottom_k {
+                bail!("--sketch bottom-k cannot be used with an index (it stores K-permutation or OPH signatures)");
+            }
+        }
+        Ok(())
     }
 }
 
@@ -278,11 +326,20 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     if k == 0 || k > MAX_NUM_PERM {
         bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
     }
-    let exact = args.verify.unwrap_or(VerifyArg::Exact) == VerifyArg::Exact;
+    let verify = match args.verify.unwrap_or(VerifyArg::Exact) {
+        VerifyArg::Exact => Verify::Exact,
+        VerifyArg::Estimate => Verify::Estimate,
+        VerifyArg::Edit => Verify::Edit,
+    };
     let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
         Some(given) => (given, false),
         None => {
-            let weight = if exact { RECALL_WEIGHT } else { 1.0 };
+            // Checking documents makes a false candidate cheap, so favour recall.
+            let weight = if verify == Verify::Estimate {
+                1.0
+            } else {
+                RECALL_WEIGHT
+            };
             (Banding::choose(t, k, weight), true)
         }
     };
@@ -303,14 +360,15 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     Ok(MethodConfig::MinHash {
         report_threshold,
         sketch: match args.sketch.unwrap_or(SketchArg::Oph) {
-            SketchArg::Oph => SketchKind::Oph,
+            SketchArg::Oph | SketchArg::BottomK => SketchKind::Oph,
             SketchArg::Kperm => SketchKind::Kperm,
         },
+        bottom_k: args.sketch == Some(SketchArg::BottomK),
         num_perm: k,
         banding,
         banding_chosen: chosen,
         threshold: t,
-        exact,
+        verify,
     })
 }
 

@@ -39,6 +39,95 @@ fn set_bytes(file: &FileEntry, shingle: ShingleKind) -> u64 {
     }
 }
 
+/// Candidate components taken a batch at a time (about [`BATCH_BYTES`] of estimated set size),
+/// as exact and edit verification ([`crate::edit_verify`]) load documents.
+pub struct Batches<'a> {
+    /// Every document's file, by document id (for its size).
+    pub files: &'a [FileEntry],
+    /// What a document's set is made of (for its estimated size).
+    pub shingle: ShingleKind,
+    /// Progress.
+    pub msgs: &'a Messages,
+}
+
+impl Batches<'_> {
+    /// Calls `verify` on the buckets of each batch, grouped by table (tables in order), with a
+    /// progress bar counting the bucketed documents, and sums what it returns.
+    pub fn run(
+        &self,
+        docs: &mut [DocResult],
+        tables: &[Buckets],
+        mut verify: impl FnMut(
+            &[Vec<&[u32]>],
+            &mut [DocResult],
+            &indicatif::ProgressBar,
+        ) -> Verification,
+    ) -> Verification {
+        let n = docs.len();
+        let mut components = UnionFind::new(n);
+        let mut bucketed = vec![false; n];
+        for t in tables {
+            for i in 0..t.len() {
+                let b = t.bucket(i);
+                for w in b.windows(2) {
+                    components.union(w[0], w[1]);
+                }
+            }
+            for &d in t.docs() {
+                bucketed[d as usize] = true;
+            }
+        }
+        // Sets kept from the first pass for documents that are no candidates are freed now.
+        for (doc, &b) in docs.iter_mut().zip(&bucketed) {
+            if !b {
+                doc.set = None;
+            }
+        }
+        let mut component_bytes = vec![0u64; n];
+        for (d, _) in bucketed.iter().enumerate().filter(|(_, &b)| b) {
+            let root = components.find(d as u32) as usize;
+            component_bytes[root] += set_bytes(&self.files[d], self.shingle);
+        }
+        let mut entries: Vec<Entry> = Vec::new();
+        for (ti, t) in tables.iter().enumerate() {
+            for i in 0..t.len() {
+                let root = components.find(t.bucket(i)[0]);
+                entries.push((root, ti as u32, i as u32));
+            }
+        }
+        // By component, then table, then bucket: within a component the tables keep their order,
+        // which is all `connect` needs to be deterministic.
+        entries.sort_unstable();
+
+        let total = bucketed.iter().filter(|&&b| b).count() as u64;
+        let bar = self.msgs.progress_bar(total, "verifying");
+        let mut out = Verification::default();
+        let mut start = 0;
+        while start < entries.len() {
+            let mut end = start;
+            let mut bytes = 0u64;
+            while end < entries.len() && bytes < BATCH_BYTES {
+                let root = entries[end].0;
+                bytes += component_bytes[root as usize];
+                while end < entries.len() && entries[end].0 == root {
+                    end += 1;
+                }
+            }
+            let mut per_table: Vec<Vec<&[u32]>> = vec![Vec::new(); tables.len()];
+            for &(_, t, i) in &entries[start..end] {
+                per_table[t as usize].push(tables[t as usize].bucket(i as usize));
+            }
+            let v = verify(&per_table, docs, &bar);
+            out.checked += v.checked;
+            out.passed += v.passed;
+            out.pairs.extend(v.pairs);
+            start = end;
+        }
+        bar.finish_and_clear();
+        out
+    }
+}
+
 /// What exact verification reads from the rest of the scan.
 pub struct ExactVerifier<'a, P> {
     /// Every document's file, by document id.
@@ -69,86 +158,20 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
         uf: &mut UnionFind,
         errors: &mut Vec<InputError>,
     ) -> Verification {
-        let n = docs.len();
-        let mut components = UnionFind::new(n);
-        let mut bucketed = vec![false; n];
-        for t in tables {
-            for i in 0..t.len() {
-                let b = t.bucket(i);
-                for w in b.windows(2) {
-                    components.union(w[0], w[1]);
+        let batches = Batches {
+            files: self.files,
+            shingle: self.engine.shingle,
+            msgs: self.msgs,
+        };
+        batches.run(docs, tables, |per_table, docs, bar| {
+            let sets = self.load_sets(per_table, docs, errors, bar);
+            connect(per_table, uf, |lo, hi| {
+                if !(self.plausible)(lo, hi) {
+                    return None;
                 }
-            }
-            for &d in t.docs() {
-                bucketed[d as usize] = true;
-            }
-        }
-        // Sets kept from the first pass for documents that are no candidates are freed now.
-        for (doc, &b) in docs.iter_mut().zip(&bucketed) {
-            if !b {
-                doc.set = None;
-            }
-        }
-        let mut component_bytes = vec![0u64; n];
-        for (d, _) in bucketed.iter().enumerate().filter(|(_, &b)| b) {
-            let root = components.find(d as u32) as usize;
-            component_bytes[root] += set_bytes(&self.files[d], self.engine.shingle);
-        }
-        let mut entries: Vec<Entry> = Vec::new();
-        for (ti, t) in tables.iter().enumerate() {
-            for i in 0..t.len() {
-                let root = components.find(t.bucket(i)[0]);
-                entries.push((root, ti as u32, i as u32));
-            }
-        }
-        // By component, then table, then bucket: within a component the tables keep their order,
-        // which is all `connect` needs to be deterministic.
-        entries.sort_unstable();
-
-        let total = bucketed.iter().filter(|&&b| b).count() as u64;
-        let bar = self.msgs.progress_bar(total, "verifying");
-        let mut out = Verification::default();
-        let mut start = 0;
-        while start < entries.len() {
-            let mut end = start;
-            let mut bytes = 0u64;
-            while end < entries.len() && bytes < BATCH_BYTES {
-                let root = entries[end].0;
-                bytes += component_bytes[root as usize];
-                while end < entries.len() && entries[end].0 == root {
-                    end += 1;
-                }
-            }
-            let v = self.batch(&entries[start..end], docs, tables, uf, errors, &bar);
-            out.checked += v.checked;
-            out.passed += v.passed;
-            out.pairs.extend(v.pairs);
-            start = end;
-        }
-        bar.finish_and_clear();
-        out
-    }
-
-    fn batch(
-        &self,
-        entries: &[Entry],
-        docs: &mut [DocResult],
-        tables: &[Buckets],
-        uf: &mut UnionFind,
-        errors: &mut Vec<InputError>,
-        bar: &indicatif::ProgressBar,
-    ) -> Verification {
-        let mut per_table: Vec<Vec<&[u32]>> = vec![Vec::new(); tables.len()];
-        for &(_, t, i) in entries {
-            per_table[t as usize].push(tables[t as usize].bucket(i as usize));
-        }
-        let sets = self.load_sets(&per_table, docs, errors, bar);
-        connect(&per_table, uf, |lo, hi| {
-            if !(self.plausible)(lo, hi) {
-                return None;
-            }
-            let (a, b) = (sets.get(&lo)?, sets.get(&hi)?);
-            jaccard_at_least(a, b, self.threshold).map(|j| (j, None))
+                let (a, b) = (sets.get(&lo)?, sets.get(&hi)?);
+                jaccard_at_least(a, b, self.threshold).map(|j| (j, None))
+            })
         })
     }
 

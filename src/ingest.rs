@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::doc::{Claims, DocResult, DocWorker, Engine};
+use crate::bottomk::Sketches;
+use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome};
 use crate::dump::{open_stream, JsonlOptions, JsonlReader, Line};
 use crate::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::messages::{display_path, InputError, Messages};
@@ -34,6 +35,8 @@ pub struct Ingested {
     pub docs: Vec<DocResult>,
     /// Signatures, `lanes` values per document.
     pub sigs: Vec<u32>,
+    /// `--sketch bottom-k`: each document's sketch (empty when off).
+    pub bottom: Sketches,
     /// The corpus's distinct shingles, estimated.
     pub distinct: Kmv,
     /// Dump lines that held no document, and dumps that could not be read to the end.
@@ -48,6 +51,8 @@ pub struct Ingest<'a> {
     pub engine: &'a Engine,
     /// Signature values per document.
     pub lanes: usize,
+    /// `--sketch bottom-k`: k and the seed, to sketch each document beside its signature.
+    pub bottom_k: Option<(usize, u64)>,
     /// Where a record's text and id are.
     pub jsonl: &'a JsonlOptions,
     /// Whose shingles to keep (exact MinHash verification), sized for `documents`.
@@ -65,15 +70,17 @@ impl Ingest<'_> {
             entries: Vec::with_capacity(files.len()),
             docs: Vec::with_capacity(files.len()),
             sigs: Vec::new(),
+            bottom: Sketches::default(),
             distinct: Kmv::new(DEFAULT_KMV_K),
             errors: Vec::new(),
             bad_lines: 0,
         };
         let bar = self.msgs.progress_bar(files.len() as u64, "reading");
+        let mut bottom = Vec::new();
         let mut start = 0;
         while start < files.len() {
             if files[start].dump {
-                self.dump(&files[start], &claims, &distinct, &mut out);
+                self.dump(&files[start], &claims, &distinct, &mut out, &mut bottom);
                 bar.inc(1);
                 start += 1;
                 continue;
@@ -85,13 +92,21 @@ impl Ingest<'_> {
             let run = &files[start..end];
             let first = out.sigs.len();
             out.sigs.resize(first + run.len() * self.lanes, 0);
+            let mut slots = self.bottom_slots(&mut bottom, run.len());
             let docs: Vec<DocResult> = run
                 .par_iter()
                 .zip(out.sigs[first..].par_chunks_mut(self.lanes))
+                .zip(slots.par_chunks_mut(self.slot_len()))
                 .map_init(
-                    || DocWorker::counting(self.engine, &distinct),
-                    |w, (file, sig)| {
+                    || {
+                        (
+                            DocWorker::counting(self.engine, &distinct),
+                            Scratch::default(),
+                        )
+                    },
+                    |(w, scratch), ((file, sig), slot)| {
                         let r = w.process(file, sig, &claims, self.cache);
+                        self.sketch_bottom(w, &r, slot, scratch);
                         bar.inc(1);
                         r
                     },
@@ -103,11 +118,49 @@ impl Ingest<'_> {
         }
         bar.finish_and_clear();
         out.distinct = distinct.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, _)) = self.bottom_k {
+            out.bottom = Sketches::from_slots(k, bottom);
+        }
         out
     }
 
+    /// Values per document in the bottom-k slots (1 when bottom-k is off, so that chunks of
+    /// an empty slice still line up with the documents).
+    fn slot_len(&self) -> usize {
+        self.bottom_k.map_or(1, |(k, _)| k + 1)
+    }
+
+    /// Room for `n` more documents' bottom-k sketches: a tail of `slots`, or scratch space of
+    /// one value per document when bottom-k is off.
+    fn bottom_slots<'s>(&self, slots: &'s mut Vec<u64>, n: usize) -> BottomSlots<'s> {
+        match self.bottom_k {
+            Some(_) => {
+                let first = slots.len();
+                slots.resize(first + n * self.slot_len(), 0);
+                BottomSlots::Kept(&mut slots[first..])
+            }
+            None => BottomSlots::Unused(vec![0; n]),
+        }
+    }
+
+    fn sketch_bottom(&self, w: &DocWorker, r: &DocResult, slot: &mut [u64], s: &mut Scratch) {
+        if let Some((k, seed)) = self.bottom_k {
+            if r.outcome == Outcome::Sketched {
+                crate::bottomk::sketch_into(w.shingles(), k, seed, &mut s.sketch, &mut s.scratch);
+                Sketches::fill(slot, &s.sketch);
+            }
+        }
+    }
+
     /// Streams one dump, sketching its records a batch at a time.
-    fn dump(&self, file: &FileEntry, claims: &Claims, distinct: &Mutex<Kmv>, out: &mut Ingested) {
+    fn dump(
+        &self,
+        file: &FileEntry,
+        claims: &Claims,
+        distinct: &Mutex<Kmv>,
+        out: &mut Ingested,
+        bottom: &mut Vec<u64>,
+    ) {
         let reader = match open_dump(file, self.jsonl) {
             Ok(r) => r,
             Err(reason) => {
@@ -124,7 +177,7 @@ impl Ingest<'_> {
                 Line::Doc { line, id, text } => {
                     batch.push((line, id, text));
                     if batch.len() == BATCH_RECORDS {
-                        self.sketch_records(file, &mut batch, claims, distinct, out);
+                        self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
                     }
                 }
                 Line::Bad { line, reason } => {
@@ -146,7 +199,7 @@ impl Ingest<'_> {
                 }
             }
         }
-        self.sketch_records(file, &mut batch, claims, distinct, out);
+        self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
         if bad > WARN_BAD_LINES {
             self.msgs.warn(&format!(
                 "{}: {} more bad lines (listed in the report's errors)",
@@ -164,15 +217,27 @@ impl Ingest<'_> {
         claims: &Claims,
         distinct: &Mutex<Kmv>,
         out: &mut Ingested,
+        bottom: &mut Vec<u64>,
     ) {
         let first = out.sigs.len();
         out.sigs.resize(first + batch.len() * self.lanes, 0);
+        let mut slots = self.bottom_slots(bottom, batch.len());
         let docs: Vec<DocResult> = batch
             .par_iter()
             .zip(out.sigs[first..].par_chunks_mut(self.lanes))
+            .zip(slots.par_chunks_mut(self.slot_len()))
             .map_init(
-                || DocWorker::counting(self.engine, distinct),
-                |w, ((_, _, text), sig)| w.process_text(text, sig, claims, self.cache),
+                || {
+                    (
+                        DocWorker::counting(self.engine, distinct),
+                        Scratch::default(),
+                    )
+                },
+                |(w, scratch), (((_, _, text), sig), slot)| {
+                    let r = w.process_text(text, sig, claims, self.cache);
+                    self.sketch_bottom(w, &r, slot, scratch);
+                    r
+                },
             )
             .collect();
         for ((line, id, text), doc) in batch.drain(..).zip(docs) {
@@ -190,6 +255,30 @@ impl Ingest<'_> {
                 })),
             });
             out.docs.push(doc);
+        }
+    }
+}
+
+/// Buffers for bottom-k sketching, one set per rayon job.
+#[derive(Default)]
+struct Scratch {
+    sketch: Vec<u64>,
+    scratch: Vec<u64>,
+}
+
+/// Where a batch's bottom-k sketches go.
+enum BottomSlots<'s> {
+    /// The tail of the kept sketches.
+    Kept(&'s mut [u64]),
+    /// Bottom-k is off: one unused value per document.
+    Unused(Vec<u64>),
+}
+
+impl BottomSlots<'_> {
+    fn par_chunks_mut(&mut self, len: usize) -> rayon::slice::ChunksMut<'_, u64> {
+        match self {
+            BottomSlots::Kept(s) => s.par_chunks_mut(len),
+            BottomSlots::Unused(v) => v.par_chunks_mut(len),
         }
     }
 }

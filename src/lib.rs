@@ -12,6 +12,7 @@
 //! doc                     the per-file work above, run in parallel
 //! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
 //! verify / exact          candidates → exact Jaccard / Hamming → joined pairs
+//! edit_verify / material  (--verify edit) candidates → token edit similarity → joined pairs
 //! cluster                 union-find → clusters with a spanning set of pairs
 //! report                  clusters → JSON on stdout
 //! ```
@@ -28,6 +29,7 @@ pub mod config;
 pub mod doc;
 pub mod dump;
 pub mod edit;
+pub mod edit_verify;
 pub mod exact;
 pub mod exit;
 pub mod explain;
@@ -37,6 +39,7 @@ pub mod interrupt;
 pub mod keep;
 pub mod kmv;
 pub mod lsh;
+pub mod material;
 pub mod messages;
 pub mod minhash;
 pub mod oracle;

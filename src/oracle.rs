@@ -5,9 +5,11 @@
 //! Byte-identical documents are sketched once: `canon[d]` is the document holding the
 //! signature, fingerprint and set of `d`'s content.
 
-use crate::config::MethodConfig;
+use crate::bottomk::Sketches;
+use crate::config::{MethodConfig, Verify};
 use crate::doc::DocResult;
 use crate::lsh::{estimate_floor, Banding};
+use crate::material::Loaded;
 use crate::minhash::estimate;
 use crate::simhash;
 use crate::verify::{jaccard_at_least, Score};
@@ -24,6 +26,8 @@ pub struct Oracle<'a> {
     pub docs: &'a [DocResult],
     /// The document that holds each document's sketches.
     pub canon: &'a [u32],
+    /// Bottom-k sketches (`--sketch bottom-k`; empty otherwise).
+    pub bottom: &'a Sketches,
 }
 
 impl Oracle<'_> {
@@ -43,14 +47,32 @@ impl Oracle<'_> {
         self.canon[a as usize] == self.canon[b as usize]
     }
 
-    /// The MinHash estimate of the pair's Jaccard similarity.
+    /// The estimate of the pair's Jaccard similarity: from the bottom-k sketches when kept,
+    /// else from the MinHash signatures.
     pub fn estimate(&self, a: u32, b: u32) -> f64 {
+        if self.bottom.is_on() {
+            let c = |d: u32| self.canon[d as usize];
+            return self.bottom.estimate(c(a), c(b));
+        }
         estimate(self.sig(a), self.sig(b))
+    }
+
+    /// The verification, for MinHash.
+    pub fn verify(&self) -> Option<Verify> {
+        match self.method {
+            MethodConfig::MinHash { verify, .. } => Some(*verify),
+            MethodConfig::SimHash { .. } => None,
+        }
     }
 
     /// True when exact verification needs the two shingle sets to judge pairs.
     pub fn needs_sets(&self) -> bool {
-        matches!(self.method, MethodConfig::MinHash { exact: true, .. })
+        self.verify() == Some(Verify::Exact)
+    }
+
+    /// True when edit verification needs the two token sequences to judge pairs.
+    pub fn needs_tokens(&self) -> bool {
+        self.verify() == Some(Verify::Edit)
     }
 
     /// False when the signatures rule the pair out of exact verification (the prefilter).
@@ -63,27 +85,38 @@ impl Oracle<'_> {
         }
     }
 
-    /// The scan's verdict on a pair: its score when it is reported as duplicates. `sets` are the
-    /// two sorted shingle sets, needed only when [`Oracle::needs_sets`].
-    pub fn check(&self, a: u32, b: u32, sets: Option<(&[u64], &[u64])>) -> Option<Score> {
+    /// The scan's verdict on a pair: its score when it is reported as duplicates. `loaded` holds
+    /// the documents' shingle sets when [`Oracle::needs_sets`], their token sequences when
+    /// [`Oracle::needs_tokens`] (keyed by `canon`).
+    pub fn check(&self, a: u32, b: u32, loaded: &Loaded) -> Option<Score> {
         if self.same_content(a, b) {
             return Some((1.0, self.is_simhash().then_some(0)));
         }
+        let material = |d: u32| loaded.get(self.canon[d as usize]);
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
-                exact: true,
+                verify: Verify::Exact,
                 ..
             } => {
                 if !self.plausible(a, b) {
                     return None;
                 }
-                let (sa, sb) = sets?;
+                let (sa, sb) = (material(a).set?, material(b).set?);
                 jaccard_at_least(sa, sb, *report_threshold).map(|j| (j, None))
             }
             MethodConfig::MinHash {
                 report_threshold,
-                exact: false,
+                verify: Verify::Edit,
+                ..
+            } => {
+                let (score, _) =
+                    crate::edit_verify::check(material(a), material(b), *report_threshold);
+                score.map(|s| (s, None))
+            }
+            MethodConfig::MinHash {
+                report_threshold,
+                verify: Verify::Estimate,
                 ..
             } => {
                 let e = self.estimate(a, b);

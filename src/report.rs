@@ -42,7 +42,7 @@ pub struct Params {
     pub shingle: &'static str,
     /// Shingle length in words or characters.
     pub ngram: usize,
-    /// MinHash sketch: "oph" or "kperm".
+    /// MinHash sketch: "oph", "kperm" or "bottom-k".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sketch: Option<&'static str>,
     /// MinHash signature length K.
@@ -66,7 +66,7 @@ pub struct Params {
     /// SimHash pieces (tables) searched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pieces: Option<usize>,
-    /// "exact" or "estimate".
+    /// "exact", "estimate" or "edit".
     pub verify: &'static str,
     /// Seed of the hash families.
     pub seed: u64,
@@ -111,6 +111,10 @@ pub struct Stats {
     pub distinct_shingles: u64,
     /// Relative standard error of `distinct_shingles` (0 when exact, else 1/√(k − 2) ≈ 0.016).
     pub distinct_shingles_error: f64,
+    /// `--verify edit`: candidate pairs judged by exact Jaccard instead of edit similarity,
+    /// because a document has more tokens than the cap (20,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit_fallbacks: Option<u64>,
     /// With `--against` or `index build`: the index's side of the scan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<IndexStats>,
@@ -208,7 +212,8 @@ pub struct DuplicateOut {
     /// The document, as in `members`.
     #[serde(flatten)]
     pub member: MemberOut,
-    /// Similarity to the representative: Jaccard (SimHash: 1 − distance/64).
+    /// Similarity to the representative: Jaccard (`--verify edit`: edit similarity; SimHash:
+    /// 1 − distance/64).
     pub similarity: f64,
     /// SimHash Hamming distance to the representative.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -227,8 +232,8 @@ pub struct PairOut {
     pub a: usize,
     /// Index into `members` (a < b).
     pub b: usize,
-    /// Jaccard similarity of the shingle sets (or its estimate with --verify estimate);
-    /// SimHash: 1 − distance/64.
+    /// Jaccard similarity of the shingle sets (or its estimate with --verify estimate; the
+    /// token edit similarity with --verify edit); SimHash: 1 − distance/64.
     pub similarity: f64,
     /// SimHash Hamming distance.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,6 +246,10 @@ pub struct PairOut {
     /// `--pairs`: shingles the two documents share, |A∩B|.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_shingles: Option<u64>,
+    /// `--pairs` with `--verify edit`: token edit similarity (absent when a document is over the
+    /// cap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit_similarity: Option<f64>,
     /// `--pairs` (MinHash): the signatures' estimate of the Jaccard similarity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<f64>,

@@ -1,11 +1,14 @@
 //! Results: clusters of document ids → the report's cluster records, with each cluster's
 //! representative (`--keep`), its duplicates and their similarity to it, and with `--pairs` the
-//! evidence for every pair. Pure apart from re-reading shingle sets for `--pairs`.
+//! evidence for every pair. Pure apart from re-reading shingle sets (and, with `--verify edit`,
+//! token sequences) for `--pairs`.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use crate::cluster::Cluster;
-use crate::doc::{load_sets, Engine};
+use crate::doc::Engine;
+use crate::edit::edit_similarity;
+use crate::material::{Loaded, Want};
 use crate::messages::InputError;
 use crate::oracle::{simhash_cosine, simhash_similarity, Oracle};
 use crate::report::{ClusterOut, DuplicateOut, MemberOut, PairOut};
@@ -37,29 +40,28 @@ pub fn cluster_records(
         .iter()
         .enumerate()
         .map(|(id, (rep, c))| {
-            let sets = if inputs.evidence {
-                member_sets(
+            let loaded = if inputs.evidence {
+                let want = Want {
+                    sets: true,
+                    tokens: inputs.oracle.needs_tokens(),
+                };
+                member_material(
                     inputs.oracle,
                     inputs.engine,
                     inputs.files,
                     &c.members,
+                    want,
                     errors,
                 )
             } else {
-                HashMap::new()
+                Loaded::default()
             };
-            record(inputs, id, *rep, c, &sets)
+            record(inputs, id, *rep, c, &loaded)
         })
         .collect()
 }
 
-fn record(
-    inputs: &Inputs,
-    id: usize,
-    rep: u32,
-    c: &Cluster,
-    sets: &HashMap<u32, Box<[u64]>>,
-) -> ClusterOut {
+fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) -> ClusterOut {
     let oracle = inputs.oracle;
     let member = |d: u32| {
         let f = &inputs.files[d as usize];
@@ -72,10 +74,7 @@ fn record(
         m.indexed = d < inputs.first_new;
         m
     };
-    let estimated_mode = matches!(
-        oracle.method,
-        crate::config::MethodConfig::MinHash { exact: false, .. }
-    );
+    let estimated_mode = oracle.verify() == Some(crate::config::Verify::Estimate);
     let duplicates = c
         .members
         .iter()
@@ -92,10 +91,15 @@ fn record(
                 (Some((s, dist)), _) => (s, dist, estimated_mode && !exact),
                 (None, Some(dist)) => (simhash_similarity(dist), Some(dist), false),
                 (None, None) if exact => (1.0, None, false),
-                (None, None) => match (sets.get(&canon(rep)), sets.get(&canon(d))) {
-                    (Some(a), Some(b)) => (jaccard(a, b), None, false),
-                    _ => (oracle.estimate(rep, d), None, true),
-                },
+                (None, None) => {
+                    // Tokens are loaded only under --verify edit, and kept up to the cap.
+                    let (x, y) = (loaded.get(canon(rep)), loaded.get(canon(d)));
+                    match (x.tokens.zip(y.tokens), x.set.zip(y.set)) {
+                        (Some((a, b)), _) => (edit_similarity(a, b), None, false),
+                        (None, Some((a, b))) => (jaccard(a, b), None, false),
+                        (None, None) => (oracle.estimate(rep, d), None, true),
+                    }
+                }
             };
             DuplicateOut {
                 member: member(d),
@@ -119,7 +123,7 @@ fn record(
                 ..PairOut::default()
             };
             if inputs.evidence {
-                add_evidence(&mut out, oracle, p.lo, p.hi, sets);
+                add_evidence(&mut out, oracle, p.lo, p.hi, loaded);
             }
             out
         })
@@ -147,15 +151,13 @@ fn distance_of(oracle: &Oracle, a: u32, b: u32) -> Option<u32> {
     }
 }
 
-fn add_evidence(
-    out: &mut PairOut,
-    oracle: &Oracle,
-    lo: u32,
-    hi: u32,
-    sets: &HashMap<u32, Box<[u64]>>,
-) {
+fn add_evidence(out: &mut PairOut, oracle: &Oracle, lo: u32, hi: u32, loaded: &Loaded) {
     let canon = |d: u32| oracle.canon[d as usize];
-    if let (Some(a), Some(b)) = (sets.get(&canon(lo)), sets.get(&canon(hi))) {
+    let (x, y) = (loaded.get(canon(lo)), loaded.get(canon(hi)));
+    if let Some((a, b)) = x.tokens.zip(y.tokens) {
+        out.edit_similarity = Some(edit_similarity(a, b));
+    }
+    if let Some((a, b)) = x.set.zip(y.set) {
         let shared = intersection(a, b);
         let union = a.len() + b.len() - shared;
         out.shared_shingles = Some(shared as u64);
@@ -178,16 +180,18 @@ fn add_evidence(
     }
 }
 
-/// The sets of the distinct contents of `members`, keyed by the document holding each content
+/// `want` of the distinct contents of `members`, keyed by the document holding each content
 /// (`oracle.canon`); files that cannot be read again add to `errors`. Used by `--pairs` and by
-/// strict clusters under exact verification.
-pub fn member_sets(
+/// strict clusters under exact or edit verification. A member over the edit cap brings in every
+/// member's set, since any of them may be compared with it.
+pub fn member_material(
     oracle: &Oracle,
     engine: &Engine,
     files: &[FileEntry],
     members: &[u32],
+    want: Want,
     errors: &mut Vec<InputError>,
-) -> HashMap<u32, Box<[u64]>> {
+) -> Loaded {
     let mut wanted: Vec<(u32, u128)> = members
         .iter()
         .map(|&d| {
@@ -197,14 +201,20 @@ pub fn member_sets(
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
-    let mut out = HashMap::new();
-    for (d, r) in load_sets(engine, files, &wanted) {
-        match r {
-            Ok(set) => {
-                out.insert(d, set);
-            }
-            Err(error) => errors.push(files[d as usize].error(None, error)),
-        }
-    }
-    out
+    let all: Vec<u32> = wanted.iter().map(|&(d, _)| d).collect();
+    let mut failed = Vec::new();
+    let loaded = Loaded::load(
+        engine,
+        files,
+        &wanted,
+        want,
+        |_: &HashSet<u32>| all,
+        &mut failed,
+    );
+    errors.extend(
+        failed
+            .into_iter()
+            .map(|(d, error)| files[d as usize].error(None, error)),
+    );
+    loaded
 }

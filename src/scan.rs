@@ -5,9 +5,10 @@
 //! verify candidates → cluster → report.
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature
-//! (K u32 values) or fingerprint; sets are kept during the first pass only while a fixed budget
+//! (K u32 values; with `--sketch bottom-k` also K + 1 u64 values) or fingerprint; sets are kept during the first pass only while a fixed budget
 //! lasts ([`crate::set_cache`]), and exact verification ([`crate::exact`]) loads the sets of
-//! candidates a bounded batch at a time, deriving again from their files those not kept.
+//! candidates a bounded batch at a time, deriving again from their files those not kept. Edit
+//! verification ([`crate::edit_verify`]) loads token sequences the same way.
 
 use std::collections::HashMap;
 
@@ -15,16 +16,19 @@ use anyhow::Result;
 use rayon::prelude::*;
 
 use crate::against;
+use crate::bottomk::Sketches;
 use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
-use crate::config::{Config, MethodConfig};
+use crate::config::{Config, MethodConfig, Verify};
 use crate::doc::{DocResult, Engine, Outcome, Sketcher};
+use crate::edit_verify::EditVerifier;
 use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
 use crate::ingest::{spill_records, Ingest, Ingested};
 use crate::keep;
 use crate::lsh::{band_key, estimate_floor};
+use crate::material::{Loaded, Want};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::oracle::{simhash_similarity, Oracle};
@@ -93,7 +97,15 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     errors.extend(ingested.errors);
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
-    let (exact_pairs, units) = group_exact(&mut docs, &mut sigs, lanes, first_new, &mut stats);
+    let mut bottom = ingested.bottom;
+    let (exact_pairs, units) = group_exact(
+        &mut docs,
+        &mut sigs,
+        lanes,
+        first_new,
+        &mut bottom,
+        &mut stats,
+    );
     let tables = bucket(cfg, &units, &sigs, lanes, &docs);
     let updating = cfg.against.as_ref().is_some_and(|a| a.update);
     let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
@@ -125,10 +137,15 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         uf.union(p.lo, p.hi);
     }
     let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
+    // Units hold their content's sketches, so no `canon` is needed here.
+    let jaccard_estimate = |a: u32, b: u32| match bottom.is_on() {
+        true => bottom.estimate(a, b),
+        false => estimate(sig(a), sig(b)),
+    };
     let verification = match &cfg.method {
         MethodConfig::MinHash {
             report_threshold,
-            exact: true,
+            verify: Verify::Exact,
             ..
         } => {
             let floor = estimate_floor(*report_threshold, lanes);
@@ -138,20 +155,35 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 msgs,
                 threshold: *report_threshold,
                 plausible: |a: u32, b: u32| {
-                    b.max(a) >= first_new && estimate(sig(a), sig(b)) >= floor
+                    b.max(a) >= first_new && jaccard_estimate(a, b) >= floor
                 },
             };
             verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
         MethodConfig::MinHash {
             report_threshold,
-            exact: false,
+            verify: Verify::Edit,
+            ..
+        } => {
+            let verifier = EditVerifier {
+                files: &files,
+                engine: &engine,
+                msgs,
+                threshold: *report_threshold,
+            };
+            let (v, fallbacks) = verifier.run(&mut docs, &tables, &mut uf, &mut errors);
+            stats.edit_fallbacks = Some(fallbacks);
+            v
+        }
+        MethodConfig::MinHash {
+            report_threshold,
+            verify: Verify::Estimate,
             ..
         } => connect(&all_buckets(&tables), &mut uf, |lo, hi| {
             if hi < first_new {
                 return None;
             }
-            let e = estimate(sig(lo), sig(hi));
+            let e = jaccard_estimate(lo, hi);
             (e >= *report_threshold).then_some((e, None))
         }),
         MethodConfig::SimHash {
@@ -175,6 +207,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         sigs: &sigs,
         docs: &docs,
         canon: &canon,
+        bottom: &bottom,
     };
     let mut pairs = exact_pairs;
     pairs.extend(verification.pairs);
@@ -287,9 +320,9 @@ fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
     canon
 }
 
-/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact MinHash
-/// verification loads the component's sets (one component at a time, so memory stays that of
-/// the largest component).
+/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
+/// edit verification load the component's sets or token sequences (one component at a time, so
+/// memory stays that of the largest component).
 fn strict_clusters<'a>(
     cfg: &Config,
     components: Vec<Cluster>,
@@ -303,15 +336,17 @@ fn strict_clusters<'a>(
     for c in components {
         let mut order = c.members;
         keep::sort(cfg.keep, &mut order, facts);
-        let sets = if oracle.needs_sets() {
-            results::member_sets(oracle, engine, files, &order, errors)
-        } else {
-            HashMap::new()
+        let want = Want {
+            sets: oracle.needs_sets(),
+            tokens: oracle.needs_tokens(),
         };
-        let set = |d: u32| sets.get(&oracle.canon[d as usize]).map(|s| &s[..]);
+        let loaded = if want.sets || want.tokens {
+            results::member_material(oracle, engine, files, &order, want, errors)
+        } else {
+            Loaded::default()
+        };
         out.extend(split_component(&order, |rep, doc| {
-            let pair_sets = set(rep).zip(set(doc));
-            oracle.check(rep, doc, pair_sets)
+            oracle.check(rep, doc, &loaded)
         }));
     }
     for (_, c) in &mut out {
@@ -343,10 +378,17 @@ fn engine(cfg: &Config, indexed: Option<std::sync::Arc<against::IndexedSets>>) -
     }
 }
 
-/// Whether verification or the report reads documents' texts again: exact MinHash
+/// Whether verification or the report reads documents' texts again: exact and edit
 /// verification and `--pairs` evidence do.
 fn needs_texts(cfg: &Config) -> bool {
-    cfg.pairs || matches!(cfg.method, MethodConfig::MinHash { exact: true, .. })
+    cfg.pairs
+        || matches!(
+            cfg.method,
+            MethodConfig::MinHash {
+                verify: Verify::Exact | Verify::Edit,
+                ..
+            }
+        )
 }
 
 fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> Ingested {
@@ -355,7 +397,7 @@ fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> I
     let cache = match &cfg.method {
         MethodConfig::MinHash {
             banding,
-            exact: true,
+            verify: Verify::Exact,
             ..
         } => {
             let documents: u64 = files
@@ -366,9 +408,18 @@ fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> I
         }
         _ => None,
     };
+    let bottom_k = match &cfg.method {
+        MethodConfig::MinHash {
+            bottom_k: true,
+            num_perm,
+            ..
+        } => Some((*num_perm, cfg.seed)),
+        _ => None,
+    };
     Ingest {
         engine,
         lanes,
+        bottom_k,
         jsonl: &cfg.jsonl,
         cache: cache.as_ref(),
         msgs: &cfg.messages,
@@ -413,6 +464,7 @@ fn group_exact(
     sigs: &mut [u32],
     lanes: usize,
     first_new: u32,
+    bottom: &mut Sketches,
     stats: &mut Stats,
 ) -> (Vec<Pair>, Vec<u32>) {
     let mut groups: HashMap<u128, Vec<u32>> = HashMap::new();
@@ -444,6 +496,9 @@ fn group_exact(
         let sketched = sketched as usize;
         if sketched != first {
             sigs.copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
+            if bottom.is_on() {
+                bottom.copy(sketched as u32, first as u32);
+            }
             docs[first].fingerprint = docs[sketched].fingerprint;
             docs[first].set = docs[sketched].set.take();
             docs[sketched].outcome = Outcome::Duplicate;
@@ -577,10 +632,11 @@ fn params(cfg: &Config) -> Params {
             banding,
             threshold,
             report_threshold,
-            exact,
+            verify,
+            bottom_k,
             ..
         } => {
-            p.sketch = Some(sketch.name());
+            p.sketch = Some(if *bottom_k { "bottom-k" } else { sketch.name() });
             p.num_perm = Some(*num_perm);
             p.bands = Some(banding.bands);
             p.rows = Some(banding.rows);
@@ -588,7 +644,7 @@ fn params(cfg: &Config) -> Params {
             if report_threshold > threshold {
                 p.min_similarity = Some(*report_threshold);
             }
-            p.verify = if *exact { "exact" } else { "estimate" };
+            p.verify = verify.name();
         }
         MethodConfig::SimHash {
             max_distance,

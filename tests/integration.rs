@@ -9,6 +9,8 @@ mod util;
 
 #[path = "integration/results.rs"]
 mod results;
+#[path = "integration/verify_sketch.rs"]
+mod verify_sketch;
 
 #[path = "integration/dumps.rs"]
 mod dumps;

@@ -533,11 +533,13 @@ pub mod schema {
             );
             assert_u64s(p, &["ngram", "num_perm", "bands", "rows", "seed"], "params");
             assert!(p["threshold"].is_f64(), "{p}");
-            assert!(["oph", "kperm"].contains(&p["sketch"].as_str().unwrap()));
+            let sketches = ["oph", "kperm", "bottom-k"];
+            assert!(sketches.contains(&p["sketch"].as_str().unwrap()), "{p}");
         }
         assert!(["minhash", "simhash"].contains(&p["method"].as_str().unwrap()));
         assert!(["word", "char"].contains(&p["shingle"].as_str().unwrap()));
-        assert!(["exact", "estimate"].contains(&p["verify"].as_str().unwrap()));
+        let verify = ["exact", "estimate", "edit"];
+        assert!(verify.contains(&p["verify"].as_str().unwrap()), "{p}");
         assert!(["components", "strict"].contains(&p["cluster"].as_str().unwrap()));
         let keeps = [
             "first",
@@ -598,7 +600,15 @@ pub mod schema {
             "distinct_shingles",
         ];
         let more = ["skipped", "distinct_shingles_error"];
-        assert_keys(s, &[&counts[..], &more[..]].concat(), &[], "stats");
+        assert_keys(
+            s,
+            &[&counts[..], &more[..]].concat(),
+            &["edit_fallbacks"],
+            "stats",
+        );
+        if let Some(f) = s.get("edit_fallbacks") {
+            assert!(f.is_u64(), "{s}");
+        }
         assert!(s["distinct_shingles_error"].is_f64(), "{s}");
         let parts = [
             "unique_documents",
@@ -678,7 +688,13 @@ pub mod schema {
                 assert_keys(
                     p,
                     &["a", "b", "similarity", "exact"],
-                    &["jaccard", "shared_shingles", "estimate", "band"],
+                    &[
+                        "jaccard",
+                        "shared_shingles",
+                        "edit_similarity",
+                        "estimate",
+                        "band",
+                    ],
                     "pair",
                 );
             }
