@@ -49,6 +49,9 @@ pub enum MethodConfig {
         report_threshold: f64,
         /// Exact Jaccard (true) or signature estimate (false).
         exact: bool,
+        /// `--containment`: the thresholds are containments, candidates come from
+        /// [`crate::containment`] and `banding` is that of documents of one size class.
+        containment: bool,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
@@ -93,6 +96,9 @@ pub struct Config {
 impl Config {
     /// Validates the command line.
     pub fn from_args(args: ScanArgs) -> Result<Config> {
+        if args.containment {
+            containment_conflicts(&args)?;
+        }
         if args.ngram == 0 || args.ngram > MAX_NGRAM {
             bail!(
                 "--ngram must be between 1 and {MAX_NGRAM}, not {}",
@@ -195,6 +201,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     let exact = args.verify.unwrap_or(VerifyArg::Exact) == VerifyArg::Exact;
     let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
         Some(given) => (given, false),
+        None if args.containment => (crate::containment::Scheme::new(t, k).offsets[0], true),
         None => {
             let weight = if exact { RECALL_WEIGHT } else { 1.0 };
             (Banding::choose(t, k, weight), true)
@@ -225,7 +232,37 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         banding_chosen: chosen,
         threshold: t,
         exact,
+        containment: args.containment,
     })
+}
+
+/// Flags that make no sense with `--containment`.
+fn containment_conflicts(args: &ScanArgs) -> Result<()> {
+    if args.method == Method::Simhash {
+        bail!(
+            "--containment applies to --method minhash: a SimHash distance says nothing about how \
+             much of one document is inside another"
+        );
+    }
+    if args.verify == Some(VerifyArg::Estimate) {
+        bail!(
+            "--containment needs --verify exact: containment is computed on the shingle sets, as \
+             a signature estimate at an excerpt's low Jaccard similarity is too coarse"
+        );
+    }
+    if args.bands.is_some() || args.rows.is_some() {
+        bail!(
+            "--bands and --rows do not apply to --containment: its bands are chosen for each pair \
+             of size classes"
+        );
+    }
+    if args.cluster == ClusterArg::Strict {
+        bail!(
+            "--cluster strict does not apply to --containment: containment clusters are the \
+             connected components of containment pairs, each represented by its largest document"
+        );
+    }
+    Ok(())
 }
 
 /// The banding the user gave, if any: a lone `--bands` takes as many rows as fit in K, a lone

@@ -42,6 +42,8 @@ pub struct Engine {
     pub ngram: usize,
     /// Largest file read.
     pub max_size: u64,
+    /// Count each document's distinct shingles (`--containment` needs every set's size).
+    pub sizes: bool,
     /// Signature kind.
     pub sketcher: Sketcher,
 }
@@ -79,6 +81,9 @@ pub struct DocResult {
     /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
     /// MinHash verification.
     pub set: Option<Box<[u64]>>,
+    /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
+    /// or when the engine asks for sizes); 0 otherwise.
+    pub shingles: u64,
 }
 
 impl DocResult {
@@ -89,6 +94,7 @@ impl DocResult {
             hash: 0,
             fingerprint: 0,
             set: None,
+            shingles: 0,
         }
     }
 }
@@ -210,9 +216,10 @@ impl<'a> DocWorker<'a> {
             Sketcher::MinHash { hasher } => {
                 // K-permutation MinHash costs K multiplies per shingle, so repeats are removed
                 // first; OPH costs one, so it sketches without sorting.
-                let sorted = hasher.kind() == SketchKind::Kperm;
+                let sorted = hasher.kind() == SketchKind::Kperm || self.engine.sizes;
                 if sorted {
                     into_set(&mut self.shingles);
+                    r.shingles = self.shingles.len() as u64;
                 }
                 hasher.sketch(&self.shingles, signature, &mut self.scratch);
                 if cache.is_some_and(|c| c.admit(signature, self.shingles.len() * 8)) {

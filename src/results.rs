@@ -9,7 +9,7 @@ use crate::doc::{load_sets, Engine};
 use crate::messages::InputError;
 use crate::oracle::{simhash_cosine, simhash_similarity, Oracle};
 use crate::report::{ClusterOut, DuplicateOut, MemberOut, PairOut};
-use crate::verify::{intersection, jaccard};
+use crate::verify::intersection;
 use crate::walk::FileEntry;
 
 /// What the cluster records are made from.
@@ -84,8 +84,8 @@ fn record(
                 (None, Some(dist)) => (simhash_similarity(dist), Some(dist), false),
                 (None, None) if exact => (1.0, None, false),
                 (None, None) => match (sets.get(&canon(rep)), sets.get(&canon(d))) {
-                    (Some(a), Some(b)) => (jaccard(a, b), None, false),
-                    _ => (oracle.estimate(rep, d), None, true),
+                    (Some(a), Some(b)) => (oracle.set_similarity(a, b), None, false),
+                    _ => (oracle.estimated_similarity(rep, d), None, true),
                 },
             };
             DuplicateOut {
@@ -94,6 +94,7 @@ fn record(
                 distance,
                 exact,
                 estimated,
+                containment: oracle.is_containment().then_some(similarity),
             }
         })
         .collect();
@@ -109,6 +110,17 @@ fn record(
                 exact: p.exact,
                 ..PairOut::default()
             };
+            if oracle.is_containment() {
+                // The smaller set is the contained one; on a tie, the later in path order.
+                let (contained, container) = if oracle.size(p.lo) < oracle.size(p.hi) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                out.contained = Some(contained);
+                out.container = Some(container);
+                out.containment = Some(p.similarity);
+            }
             if inputs.evidence {
                 add_evidence(&mut out, oracle, p.lo, p.hi, sets);
             }
