@@ -9,6 +9,8 @@ mod util;
 
 #[path = "integration/results.rs"]
 mod results;
+#[path = "integration/containment.rs"]
+mod containment;
 
 use std::ffi::OsStr;
 use std::fs;
