@@ -7,10 +7,10 @@
 
 mod util;
 
-#[path = "integration/results.rs"]
-mod results;
 #[path = "integration/containment.rs"]
 mod containment;
+#[path = "integration/results.rs"]
+mod results;
 
 use std::ffi::OsStr;
 use std::fs;
