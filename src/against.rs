@@ -186,6 +186,7 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
             hash: e.content_hash,
             fingerprint: e.simhash,
             set: None,
+            shingles: 0,
         });
         // K values for MinHash (the parameters were checked), none stored for SimHash.
         let start = joined.sigs.len();

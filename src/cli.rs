@@ -138,6 +138,13 @@ pub struct ScanArgs {
     #[arg(short = 'k', long = "num-perm", value_name = "K")]
     pub num_perm: Option<usize>,
 
+    /// Find documents mostly contained in a larger one (an excerpt in its source): --threshold
+    /// is then the containment |A∩B|/|A| of the smaller document A, and each pair says which
+    /// document is contained in which. Candidates are banded per pair of size classes, so an
+    /// excerpt down to 10 % of its source is found.
+    #[arg(long)]
+    pub containment: bool,
+
     /// Number of LSH bands b (default: chosen from --threshold).
     #[arg(long, value_name = "B")]
     pub bands: Option<usize>,

@@ -55,6 +55,9 @@ pub enum MethodConfig {
         /// Keep a bottom-k sketch of `num_perm` values per document for every Jaccard estimate
         /// (`--sketch bottom-k`; the bands still use the OPH signature).
         bottom_k: bool,
+        /// `--containment`: the thresholds are containments, candidates come from
+        /// [`crate::containment`] and `banding` is that of documents of one size class.
+        containment: bool,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
@@ -125,6 +128,9 @@ pub struct Config {
 impl Config {
     /// Validates the command line.
     pub fn from_args(args: ScanArgs) -> Result<Config> {
+        if args.containment {
+            containment_conflicts(&args)?;
+        }
         if args.ngram == 0 || args.ngram > MAX_NGRAM {
             bail!(
                 "--ngram must be between 1 and {MAX_NGRAM}, not {}",
@@ -300,9 +306,15 @@ impl Config {
             return Ok(());
         }
         if let MethodConfig::MinHash {
-            verify, bottom_k, ..
+            verify,
+            bottom_k,
+            containment,
+            ..
         } = &self.method
         {
+            if *containment {
+                bail!("--containment cannot be used with an index yet (it needs every set's size)");
+            }
             if *verify == Verify::Edit {
                 bail!("--verify edit cannot be used with an index (it stores shingle sets, not token sequences)");
             }
@@ -333,6 +345,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     };
     let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
         Some(given) => (given, false),
+        None if args.containment => (crate::containment::Scheme::new(t, k).offsets[0], true),
         None => {
             // Checking documents makes a false candidate cheap, so favour recall.
             let weight = if verify == Verify::Estimate {
@@ -369,7 +382,40 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         banding_chosen: chosen,
         threshold: t,
         verify,
+        containment: args.containment,
     })
+}
+
+/// Flags that make no sense with `--containment`.
+fn containment_conflicts(args: &ScanArgs) -> Result<()> {
+    if args.method == Method::Simhash {
+        bail!(
+            "--containment applies to --method minhash: a SimHash distance says nothing about how \
+             much of one document is inside another"
+        );
+    }
+    if args.verify.is_some_and(|v| v != VerifyArg::Exact) {
+        bail!(
+            "--containment needs --verify exact: containment is computed on the shingle sets, as \
+             a signature estimate at an excerpt's low Jaccard similarity is too coarse"
+        );
+    }
+    if args.sketch == Some(SketchArg::BottomK) {
+        bail!("--containment works on the OPH or K-permutation signature, not --sketch bottom-k");
+    }
+    if args.bands.is_some() || args.rows.is_some() {
+        bail!(
+            "--bands and --rows do not apply to --containment: its bands are chosen for each pair \
+             of size classes"
+        );
+    }
+    if args.cluster == ClusterArg::Strict {
+        bail!(
+            "--cluster strict does not apply to --containment: containment clusters are the \
+             connected components of containment pairs, each represented by its largest document"
+        );
+    }
+    Ok(())
 }
 
 /// The banding the user gave, if any: a lone `--bands` takes as many rows as fit in K, a lone

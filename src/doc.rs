@@ -45,6 +45,8 @@ pub struct Engine {
     pub ngram: usize,
     /// Largest file read (and largest decompressed content of a compressed file).
     pub max_size: u64,
+    /// Count each document's distinct shingles (`--containment` needs every set's size).
+    pub sizes: bool,
     /// Signature kind.
     pub sketcher: Sketcher,
     /// Texts of the dump records that verification reads again.
@@ -86,6 +88,9 @@ pub struct DocResult {
     /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
     /// MinHash verification.
     pub set: Option<Box<[u64]>>,
+    /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
+    /// or when the engine asks for sizes); 0 otherwise.
+    pub shingles: u64,
 }
 
 impl DocResult {
@@ -96,6 +101,7 @@ impl DocResult {
             hash: 0,
             fingerprint: 0,
             set: None,
+            shingles: 0,
         }
     }
 }
@@ -256,9 +262,10 @@ impl<'a> DocWorker<'a> {
             Sketcher::MinHash { hasher } => {
                 // K-permutation MinHash costs K multiplies per shingle, so repeats are removed
                 // first; OPH costs one, so it sketches without sorting.
-                let sorted = hasher.kind() == SketchKind::Kperm;
+                let sorted = hasher.kind() == SketchKind::Kperm || self.engine.sizes;
                 if sorted {
                     into_set(&mut self.shingles);
+                    r.shingles = self.shingles.len() as u64;
                 }
                 hasher.sketch(&self.shingles, signature, &mut self.scratch);
                 if cache.is_some_and(|c| c.admit(signature, self.shingles.len() * 8)) {

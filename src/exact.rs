@@ -1,4 +1,5 @@
 //! Exact verification of MinHash candidates, in batches that bound memory.
+//! (The measure is Jaccard, or containment with `--containment`; the batching is the same.)
 //!
 //! Exact Jaccard needs both documents' shingle sets: about 1.6 bytes per byte of text for word
 //! shingles (one 64-bit hash per ~5-byte word), up to 8 for character shingles (one per
@@ -24,7 +25,7 @@ use crate::cluster::UnionFind;
 use crate::doc::{DocResult, DocWorker, Engine};
 use crate::messages::{display_path, InputError, Messages};
 use crate::shingle::{into_set, ShingleKind};
-use crate::verify::{connect, jaccard_at_least, Verification};
+use crate::verify::{connect, Verification};
 use crate::walk::FileEntry;
 
 /// Estimated shingle-set bytes loaded per batch.
@@ -136,8 +137,12 @@ pub struct ExactVerifier<'a, P> {
     pub engine: &'a Engine,
     /// Warnings and progress.
     pub msgs: &'a Messages,
-    /// The Jaccard similarity a pair must reach.
+    /// The similarity a pair must reach.
     pub threshold: f64,
+    /// The exact similarity of two sorted sets when it reaches the threshold:
+    /// [`crate::verify::jaccard_at_least`], or [`crate::verify::containment_at_least`] with
+    /// `--containment`.
+    pub measure: fn(&[u64], &[u64], f64) -> Option<f64>,
     /// False when the signatures rule a pair out (the estimate prefilter).
     pub plausible: P,
 }
@@ -170,7 +175,7 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                     return None;
                 }
                 let (a, b) = (sets.get(&lo)?, sets.get(&hi)?);
-                jaccard_at_least(a, b, self.threshold).map(|j| (j, None))
+                (self.measure)(a, b, self.threshold).map(|j| (j, None))
             })
         })
     }

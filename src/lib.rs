@@ -11,6 +11,7 @@
 //! minhash / simhash       shingles → signature / fingerprint
 //! doc                     the per-file work above, run in parallel
 //! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
+//! containment             --containment: bands per pair of size classes instead
 //! verify / exact          candidates → exact Jaccard / Hamming → joined pairs
 //! edit_verify / material  (--verify edit) candidates → token edit similarity → joined pairs
 //! cluster                 union-find → clusters with a spanning set of pairs
@@ -26,6 +27,7 @@ pub mod buckets;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod containment;
 pub mod doc;
 pub mod dump;
 pub mod edit;

@@ -7,12 +7,13 @@
 
 use crate::bottomk::Sketches;
 use crate::config::{MethodConfig, Verify};
+use crate::containment::{self, containment_from_jaccard, Scheme};
 use crate::doc::DocResult;
 use crate::lsh::{estimate_floor, Banding};
 use crate::material::Loaded;
 use crate::minhash::estimate;
 use crate::simhash;
-use crate::verify::{jaccard_at_least, Score};
+use crate::verify::{containment_at_least, jaccard, jaccard_at_least, Score};
 
 /// Read-only view of the sketches.
 pub struct Oracle<'a> {
@@ -65,6 +66,42 @@ impl Oracle<'_> {
         }
     }
 
+    /// Distinct shingles of `d`'s content (counted only for `--containment`).
+    pub fn size(&self, d: u32) -> u64 {
+        self.docs[self.canon[d as usize] as usize].shingles
+    }
+
+    /// True with `--containment`: similarities are containments of the smaller document.
+    pub fn is_containment(&self) -> bool {
+        matches!(
+            self.method,
+            MethodConfig::MinHash {
+                containment: true,
+                ..
+            }
+        )
+    }
+
+    /// The similarity of two sorted shingle sets: Jaccard, or the containment of the smaller.
+    pub fn set_similarity(&self, a: &[u64], b: &[u64]) -> f64 {
+        if self.is_containment() {
+            containment_at_least(a, b, 0.0).unwrap_or(0.0)
+        } else {
+            jaccard(a, b)
+        }
+    }
+
+    /// The signatures' estimate of the pair's similarity (containment: from the Jaccard estimate
+    /// and the exact set sizes).
+    pub fn estimated_similarity(&self, a: u32, b: u32) -> f64 {
+        let e = self.estimate(a, b);
+        if self.is_containment() {
+            containment_from_jaccard(e, self.size(a), self.size(b))
+        } else {
+            e
+        }
+    }
+
     /// True when exact verification needs the two shingle sets to judge pairs.
     pub fn needs_sets(&self) -> bool {
         self.verify() == Some(Verify::Exact)
@@ -78,6 +115,17 @@ impl Oracle<'_> {
     /// False when the signatures rule the pair out of exact verification (the prefilter).
     pub fn plausible(&self, a: u32, b: u32) -> bool {
         match self.method {
+            MethodConfig::MinHash {
+                report_threshold,
+                containment: true,
+                ..
+            } => containment::plausible(
+                self.estimate(a, b),
+                self.size(a),
+                self.size(b),
+                self.lanes,
+                *report_threshold,
+            ),
             MethodConfig::MinHash {
                 report_threshold, ..
             } => self.estimate(a, b) >= estimate_floor(*report_threshold, self.lanes),
@@ -103,7 +151,12 @@ impl Oracle<'_> {
                     return None;
                 }
                 let (sa, sb) = (material(a).set?, material(b).set?);
-                jaccard_at_least(sa, sb, *report_threshold).map(|j| (j, None))
+                let measure = if self.is_containment() {
+                    containment_at_least
+                } else {
+                    jaccard_at_least
+                };
+                measure(sa, sb, *report_threshold).map(|j| (j, None))
             }
             MethodConfig::MinHash {
                 report_threshold,
@@ -136,6 +189,12 @@ impl Oracle<'_> {
     /// grouped by content hash, can be reported that way).
     pub fn first_table(&self, a: u32, b: u32) -> Option<usize> {
         match self.method {
+            MethodConfig::MinHash {
+                containment: true,
+                threshold,
+                ..
+            } => Scheme::new(*threshold, self.lanes)
+                .first_band((self.size(a), self.size(b)), (self.sig(a), self.sig(b))),
             MethodConfig::MinHash {
                 banding: Banding { bands, rows },
                 ..

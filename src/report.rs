@@ -77,6 +77,10 @@ pub struct Params {
     pub cluster: &'static str,
     /// The `--keep` policy that chose each representative.
     pub keep: &'static str,
+    /// `--containment`: similarities are the containment of the smaller document in the larger
+    /// (present only when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub containment: bool,
 }
 
 /// Counts of what the scan saw and did.
@@ -223,6 +227,10 @@ pub struct DuplicateOut {
     /// True when `similarity` is the MinHash signature estimate (`--verify estimate`, or a
     /// member joined through another member and not compared with the representative itself).
     pub estimated: bool,
+    /// `--containment`: the share of this document's shingles found in the representative,
+    /// the largest member (the same value as `similarity`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containment: Option<f64>,
 }
 
 /// One verified pair of a cluster.
@@ -240,6 +248,17 @@ pub struct PairOut {
     pub distance: Option<u32>,
     /// True when the two files are byte-identical.
     pub exact: bool,
+    /// `--containment`: index into `members` of the contained document, the one with fewer
+    /// distinct shingles (on a tie, the later in path order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contained: Option<usize>,
+    /// `--containment`: index into `members` of the containing document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<usize>,
+    /// `--containment`: |A∩B| / |A| with A the contained document (the same value as
+    /// `similarity`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containment: Option<f64>,
     /// `--pairs`: exact Jaccard similarity of the two shingle sets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jaccard: Option<f64>,

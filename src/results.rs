@@ -12,7 +12,7 @@ use crate::material::{Loaded, Want};
 use crate::messages::InputError;
 use crate::oracle::{simhash_cosine, simhash_similarity, Oracle};
 use crate::report::{ClusterOut, DuplicateOut, MemberOut, PairOut};
-use crate::verify::{intersection, jaccard};
+use crate::verify::intersection;
 use crate::walk::FileEntry;
 
 /// What the cluster records are made from.
@@ -96,8 +96,8 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
                     let (x, y) = (loaded.get(canon(rep)), loaded.get(canon(d)));
                     match (x.tokens.zip(y.tokens), x.set.zip(y.set)) {
                         (Some((a, b)), _) => (edit_similarity(a, b), None, false),
-                        (None, Some((a, b))) => (jaccard(a, b), None, false),
-                        (None, None) => (oracle.estimate(rep, d), None, true),
+                        (None, Some((a, b))) => (oracle.set_similarity(a, b), None, false),
+                        (None, None) => (oracle.estimated_similarity(rep, d), None, true),
                     }
                 }
             };
@@ -107,6 +107,7 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
                 distance,
                 exact,
                 estimated,
+                containment: oracle.is_containment().then_some(similarity),
             }
         })
         .collect();
@@ -122,6 +123,17 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
                 exact: p.exact,
                 ..PairOut::default()
             };
+            if oracle.is_containment() {
+                // The smaller set is the contained one; on a tie, the later in path order.
+                let (contained, container) = if oracle.size(p.lo) < oracle.size(p.hi) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                out.contained = Some(contained);
+                out.container = Some(container);
+                out.containment = Some(p.similarity);
+            }
             if inputs.evidence {
                 add_evidence(&mut out, oracle, p.lo, p.hi, loaded);
             }

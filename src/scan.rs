@@ -21,6 +21,7 @@ use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
 use crate::cluster::{clusters, Cluster, Pair, UnionFind};
 use crate::config::{Config, MethodConfig, Verify};
+use crate::containment;
 use crate::doc::{DocResult, Engine, Outcome, Sketcher};
 use crate::edit_verify::EditVerifier;
 use crate::exact::ExactVerifier;
@@ -37,7 +38,7 @@ use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
 use crate::strict::split_component;
-use crate::verify::{all_buckets, connect, Score};
+use crate::verify::{all_buckets, connect, containment_at_least, jaccard_at_least, Score};
 use crate::walk::{walk, FileEntry};
 
 /// A finished scan: the report and the exit status it implies.
@@ -145,6 +146,26 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let verification = match &cfg.method {
         MethodConfig::MinHash {
             report_threshold,
+            containment: true,
+            ..
+        } => {
+            let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
+            let size = |d: u32| sizes[d as usize];
+            let verifier = ExactVerifier {
+                files: &files,
+                engine: &engine,
+                msgs,
+                threshold: *report_threshold,
+                measure: containment_at_least,
+                plausible: |a: u32, b: u32| {
+                    let e = estimate(sig(a), sig(b));
+                    containment::plausible(e, size(a), size(b), lanes, *report_threshold)
+                },
+            };
+            verifier.run(&mut docs, &tables, &mut uf, &mut errors)
+        }
+        MethodConfig::MinHash {
+            report_threshold,
             verify: Verify::Exact,
             ..
         } => {
@@ -154,6 +175,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 engine: &engine,
                 msgs,
                 threshold: *report_threshold,
+                measure: jaccard_at_least,
                 plausible: |a: u32, b: u32| {
                     b.max(a) >= first_new && jaccard_estimate(a, b) >= floor
                 },
@@ -225,6 +247,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             .map(|c| {
                 let mut order = c.members.clone();
                 keep::sort(cfg.keep, &mut order, facts);
+                if oracle.is_containment() {
+                    containment::largest_first(&mut order, |d| oracle.size(d));
+                }
                 (order[0], c)
             })
             .collect(),
@@ -372,6 +397,13 @@ fn engine(cfg: &Config, indexed: Option<std::sync::Arc<against::IndexedSets>>) -
         shingle: cfg.shingle,
         ngram: cfg.ngram,
         max_size: cfg.walk.max_size,
+        sizes: matches!(
+            cfg.method,
+            MethodConfig::MinHash {
+                containment: true,
+                ..
+            }
+        ),
         sketcher,
         spill: Default::default(),
         indexed,
@@ -501,6 +533,7 @@ fn group_exact(
             }
             docs[first].fingerprint = docs[sketched].fingerprint;
             docs[first].set = docs[sketched].set.take();
+            docs[first].shingles = docs[sketched].shingles;
             docs[sketched].outcome = Outcome::Duplicate;
             docs[first].outcome = Outcome::Sketched;
         }
@@ -544,6 +577,16 @@ fn bucket(
     docs: &[DocResult],
 ) -> Vec<Buckets> {
     match &cfg.method {
+        MethodConfig::MinHash {
+            containment: true,
+            threshold,
+            num_perm,
+            ..
+        } => {
+            let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
+            let scheme = containment::Scheme::new(*threshold, *num_perm);
+            containment::tables(&scheme, units, sigs, lanes, &sizes)
+        }
         MethodConfig::MinHash { banding, .. } => (0..banding.bands)
             .map(|band| {
                 let r = banding.rows;
@@ -573,6 +616,17 @@ fn bucket(
 /// Says on stderr which banding `--threshold` chose and what it means for a pair at the
 /// threshold (after the roots are known to be there, so an error comes alone).
 fn note_banding(cfg: &Config) {
+    if let MethodConfig::MinHash {
+        containment: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages
+            .note(&containment::Scheme::new(*threshold, *num_perm).describe());
+        return;
+    }
     if let MethodConfig::MinHash {
         banding,
         banding_chosen: true,
@@ -624,6 +678,7 @@ fn params(cfg: &Config) -> Params {
             ClusterArg::Strict => "strict",
         },
         keep: keep::name(cfg.keep),
+        containment: false,
     };
     match &cfg.method {
         MethodConfig::MinHash {
@@ -634,6 +689,7 @@ fn params(cfg: &Config) -> Params {
             report_threshold,
             verify,
             bottom_k,
+            containment,
             ..
         } => {
             p.sketch = Some(if *bottom_k { "bottom-k" } else { sketch.name() });
@@ -645,6 +701,7 @@ fn params(cfg: &Config) -> Params {
                 p.min_similarity = Some(*report_threshold);
             }
             p.verify = verify.name();
+            p.containment = *containment;
         }
         MethodConfig::SimHash {
             max_distance,

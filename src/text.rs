@@ -1,6 +1,7 @@
 //! `--format text`: the report for people reading in a terminal. One block per cluster, the
 //! representative first (`keep`), then each duplicate with its similarity to it; unreadable
-//! inputs and a one-line summary at the end. Names are escaped like warnings, so a file name
+//! inputs and a one-line summary at the end. With `--containment` each duplicate shows how much
+//! of it is contained in the representative. Names are escaped like warnings, so a file name
 //! cannot drive the terminal. Colour only when asked (`--color`, decided in config).
 
 use std::io::{self, Write};
@@ -24,6 +25,11 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         }
     };
     let total = report.clusters.len();
+    let measure = if report.params.containment {
+        "containment"
+    } else {
+        "similarity"
+    };
     for c in &report.clusters {
         writeln!(
             out,
@@ -31,7 +37,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
             paint(
                 DIM,
                 &format!(
-                    "cluster {} of {total}: {} documents, similarity {:.3} to {:.3}",
+                    "cluster {} of {total}: {} documents, {measure} {:.3} to {:.3}",
                     c.id + 1,
                     c.size,
                     c.min_similarity,
@@ -91,10 +97,15 @@ fn name(m: &MemberOut) -> String {
     }
 }
 
-/// "0.912", "1.000 exact", "0.953 distance 3", "~0.87 estimated".
+/// "0.912", "1.000 exact", "0.953 distance 3", "~0.87 estimated"; with `--containment`,
+/// "0.950 contained in keep" (the share of the duplicate found in the representative).
 fn similarity(d: &DuplicateOut) -> String {
     if d.exact {
         return "1.000 exact".to_string();
+    }
+    if d.containment.is_some() {
+        let tilde = if d.estimated { "~" } else { "" };
+        return format!("{tilde}{:.3} contained in keep", d.similarity);
     }
     match (d.distance, d.estimated) {
         (Some(dist), _) => format!("{:.3} distance {dist}", d.similarity),

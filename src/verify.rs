@@ -175,6 +175,18 @@ pub fn jaccard_at_least(a: &[u64], b: &[u64], threshold: f64) -> Option<f64> {
     (j >= threshold).then_some(j)
 }
 
+/// Exact containment |A∩B| / min(|A|, |B|) of the smaller set in the larger when it reaches
+/// `threshold`, else None (`--containment`).
+pub fn containment_at_least(a: &[u64], b: &[u64], threshold: f64) -> Option<f64> {
+    let small = a.len().min(b.len());
+    let c = if small == 0 {
+        1.0
+    } else {
+        intersection(a, b) as f64 / small as f64
+    };
+    (c >= threshold).then_some(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +200,19 @@ mod tests {
         assert_eq!(
             jaccard_at_least(&[1, 2, 3, 4], &[1, 2, 3, 5], 0.6),
             Some(0.6)
+        );
+        // Containment is that of the smaller set, whichever side it is on.
+        assert_eq!(
+            containment_at_least(&[1, 2, 3, 4, 5], &[2, 4], 0.8),
+            Some(1.0)
+        );
+        assert_eq!(
+            containment_at_least(&[1, 2, 3], &[2, 3, 4, 5, 6], 0.6),
+            Some(2.0 / 3.0)
+        );
+        assert_eq!(
+            containment_at_least(&[1, 2, 3], &[2, 3, 4, 5, 6], 0.7),
+            None
         );
     }
 

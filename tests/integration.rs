@@ -7,6 +7,8 @@
 
 mod util;
 
+#[path = "integration/containment.rs"]
+mod containment;
 #[path = "integration/results.rs"]
 mod results;
 #[path = "integration/verify_sketch.rs"]

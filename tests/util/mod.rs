@@ -528,10 +528,13 @@ pub mod schema {
             assert_keys(
                 p,
                 &[&keys[..], &more[..]].concat(),
-                &["min_similarity"],
+                &["min_similarity", "containment"],
                 "params",
             );
             assert_u64s(p, &["ngram", "num_perm", "bands", "rows", "seed"], "params");
+            if let Some(c) = p.get("containment") {
+                assert_eq!(c, true, "present only when true: {p}");
+            }
             assert!(p["threshold"].is_f64(), "{p}");
             let sketches = ["oph", "kperm", "bottom-k"];
             assert!(sketches.contains(&p["sketch"].as_str().unwrap()), "{p}");
@@ -663,7 +666,11 @@ pub mod schema {
             "{c}"
         );
         for d in duplicates {
-            let optional: &[&str] = if simhash { &[] } else { &["distance"] };
+            let optional: &[&str] = if simhash {
+                &[]
+            } else {
+                &["distance", "containment"]
+            };
             let required: &[&str] = if simhash {
                 &["similarity", "exact", "estimated", "distance"]
             } else {
@@ -694,6 +701,9 @@ pub mod schema {
                         "edit_similarity",
                         "estimate",
                         "band",
+                        "contained",
+                        "container",
+                        "containment",
                     ],
                     "pair",
                 );

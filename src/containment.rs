@@ -1,0 +1,343 @@
+//! Containment candidates (`--containment`): documents mostly contained in a larger one, found
+//! by banding per pair of size classes (after LSH Ensemble, Zhu et al., VLDB 2016).
+//!
+//! The containment of A in B is C = |A∩B| / |A|, A the document with fewer distinct shingles.
+//! Jaccard banding at the threshold misses excerpts: an excerpt of 30 % of a document has
+//! C = 1 but J ≈ 0.3. With q = |B| / |A| ≥ 1, J = C / (1 + q − C), so a pair with C ≥ t has
+//! J ≥ t / (1 + q − t): the lower Jaccard a pair can have grows with the size ratio.
+//!
+//! So documents are put in geometric size classes, class c holding the sets of 2^c to
+//! 2^(c+1) − 1 distinct shingles, and each class is banded against itself and the
+//! [`MAX_OFFSET`] classes above it. For classes d apart, q < 2^(d+1); capped at the documented
+//! range [`MAX_RATIO`], that gives the lowest Jaccard J*_d of a pair at the threshold, and
+//! offset d takes the longest bands (r rows, ⌊K/r⌋ bands) for which such a pair is a candidate
+//! with probability at least [`TARGET_RECALL`] (or r = 1 when none is). A pair with q ≤
+//! [`MAX_RATIO`] has classes at most [`MAX_OFFSET`] apart (2^(d−1) < q), so
+//! [`Scheme::recall`], the least of the offsets' candidate probabilities at J*_d, bounds its
+//! chance of being a candidate from below.
+//!
+//! The tables are one [`Buckets`] per (offset, band): a document enters table (d, band) once
+//! for the class pair (c, c + d) it is the lower member of and once for (c − d, c), the key
+//! salted with the lower class, so only documents of the same class pair share a bucket.
+//! Exact verification then computes C on the real shingle sets, batch by batch, as for Jaccard.
+
+use rayon::prelude::*;
+
+use crate::buckets::Buckets;
+use crate::lsh::{band_key, estimate_floor, Banding};
+use crate::minhash::mix64;
+
+/// The size ratio |B| / |A| up to which the recall bound holds: an excerpt down to 10 % of its
+/// source.
+pub const MAX_RATIO: f64 = 10.0;
+
+/// How many size classes apart two documents may be and still be banded together: the largest
+/// d with 2^(d−1) < [`MAX_RATIO`]. Documents further apart (q > 2^(d+1) = 32) are never
+/// candidates.
+pub const MAX_OFFSET: u32 = 4;
+
+/// The least chance the chosen bands give a pair at the threshold (within [`MAX_RATIO`]) of
+/// becoming a candidate, when K allows it.
+pub const TARGET_RECALL: f64 = 0.999;
+
+/// The size class of a set of `size` distinct shingles: ⌊log₂ size⌋.
+pub fn class(size: u64) -> u32 {
+    63 - size.max(1).leading_zeros()
+}
+
+/// The lowest Jaccard similarity of a pair with containment `t` and size ratio `q` ≥ 1.
+pub fn jaccard_floor(t: f64, q: f64) -> f64 {
+    t / (1.0 + q - t)
+}
+
+/// Containment of the smaller set in the larger implied by Jaccard `j` and the two sizes
+/// (|A∩B| = j·(|A| + |B|) / (1 + j)), at most 1.
+pub fn containment_from_jaccard(j: f64, a: u64, b: u64) -> f64 {
+    let small = a.min(b).max(1) as f64;
+    (j * (a + b) as f64 / ((1.0 + j) * small)).min(1.0)
+}
+
+/// The banding of each class offset for a threshold and signature length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheme {
+    /// Containment threshold t.
+    pub threshold: f64,
+    /// Banding for classes d apart, d = 0 ..= [`MAX_OFFSET`].
+    pub offsets: Vec<Banding>,
+}
+
+impl Scheme {
+    /// The scheme for containment threshold `t` and `k` signature values.
+    pub fn new(t: f64, k: usize) -> Scheme {
+        let offsets = (0..=MAX_OFFSET)
+            .map(|d| {
+                let j = Self::worst_jaccard(t, d);
+                (1..=k.max(1))
+                    .rev()
+                    .map(|rows| Banding {
+                        bands: k / rows,
+                        rows,
+                    })
+                    .find(|b| b.candidate_probability(j) >= TARGET_RECALL)
+                    .unwrap_or(Banding {
+                        bands: k.max(1),
+                        rows: 1,
+                    })
+            })
+            .collect();
+        Scheme {
+            threshold: t,
+            offsets,
+        }
+    }
+
+    /// J*_d: the lowest Jaccard of a pair at the threshold whose classes are `d` apart and whose
+    /// size ratio is within [`MAX_RATIO`] (q < 2^(d+1)).
+    pub fn worst_jaccard(t: f64, d: u32) -> f64 {
+        jaccard_floor(t, f64::from(1u32 << (d + 1)).min(MAX_RATIO))
+    }
+
+    /// The least candidate probability of a pair at the threshold with a size ratio up to
+    /// [`MAX_RATIO`]: the recall bound of the candidates.
+    pub fn recall(&self) -> f64 {
+        self.offsets
+            .iter()
+            .zip(0..)
+            .map(|(b, d)| b.candidate_probability(Self::worst_jaccard(self.threshold, d)))
+            .fold(1.0, f64::min)
+    }
+
+    /// The chance that a pair at the threshold with size ratio `q` becomes a candidate, given
+    /// how many classes apart it is (0 beyond [`MAX_OFFSET`]).
+    pub fn candidate_probability(&self, q: f64, offset: u32) -> f64 {
+        self.offsets.get(offset as usize).map_or(0.0, |b| {
+            b.candidate_probability(jaccard_floor(self.threshold, q))
+        })
+    }
+
+    /// The scan's note on stderr: the banding and the recall it gives.
+    pub fn describe(&self) -> String {
+        let bandings: Vec<String> = self
+            .offsets
+            .iter()
+            .map(|b| format!("{}×{}", b.bands, b.rows))
+            .collect();
+        format!(
+            "threshold {} (containment): sets in size classes 2^c to 2^(c+1), each banded against \
+             the {MAX_OFFSET} classes above it (bands×rows per class offset 0..{MAX_OFFSET}: {}); a \
+             pair at the threshold with a size ratio up to {MAX_RATIO} becomes a candidate with \
+             probability at least {:.4}",
+            self.threshold,
+            bandings.join(", "),
+            self.recall()
+        )
+    }
+
+    /// Number of tables: the bands of every offset.
+    pub fn tables(&self) -> usize {
+        self.offsets.iter().map(|b| b.bands).sum()
+    }
+
+    /// The band (of the pair's class offset) in which two signatures agree, the one that made
+    /// the pair a candidate.
+    pub fn first_band(&self, sizes: (u64, u64), sigs: (&[u32], &[u32])) -> Option<usize> {
+        let offset = class(sizes.0).abs_diff(class(sizes.1));
+        let b = self.offsets.get(offset as usize)?;
+        let r = b.rows;
+        (0..b.bands).find(|i| sigs.0[i * r..(i + 1) * r] == sigs.1[i * r..(i + 1) * r])
+    }
+}
+
+/// The exact-verification prefilter: false when the signature estimate `estimate` (of `k`
+/// values) rules out containment ≥ `t` for sets of sizes `a` and `b`, with the same 10⁻⁶ miss
+/// chance as for Jaccard: the floor is that of the lowest Jaccard the pair could have,
+/// t / (1 + q − t).
+pub fn plausible(estimate: f64, a: u64, b: u64, k: usize, t: f64) -> bool {
+    let q = a.max(b) as f64 / a.min(b).max(1) as f64;
+    estimate >= estimate_floor(jaccard_floor(t, q), k)
+}
+
+/// The candidate tables of `units` (distinct-content documents), one per (offset, band).
+/// `sizes[d]` is document d's number of distinct shingles; signatures are `lanes` per document.
+pub fn tables(
+    scheme: &Scheme,
+    units: &[u32],
+    sigs: &[u32],
+    lanes: usize,
+    sizes: &[u64],
+) -> Vec<Buckets> {
+    let mut out = Vec::with_capacity(scheme.tables());
+    for (d, banding) in (0u32..).zip(&scheme.offsets) {
+        for band in 0..banding.bands {
+            let r = banding.rows;
+            let mut entries: Vec<(u64, u32)> = units
+                .par_iter()
+                .flat_map_iter(|&u| {
+                    let start = u as usize * lanes + band * r;
+                    let key = band_key(band, &sigs[start..start + r]);
+                    let c = class(sizes[u as usize]);
+                    // As the lower class of (c, c + d), and as the upper class of (c − d, c).
+                    let lower = Some(salted(key, c));
+                    let upper = (d > 0 && c >= d).then(|| salted(key, c - d));
+                    lower.into_iter().chain(upper).map(move |k| (k, u))
+                })
+                .collect();
+            // Two salts giving one key (a 2^-64 chance) must not put a document twice in a bucket.
+            entries.par_sort_unstable();
+            entries.dedup();
+            out.push(Buckets::from_keys(entries));
+        }
+    }
+    out
+}
+
+fn salted(key: u64, lower_class: u32) -> u64 {
+    mix64(key ^ mix64(u64::from(lower_class) ^ 0xC0E7_A1ED_C0E7_A1ED))
+}
+
+/// Reorders `members` (already in `--keep` order) so the largest set comes first: the
+/// representative of a containment cluster is its container. Stable, so ties keep `--keep`
+/// order.
+pub fn largest_first(members: &mut [u32], size: impl Fn(u32) -> u64) {
+    members.sort_by_key(|&d| std::cmp::Reverse(size(d)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::minhash::splitmix64;
+
+    #[test]
+    fn classes_are_powers_of_two() {
+        assert_eq!(class(1), 0);
+        assert_eq!(class(2), 1);
+        assert_eq!(class(3), 1);
+        assert_eq!(class(1023), 9);
+        assert_eq!(class(1024), 10);
+        // The documented offset: 2^(d−1) < MAX_RATIO ≤ 2^d.
+        assert!(f64::from(1u32 << (MAX_OFFSET - 1)) < MAX_RATIO);
+        assert!(f64::from(1u32 << MAX_OFFSET) >= MAX_RATIO);
+    }
+
+    #[test]
+    fn jaccard_floor_is_the_jaccard_of_a_contained_pair() {
+        // An excerpt of 30 % of a document: |A| = 30, |B| = 100, A ⊂ B, J = 30/100.
+        assert!((jaccard_floor(1.0, 100.0 / 30.0) - 0.3).abs() < 1e-12);
+        // 24 of 30 shared (C = 0.8) with 100: J = 24 / 106.
+        assert!((jaccard_floor(0.8, 100.0 / 30.0) - 24.0 / 106.0).abs() < 1e-12);
+        assert!((containment_from_jaccard(24.0 / 106.0, 30, 100) - 0.8).abs() < 1e-12);
+        assert_eq!(containment_from_jaccard(1.0, 5, 5), 1.0);
+    }
+
+    #[test]
+    fn recall_at_the_threshold_is_the_least_over_every_ratio_in_range() {
+        for t in [0.5, 0.6, 0.7, 0.8, 0.9, 1.0] {
+            let s = Scheme::new(t, 128);
+            let mut least = f64::INFINITY;
+            for (d, b) in (0u32..).zip(&s.offsets) {
+                assert!(b.bands * b.rows <= 128, "{b:?}");
+                // Every ratio a pair of classes d apart can have within the range.
+                let lo = if d == 0 {
+                    1.0
+                } else {
+                    f64::from(1u32 << (d - 1))
+                };
+                let hi = f64::from(1u32 << (d + 1)).min(MAX_RATIO);
+                for i in 0..=20 {
+                    let q = lo + (hi - lo) * f64::from(i) / 20.0;
+                    let p = s.candidate_probability(q, d);
+                    assert!(p >= s.recall() - 1e-12, "t={t} d={d} q={q}: {p}");
+                    least = least.min(p);
+                }
+            }
+            assert!((least - s.recall()).abs() < 1e-12, "t={t}");
+            // The README's figures for K = 128: at least 0.999 from t = 0.6 up, 0.998 at 0.5.
+            let documented = if t >= 0.6 { TARGET_RECALL } else { 0.998 };
+            assert!(
+                s.recall() >= documented,
+                "t={t}: {s:?} gives {}",
+                s.recall()
+            );
+        }
+        // The defaults: 2 rows for one class, single values for classes further apart.
+        let s = Scheme::new(0.8, 128);
+        assert_eq!(s.offsets[0], Banding { bands: 64, rows: 2 });
+        assert_eq!(
+            s.offsets[1],
+            Banding {
+                bands: 128,
+                rows: 1
+            }
+        );
+        assert!(s.recall() > 0.9998, "{}", s.recall());
+    }
+
+    #[test]
+    fn a_short_signature_reports_the_recall_it_can_give() {
+        // K = 16 cannot reach the target at q = 10: one value per band is the best it can do.
+        let s = Scheme::new(0.8, 16);
+        let worst = Scheme::worst_jaccard(0.8, MAX_OFFSET);
+        assert_eq!(
+            s.offsets[MAX_OFFSET as usize],
+            Banding { bands: 16, rows: 1 }
+        );
+        assert!((s.recall() - (1.0 - (1.0 - worst).powi(16))).abs() < 1e-12);
+        assert!(s.recall() < TARGET_RECALL);
+    }
+
+    #[test]
+    fn only_documents_of_nearby_classes_share_a_bucket() {
+        // Five documents with equal signatures: sizes 10 (class 3), 12 (3), 40 (5), 100 (6),
+        // 3000 (11). Class 11 is more than MAX_OFFSET above the others.
+        let lanes = 8;
+        let sigs = vec![7u32; 5 * lanes];
+        let sizes = [10, 12, 40, 100, 3000];
+        let scheme = Scheme::new(0.8, lanes);
+        let t = tables(&scheme, &[0, 1, 2, 3, 4], &sigs, lanes, &sizes);
+        assert_eq!(t.len(), scheme.tables());
+        let mut pairs = std::collections::BTreeSet::new();
+        for b in &t {
+            for i in 0..b.len() {
+                let docs = b.bucket(i);
+                assert!(docs.windows(2).all(|w| w[0] < w[1]), "{docs:?}");
+                for (x, &a) in docs.iter().enumerate() {
+                    for &c in &docs[x + 1..] {
+                        pairs.insert((a, c));
+                    }
+                }
+            }
+        }
+        let expected = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+        assert_eq!(pairs.into_iter().collect::<Vec<_>>(), expected);
+    }
+
+    #[test]
+    fn simulated_pairs_at_the_threshold_are_candidates_as_often_as_the_bound_says() {
+        // Signatures of pairs at the worst Jaccard of the widest offset, each value agreeing
+        // with probability J*; the rate of pairs with an agreeing band is at least the bound.
+        let scheme = Scheme::new(0.8, 128);
+        let d = MAX_OFFSET;
+        let j = Scheme::worst_jaccard(0.8, d);
+        let b = scheme.offsets[d as usize];
+        let mut state = 3;
+        let trials = 2000;
+        let mut hits = 0;
+        for _ in 0..trials {
+            let agree: Vec<bool> = (0..128)
+                .map(|_| ((splitmix64(&mut state) >> 11) as f64 / (1u64 << 53) as f64) < j)
+                .collect();
+            hits += usize::from(
+                (0..b.bands).any(|i| agree[i * b.rows..(i + 1) * b.rows].iter().all(|&x| x)),
+            );
+        }
+        assert!(hits as f64 / trials as f64 >= 0.995, "{hits} of {trials}");
+    }
+
+    #[test]
+    fn largest_first_keeps_keep_order_among_equals() {
+        let sizes = [5u64, 9, 9, 1];
+        let mut m = vec![3, 2, 0, 1];
+        largest_first(&mut m, |d| sizes[d as usize]);
+        assert_eq!(m, vec![2, 1, 0, 3]);
+    }
+}
