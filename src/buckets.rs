@@ -51,6 +51,22 @@ impl Buckets {
         &self.docs[self.bounds[i] as usize..self.bounds[i + 1] as usize]
     }
 
+    /// Keeps only the buckets that hold a document with id `first` or more: with an index, the
+    /// buckets of indexed documents alone hold no pair to check.
+    pub fn keep_from(&mut self, first: u32) {
+        let mut docs = Vec::new();
+        let mut bounds = vec![0u32];
+        for i in 0..self.len() {
+            let b = self.bucket(i);
+            // Ids within a bucket increase, so its last is its largest.
+            if b.last().is_some_and(|&d| d >= first) {
+                docs.extend_from_slice(b);
+                bounds.push(docs.len() as u32);
+            }
+        }
+        *self = Buckets { docs, bounds };
+    }
+
     /// Every bucketed document id (with repeats across tables, none within one).
     pub fn docs(&self) -> &[u32] {
         &self.docs
@@ -68,5 +84,11 @@ mod tests {
         assert_eq!(b.bucket(0), &[0, 4]);
         assert_eq!(b.bucket(1), &[1, 2, 3]);
         assert!(Buckets::from_keys(vec![(1, 0), (2, 1)]).is_empty());
+        let mut kept = b.clone();
+        kept.keep_from(3);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept.bucket(0), &[1, 2, 3]);
+        kept.keep_from(4);
+        assert!(kept.is_empty());
     }
 }

@@ -209,6 +209,7 @@ impl Config {
                     DumpNames::ByName
                 },
                 listed,
+                skip_dirs: args.against.iter().map(|d| absolute_dir(d)).collect(),
             },
             jsonl,
             against: args.against.map(|dir| AgainstConfig {
@@ -243,6 +244,22 @@ impl Config {
         };
         cfg.check_index_use()?;
         Ok(cfg)
+    }
+}
+
+/// `dir` made canonical, or, when it does not exist yet, its parent's canonical form joined
+/// with its name.
+fn absolute_dir(dir: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(dir) {
+        return c;
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(parent), dir.file_name()) {
+        (Ok(p), Some(name)) => p.join(name),
+        _ => dir.to_path_buf(),
     }
 }
 
@@ -290,6 +307,8 @@ impl Config {
             bail!("index build creates the index given by --index; --against applies to scan");
         }
         let mut cfg = Config::from_args(args.scan)?;
+        // The index is not read as input, even when it lies below a root.
+        cfg.walk.skip_dirs = vec![absolute_dir(&args.index)];
         cfg.against = Some(AgainstConfig {
             dir: args.index,
             update: true,

@@ -107,7 +107,10 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         &mut bottom,
         &mut stats,
     );
-    let tables = bucket(cfg, &units, &sigs, lanes, &docs);
+    let mut tables = bucket(cfg, &units, &sigs, lanes, &docs);
+    if first_new > 0 {
+        tables.iter_mut().for_each(|t| t.keep_from(first_new));
+    }
     let updating = cfg.against.as_ref().is_some_and(|a| a.update);
     let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
     if new_records().next().is_some() && (needs_texts(cfg) || updating) {

@@ -39,6 +39,8 @@ pub struct WalkOptions {
     pub max_size: u64,
     /// Which files are JSON Lines dumps.
     pub dumps: DumpNames,
+    /// Directories never entered, canonical: the index of `--against` or `index build`.
+    pub skip_dirs: Vec<PathBuf>,
     /// Inputs listed by `--files-from`: walked like roots, but one that is missing or of the
     /// wrong type is an input error, not a fatal one.
     pub listed: Vec<PathBuf>,
@@ -202,6 +204,14 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     Ok(w.out)
 }
 
+/// True when `dir` is one of `skip` (compared by name first, so most directories cost no
+/// system call).
+fn is_skipped(skip: &[PathBuf], dir: &Path) -> bool {
+    skip.iter().any(|s| {
+        s.file_name() == dir.file_name() && std::fs::canonicalize(dir).is_ok_and(|c| &c == s)
+    })
+}
+
 fn check_root_type(root: &Path, meta: &std::fs::Metadata) -> Result<()> {
     let ft = meta.file_type();
     if !ft.is_dir() && !ft.is_file() {
@@ -241,6 +251,9 @@ impl Walker<'_> {
                 }
                 let rel = e.path().strip_prefix(root).unwrap_or(e.path());
                 if opts.exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
+                    return false;
+                }
+                if e.file_type().is_dir() && is_skipped(&opts.skip_dirs, e.path()) {
                     return false;
                 }
                 if opts.follow_links && e.path_is_symlink() {
