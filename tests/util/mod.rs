@@ -563,7 +563,7 @@ pub mod schema {
             m,
             &[&["path", "bytes", "aliases"][..], extra_required].concat(),
             &[
-                &["path_bytes", "aliases_bytes", "line", "id"][..],
+                &["path_bytes", "aliases_bytes", "line", "id", "indexed"][..],
                 extra_optional,
             ]
             .concat(),
@@ -572,6 +572,9 @@ pub mod schema {
         assert!(m["path"].is_string() && m["bytes"].is_u64(), "{m}");
         if let Some(line) = m.get("line") {
             assert!(line.as_u64().is_some_and(|l| l >= 1), "{m}");
+        }
+        if let Some(ix) = m.get("indexed") {
+            assert_eq!(ix, true, "{m}");
         }
         if let Some(id) = m.get("id") {
             assert!(id.is_string() && m.get("line").is_some(), "{m}");
@@ -588,7 +591,9 @@ pub mod schema {
         }
     }
 
-    fn assert_stats_schema(s: &Value) {
+    /// `indexed_reps`: clusters represented by an indexed document (`--against`), which have no
+    /// original among the counted documents.
+    fn assert_stats_schema(s: &Value, indexed_reps: u64) {
         let counts = [
             "files_seen",
             "documents",
@@ -606,9 +611,17 @@ pub mod schema {
         assert_keys(
             s,
             &[&counts[..], &more[..]].concat(),
-            &["edit_fallbacks"],
+            &["edit_fallbacks", "index"],
             "stats",
         );
+        if let Some(ix) = s.get("index") {
+            let keys = ["generation", "documents", "unchanged_files"];
+            assert_keys(ix, &keys, &["updated_generation"], "stats.index");
+            assert_u64s(ix, &keys, "stats.index");
+            if let Some(g) = ix.get("updated_generation") {
+                assert!(g.is_u64(), "{ix}");
+            }
+        }
         if let Some(f) = s.get("edit_fallbacks") {
             assert!(f.is_u64(), "{s}");
         }
@@ -620,7 +633,7 @@ pub mod schema {
             "near_copies",
         ];
         let sum: u64 = parts.iter().map(|k| s[*k].as_u64().unwrap()).sum();
-        assert_eq!(sum, s["documents"].as_u64().unwrap(), "{s}");
+        assert_eq!(sum - indexed_reps, s["documents"].as_u64().unwrap(), "{s}");
         assert_u64s(s, &counts, "stats");
         let skipped = [
             "binary",
@@ -740,7 +753,11 @@ pub mod schema {
         assert_eq!(report["schema_version"], 1);
         assert_eq!(report["dupfind_version"], env!("CARGO_PKG_VERSION"));
         assert_params_schema(&report["params"]);
-        assert_stats_schema(&report["stats"]);
+        let indexed_reps = clusters(report)
+            .iter()
+            .filter(|c| c["representative"]["indexed"] == true)
+            .count() as u64;
+        assert_stats_schema(&report["stats"], indexed_reps);
         let simhash = report["params"]["method"] == "simhash";
         for c in clusters(report) {
             assert_cluster_schema(c, simhash, &[]);
@@ -764,7 +781,11 @@ pub mod schema {
         let simhash = first["params"]["method"] == "simhash";
         assert_keys(last, &["type", "stats"], &[], "summary");
         assert_eq!(last["type"], "summary");
-        assert_stats_schema(&last["stats"]);
+        let indexed_reps = records
+            .iter()
+            .filter(|r| r["type"] == "cluster" && r["representative"]["indexed"] == true)
+            .count() as u64;
+        assert_stats_schema(&last["stats"], indexed_reps);
         for r in &records[1..records.len() - 1] {
             match r["type"].as_str() {
                 Some("cluster") => assert_cluster_schema(r, simhash, &["type"]),
