@@ -80,10 +80,19 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         .iter()
         .filter(|&&d| d != rep)
         .map(|&d| {
+            // A pair of the representative with `d`, or with a byte-identical copy of `d`
+            // (which has the same similarity to it).
             let direct = c
                 .pairs
                 .iter()
-                .find(|p| (p.2.lo, p.2.hi) == (rep.min(d), rep.max(d)))
+                .find(|p| {
+                    let other = match (p.2.lo, p.2.hi) {
+                        (x, y) if x == rep => y,
+                        (x, y) if y == rep => x,
+                        _ => return false,
+                    };
+                    oracle.same_content(other, d)
+                })
                 .map(|p| (p.2.similarity, p.2.distance));
             let exact = oracle.same_content(rep, d);
             let canon = |x: u32| oracle.canon[x as usize];

@@ -443,3 +443,29 @@ fn stats_count_unique_and_copied_documents_and_distinct_shingles() {
     assert_eq!(s["distinct_shingles"], all.len() as u64);
     assert_eq!(s["distinct_shingles_error"], 0.0);
 }
+
+#[test]
+fn a_copy_of_a_verified_duplicate_shares_its_exact_similarity() {
+    // a ~ b verified; b-copy is byte-identical to b, so its similarity to a is b's, exactly,
+    // not the signature estimate.
+    let t = TestDir::new();
+    let a = text(171, 300);
+    let b = edit(&a, &[10, 150, 290]);
+    t.write("a.txt", &a)
+        .write("b.txt", &b)
+        .write("b-copy.txt", &b);
+    let r = t.run(&["scan", "."]).json();
+    let c = &r["clusters"][0];
+    assert_eq!(c["representative"]["path"], "./a.txt");
+    let dups = c["duplicates"].as_array().unwrap();
+    assert_eq!(dups.len(), 2);
+    let want = word_jaccard(&a, &b, 5);
+    for d in dups {
+        assert_eq!(d["estimated"], false, "{d}");
+        assert_eq!(d["exact"], false, "{d}");
+        assert!(
+            (d["similarity"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{d}"
+        );
+    }
+}
