@@ -10,6 +10,7 @@
 //! shingle                 tokens → 64-bit shingle hashes
 //! minhash / simhash       shingles → signature / fingerprint
 //! doc                     the per-file work above, run in parallel
+//! dump / ingest           JSON Lines dumps (plain, gzip, zstd) → one document per record
 //! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
 //! containment             --containment: bands per pair of size classes instead
 //! verify / exact          candidates → exact Jaccard / Hamming → joined pairs
@@ -18,8 +19,10 @@
 //! report                  clusters → JSON on stdout
 //! ```
 //!
-//! `scan::scan` strings the stages together. Only `walk`, `read` and `report` touch the OS;
-//! the middle is pure and is what the benches and unit tests call.
+//! `scan::scan` strings the stages together, with `copies` grouping byte-identical documents,
+//! `against` joining an incremental index (`index_store` is its file format) and `settings`
+//! saying what the scan reports of itself. `walk`, `read`, `ingest`, `spill`, `index_store` and
+//! `report` touch the OS; the middle is pure and is what the benches and unit tests call.
 
 pub mod against;
 pub mod bottomk;
@@ -28,6 +31,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod containment;
+pub mod copies;
 pub mod doc;
 pub mod dump;
 pub mod edit;
@@ -50,6 +54,7 @@ pub mod report;
 pub mod results;
 pub mod scan;
 pub mod set_cache;
+pub mod settings;
 pub mod shingle;
 pub mod simhash;
 pub mod spill;

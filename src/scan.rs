@@ -10,16 +10,13 @@
 //! candidates a bounded batch at a time, deriving again from their files those not kept. Edit
 //! verification ([`crate::edit_verify`]) loads token sequences the same way.
 
-use std::collections::HashMap;
-
 use anyhow::Result;
 use rayon::prelude::*;
 
 use crate::against;
-use crate::bottomk::Sketches;
 use crate::buckets::Buckets;
 use crate::cli::ClusterArg;
-use crate::cluster::{clusters, Cluster, Pair, UnionFind};
+use crate::cluster::{clusters, Cluster, UnionFind};
 use crate::config::{Config, MethodConfig, Verify};
 use crate::containment;
 use crate::doc::{DocResult, Engine, Outcome, Sketcher};
@@ -33,13 +30,14 @@ use crate::material::{Loaded, Want};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::oracle::{simhash_similarity, Oracle};
-use crate::report::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
+use crate::report::{ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
 use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
 use crate::strict::split_component;
 use crate::verify::{all_buckets, connect, containment_at_least, jaccard_at_least, Score};
 use crate::walk::{walk, FileEntry};
+use crate::{copies, settings};
 
 /// A finished scan: the report and the exit status it implies.
 pub struct ScanOutput {
@@ -53,7 +51,7 @@ pub struct ScanOutput {
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let msgs = &cfg.messages;
     let walked = walk(&cfg.walk, msgs)?;
-    note_banding(cfg);
+    settings::note_banding(cfg);
     let files = walked.files;
     let mut errors = walked.errors;
     let mut stats = Stats {
@@ -99,7 +97,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
     let mut bottom = ingested.bottom;
-    let (exact_pairs, units) = group_exact(
+    let (exact_pairs, units) = copies::group_exact(
         &mut docs,
         &mut sigs,
         lanes,
@@ -225,7 +223,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.verified_pairs = verification.passed;
     drop(tables);
 
-    let canon = canonical(files.len(), &exact_pairs);
+    let canon = copies::canonical(files.len(), &exact_pairs);
     let oracle = Oracle {
         method: &cfg.method,
         lanes,
@@ -319,7 +317,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let report = Report {
         schema_version: SCHEMA_VERSION,
         dupfind_version: env!("CARGO_PKG_VERSION"),
-        params: params(cfg),
+        params: settings::params(cfg),
         stats,
         clusters: cluster_records,
         errors: errors
@@ -336,16 +334,6 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             .collect(),
     };
     Ok(ScanOutput { report, code })
-}
-
-/// For each document, the document that holds its content's sketches (itself unless it is a
-/// byte-identical copy).
-fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
-    let mut canon: Vec<u32> = (0..n as u32).collect();
-    for p in exact_pairs {
-        canon[p.hi as usize] = p.lo;
-    }
-    canon
 }
 
 /// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
@@ -491,86 +479,6 @@ fn record_outcomes(
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
 }
 
-/// Groups byte-identical documents. Returns their pairs (each copy to the group's first
-/// document) and the ids of the distinct-content documents to bucket, in increasing order.
-/// Each group's signature, fingerprint and set are moved to its first document.
-fn group_exact(
-    docs: &mut [DocResult],
-    sigs: &mut [u32],
-    lanes: usize,
-    first_new: u32,
-    bottom: &mut Sketches,
-    stats: &mut Stats,
-) -> (Vec<Pair>, Vec<u32>) {
-    let mut groups: HashMap<u128, Vec<u32>> = HashMap::new();
-    let mut order: Vec<u128> = Vec::new();
-    for (i, d) in docs.iter().enumerate() {
-        if matches!(d.outcome, Outcome::Sketched | Outcome::Duplicate) {
-            let g = groups.entry(d.hash).or_default();
-            if g.is_empty() {
-                order.push(d.hash);
-            }
-            g.push(i as u32);
-        }
-    }
-    let mut pairs = Vec::new();
-    let mut units = Vec::new();
-    for hash in order {
-        let members = &groups[&hash];
-        let first = members[0] as usize;
-        let Some(&sketched) = members
-            .iter()
-            .find(|&&m| docs[m as usize].outcome == Outcome::Sketched)
-        else {
-            // The claimer found no token: every copy is empty.
-            for &m in members {
-                docs[m as usize].outcome = Outcome::Empty;
-            }
-            continue;
-        };
-        let sketched = sketched as usize;
-        if sketched != first {
-            sigs.copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
-            if bottom.is_on() {
-                bottom.copy(sketched as u32, first as u32);
-            }
-            docs[first].fingerprint = docs[sketched].fingerprint;
-            docs[first].set = docs[sketched].set.take();
-            docs[first].shingles = docs[sketched].shingles;
-            docs[sketched].outcome = Outcome::Duplicate;
-            docs[first].outcome = Outcome::Sketched;
-        }
-        units.push(first as u32);
-        // Copies among indexed documents were reported when they were new.
-        let new_members = members.iter().filter(|&&m| m >= first_new).count();
-        if members.len() > 1 && new_members > 0 {
-            stats.exact_groups += 1;
-        }
-        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
-            pairs.push(Pair {
-                lo: first as u32,
-                hi: m,
-                similarity: 1.0,
-                distance: None,
-                exact: true,
-            });
-        }
-    }
-    // Empty documents (including copies of an empty claimer) never join a cluster.
-    for d in &docs[first_new as usize..] {
-        match d.outcome {
-            Outcome::Sketched | Outcome::Duplicate => {
-                stats.documents += 1;
-                stats.bytes += d.bytes;
-            }
-            Outcome::Empty => stats.skipped.empty += 1,
-            _ => {}
-        }
-    }
-    units.sort_unstable();
-    (pairs, units)
-}
-
 /// One `Buckets` per band (MinHash) or piece (SimHash).
 fn bucket(
     cfg: &Config,
@@ -614,110 +522,4 @@ fn bucket(
             })
             .collect(),
     }
-}
-
-/// Says on stderr which banding `--threshold` chose and what it means for a pair at the
-/// threshold (after the roots are known to be there, so an error comes alone).
-fn note_banding(cfg: &Config) {
-    if let MethodConfig::MinHash {
-        containment: true,
-        threshold,
-        num_perm,
-        ..
-    } = &cfg.method
-    {
-        cfg.messages
-            .note(&containment::Scheme::new(*threshold, *num_perm).describe());
-        return;
-    }
-    if let MethodConfig::MinHash {
-        banding,
-        banding_chosen: true,
-        threshold,
-        num_perm,
-        ..
-    } = &cfg.method
-    {
-        cfg.messages.note(&format!(
-            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
-             the threshold becomes a candidate with probability {:.4}",
-            banding.bands,
-            banding.rows,
-            banding.candidate_probability(*threshold)
-        ));
-    }
-    if let MethodConfig::MinHash {
-        banding, threshold, ..
-    } = &cfg.method
-    {
-        if let Some(note) = crate::explain::poor_curve_note(banding, *threshold) {
-            cfg.messages
-                .note(&format!("{note} (see `dupfind explain`)"));
-        }
-    }
-}
-
-fn params(cfg: &Config) -> Params {
-    let mut p = Params {
-        method: "minhash",
-        shingle: match cfg.shingle {
-            crate::shingle::ShingleKind::Word => "word",
-            crate::shingle::ShingleKind::Char => "char",
-        },
-        ngram: cfg.ngram,
-        sketch: None,
-        num_perm: None,
-        bands: None,
-        rows: None,
-        threshold: None,
-        bits: None,
-        max_distance: None,
-        pieces: None,
-        verify: "exact",
-        seed: cfg.seed,
-        min_similarity: None,
-        cluster: match cfg.cluster {
-            ClusterArg::Components => "components",
-            ClusterArg::Strict => "strict",
-        },
-        keep: keep::name(cfg.keep),
-        containment: false,
-    };
-    match &cfg.method {
-        MethodConfig::MinHash {
-            sketch,
-            num_perm,
-            banding,
-            threshold,
-            report_threshold,
-            verify,
-            bottom_k,
-            containment,
-            ..
-        } => {
-            p.sketch = Some(if *bottom_k { "bottom-k" } else { sketch.name() });
-            p.num_perm = Some(*num_perm);
-            p.bands = Some(banding.bands);
-            p.rows = Some(banding.rows);
-            p.threshold = Some(*threshold);
-            if report_threshold > threshold {
-                p.min_similarity = Some(*report_threshold);
-            }
-            p.verify = verify.name();
-            p.containment = *containment;
-        }
-        MethodConfig::SimHash {
-            max_distance,
-            report_distance,
-        } => {
-            if report_distance < max_distance {
-                p.min_similarity = Some(simhash_similarity(*report_distance));
-            }
-            p.method = "simhash";
-            p.bits = Some(64);
-            p.max_distance = Some(*max_distance);
-            p.pieces = Some(simhash::pieces(*max_distance).len());
-        }
-    }
-    p
 }
