@@ -86,9 +86,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let engine = engine(cfg, indexed.clone());
     let ingested = ingest(cfg, &to_read, &engine, lanes);
     drop(to_read);
-    files.extend(ingested.entries);
-    docs.extend(ingested.docs);
-    sigs.extend(ingested.sigs);
+    // Without an index the first pass's vectors are taken as they are (signatures are most of
+    // the memory, and extending an empty vector would copy them).
+    append(&mut files, ingested.entries);
+    append(&mut docs, ingested.docs);
+    append(&mut sigs, ingested.sigs);
     let files = files;
     stats.distinct_shingles = ingested.distinct.estimate().round() as u64;
     stats.distinct_shingles_error = ingested.distinct.relative_error();
@@ -521,5 +523,14 @@ fn bucket(
                 Buckets::from_keys(entries)
             })
             .collect(),
+    }
+}
+
+/// `v` followed by `more`, moving `more` when `v` is empty.
+fn append<T>(v: &mut Vec<T>, mut more: Vec<T>) {
+    if v.is_empty() {
+        *v = more;
+    } else {
+        v.append(&mut more);
     }
 }
