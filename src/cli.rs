@@ -18,7 +18,7 @@ pub struct Cli {
 pub enum Command {
     /// Find groups of near-duplicate documents under PATHs and print them as JSON.
     #[command(after_long_help = SCAN_AFTER_HELP)]
-    Scan(Box<ScanArgs>),
+    Scan(Box<ScanCommand>),
     /// Build or inspect an incremental index, for `scan --against`.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -84,6 +84,24 @@ pub struct IndexBuildArgs {
     /// The scan that fills it.
     #[command(flatten)]
     pub scan: ScanArgs,
+}
+
+/// `dupfind scan`: the scan's options and the index to scan against.
+#[derive(Debug, Args)]
+pub struct ScanCommand {
+    /// Everything `scan` shares with `index build`.
+    #[command(flatten)]
+    pub scan: ScanArgs,
+
+    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
+    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
+    /// read again.
+    #[arg(long, value_name = "DIR")]
+    pub against: Option<PathBuf>,
+
+    /// With --against: add the new documents to the index after the scan (atomically).
+    #[arg(long, requires = "against")]
+    pub update: bool,
 }
 
 /// Options of `dupfind scan`.
@@ -205,16 +223,6 @@ pub struct ScanArgs {
     /// bound than the threshold the banding is tuned for.
     #[arg(long, value_name = "J")]
     pub min_similarity: Option<f64>,
-
-    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
-    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
-    /// read again.
-    #[arg(long, value_name = "DIR")]
-    pub against: Option<PathBuf>,
-
-    /// With --against: add the new documents to the index after the scan (atomically).
-    #[arg(long, requires = "against")]
-    pub update: bool,
 
     /// Exit with status 1 when duplicates were found (0 when none), for cron jobs.
     #[arg(long)]

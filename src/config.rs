@@ -209,14 +209,10 @@ impl Config {
                     DumpNames::ByName
                 },
                 listed,
-                skip_dirs: args.against.iter().map(|d| absolute_dir(d)).collect(),
+                skip_dirs: Vec::new(),
             },
             jsonl,
-            against: args.against.map(|dir| AgainstConfig {
-                dir,
-                update: args.update,
-                create: false,
-            }),
+            against: None,
             shingle: match args.shingle {
                 ShingleArg::Word => ShingleKind::Word,
                 ShingleArg::Char => ShingleKind::Char,
@@ -242,7 +238,6 @@ impl Config {
                 progress,
             },
         };
-        cfg.check_index_use()?;
         Ok(cfg)
     }
 }
@@ -303,9 +298,6 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
 impl Config {
     /// The settings of `dupfind index build`: a scan whose documents go into a new index.
     pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
-        if args.scan.against.is_some() {
-            bail!("index build creates the index given by --index; --against applies to scan");
-        }
         let mut cfg = Config::from_args(args.scan)?;
         // The index is not read as input, even when it lies below a root.
         cfg.walk.skip_dirs = vec![absolute_dir(&args.index)];
@@ -315,6 +307,21 @@ impl Config {
             create: true,
         });
         cfg.check_index_use()?;
+        Ok(cfg)
+    }
+
+    /// The settings of `dupfind scan`, with `--against`.
+    pub fn for_scan(cmd: crate::cli::ScanCommand) -> Result<Config> {
+        let mut cfg = Config::from_args(cmd.scan)?;
+        if let Some(dir) = cmd.against {
+            cfg.walk.skip_dirs = vec![absolute_dir(&dir)];
+            cfg.against = Some(AgainstConfig {
+                dir,
+                update: cmd.update,
+                create: false,
+            });
+            cfg.check_index_use()?;
+        }
         Ok(cfg)
     }
 

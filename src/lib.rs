@@ -114,7 +114,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             clap_mangen::Man::new(page).render(&mut out)?;
             write_stdout(&out)
         }
-        Command::Scan(args) => run_scan(Config::from_args(*args)?),
+        Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
         Command::Index(cli::IndexCommand::Info { index }) => {
             let mut out = serde_json::to_vec_pretty(&index_info(&index)?)?;
