@@ -22,8 +22,11 @@ use crate::set_cache::SetCache;
 use crate::walk::{FileEntry, Record};
 
 /// Records sketched together: enough to keep every thread busy, few enough that the texts of
-/// one batch (at most this many lines) stay small.
+/// one batch stay small. A batch ends at this many records or [`BATCH_BYTES`] of text,
+/// whichever comes first, so its memory does not grow with the documents' length.
 const BATCH_RECORDS: usize = 4096;
+/// Text bytes of one batch, at most (plus one record).
+const BATCH_BYTES: usize = 8 << 20;
 /// Bad lines of one dump warned about on stderr; the report lists them all.
 const WARN_BAD_LINES: u64 = 10;
 
@@ -172,34 +175,18 @@ impl Ingest<'_> {
         };
         let mut bad = 0u64;
         let mut batch: Vec<(u64, Option<String>, String)> = Vec::new();
-        for line in reader {
-            match line {
-                Line::Doc { line, id, text } => {
-                    batch.push((line, id, text));
-                    if batch.len() == BATCH_RECORDS {
-                        self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
-                    }
+        // One thread reads, decompresses and parses the dump while the workers sketch the batch
+        // before: at most three batches are alive (being read, waiting, being sketched).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Line>>(1);
+        std::thread::scope(|scope| {
+            scope.spawn(move || read_batches(reader, tx));
+            for lines in rx {
+                for line in lines {
+                    self.take_line(file, line, &mut batch, &mut bad, out);
                 }
-                Line::Bad { line, reason } => {
-                    bad += 1;
-                    if bad <= WARN_BAD_LINES {
-                        self.msgs
-                            .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
-                    }
-                    out.errors.push(file.error(Some(line), reason.to_string()));
-                }
-                Line::Failed { line, error } => {
-                    let reason = format!(
-                        "{} (after line {line}; the lines before it were read)",
-                        crate::messages::io_reason(&error)
-                    );
-                    self.msgs
-                        .warn(&format!("{}: {reason}", display_path(&file.path)));
-                    out.errors.push(file.error(Some(line + 1), reason));
-                }
+                self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
             }
-        }
-        self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
+        });
         if bad > WARN_BAD_LINES {
             self.msgs.warn(&format!(
                 "{}: {} more bad lines (listed in the report's errors)",
@@ -208,6 +195,37 @@ impl Ingest<'_> {
             ));
         }
         out.bad_lines += bad;
+    }
+
+    /// Adds a document line to `batch`; reports any other.
+    fn take_line(
+        &self,
+        file: &FileEntry,
+        line: Line,
+        batch: &mut Vec<(u64, Option<String>, String)>,
+        bad: &mut u64,
+        out: &mut Ingested,
+    ) {
+        match line {
+            Line::Doc { line, id, text } => batch.push((line, id, text)),
+            Line::Bad { line, reason } => {
+                *bad += 1;
+                if *bad <= WARN_BAD_LINES {
+                    self.msgs
+                        .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
+                }
+                out.errors.push(file.error(Some(line), reason.to_string()));
+            }
+            Line::Failed { line, error } => {
+                let reason = format!(
+                    "{} (after line {line}; the lines before it were read)",
+                    crate::messages::io_reason(&error)
+                );
+                self.msgs
+                    .warn(&format!("{}: {reason}", display_path(&file.path)));
+                out.errors.push(file.error(Some(line + 1), reason));
+            }
+        }
     }
 
     fn sketch_records(
@@ -280,6 +298,30 @@ impl BottomSlots<'_> {
             BottomSlots::Kept(s) => s.par_chunks_mut(len),
             BottomSlots::Unused(v) => v.par_chunks_mut(len),
         }
+    }
+}
+
+/// Sends the dump's lines in batches until it ends or the receiver is gone.
+fn read_batches(
+    reader: JsonlReader<Box<dyn std::io::BufRead + Send>>,
+    tx: std::sync::mpsc::SyncSender<Vec<Line>>,
+) {
+    let mut lines = Vec::new();
+    let mut bytes = 0;
+    for line in reader {
+        if let Line::Doc { text, .. } = &line {
+            bytes += text.len();
+        }
+        lines.push(line);
+        if lines.len() == BATCH_RECORDS || bytes >= BATCH_BYTES {
+            if tx.send(std::mem::take(&mut lines)).is_err() {
+                return;
+            }
+            bytes = 0;
+        }
+    }
+    if !lines.is_empty() {
+        let _ = tx.send(lines);
     }
 }
 
