@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example corpus -- gen --out DIR [--docs 10000] [--seed 1] [--families F]
+//! cargo run --release --example corpus -- gen --jsonl FILE [--docs N] [--seed S] [--doc-kb 5]
 //! cargo run --release --example corpus -- reference DIR > truth.tsv
 //! cargo run --release --example corpus -- score --truth truth.tsv --root DIR --dupfind out.json
 //! cargo run --release --example corpus -- score --truth truth.tsv --root DIR --pairs peer.tsv
@@ -13,6 +14,12 @@
 //! sentences inserted or deleted, paragraphs swapped, headers and footers added, CRLF line ends,
 //! or no change at all, sometimes edits of edits. `--families FILE` (keep it outside DIR) names
 //! each file's family and edit.
+//!
+//! `--jsonl FILE` writes the same documents as one JSON Lines dump instead of a directory, one
+//! record a line: `{"id":"0000/doc0000000.txt","text":"..."}` (the id is the file's name in the
+//! directory form, so `--families` names records too). `--doc-kb N` scales the documents to
+//! N KB on average (default 5: 2–8 KB each); with the same seed the corpus has the same
+//! families and edits at every size.
 //!
 //! `reference` finds every pair with Jaccard ≥ t on exactly dupfind's shingling (it calls the
 //! library's reader and shingler), by prefix filtering: order each set's shingles from rarest
@@ -94,10 +101,18 @@ fn run(args: Vec<String>) -> Result<()> {
     let threshold = o.get("threshold", 0.8f64)?;
     match cmd.as_str() {
         "gen" => {
-            let out = o.path("out")?;
+            let (out, sink) = match o.0.get("jsonl") {
+                Some(file) => (PathBuf::from(file), Sink::Jsonl),
+                None => (o.path("out")?, Sink::Files),
+            };
             let families = o.0.get("families").map(PathBuf::from);
             let (docs, seed) = (o.get("docs", 10_000usize)?, o.get("seed", 1u64)?);
-            let stats = generate(&out, families.as_deref(), docs, seed)?;
+            let doc_kb = o.get("doc-kb", 5usize)?;
+            if doc_kb == 0 {
+                bail!("--doc-kb must be at least 1");
+            }
+            let shape = Shape { docs, seed, doc_kb };
+            let stats = generate(&out, sink, families.as_deref(), shape)?;
             eprintln!(
                 "corpus: wrote {} files, {} bytes to {}",
                 stats.0,
@@ -330,14 +345,40 @@ fn edit(text: &Text, rng: &mut Rng, doc: &mut Vec<Vec<String>>) -> &'static str 
     }
 }
 
-/// Writes `docs` files under `out`; returns (files, bytes).
-fn generate(out: &Path, families: Option<&Path>, docs: usize, seed: u64) -> Result<(usize, u64)> {
-    if out.exists() && fs::read_dir(out)?.next().is_some() {
-        bail!("{} exists and is not empty", out.display());
-    }
+/// Where the generated documents go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sink {
+    /// One file per document, 100 to a folder, under a new directory.
+    Files,
+    /// One JSON Lines dump, one record per document.
+    Jsonl,
+}
+
+/// What to generate.
+struct Shape {
+    docs: usize,
+    seed: u64,
+    /// Average document size in KB (documents are 0.4–1.6 times as long).
+    doc_kb: usize,
+}
+
+/// Writes `docs` documents to `out`; returns (documents, text bytes).
+fn generate(out: &Path, sink: Sink, families: Option<&Path>, shape: Shape) -> Result<(usize, u64)> {
+    let Shape { docs, seed, doc_kb } = shape;
+    let mut dump = match sink {
+        Sink::Files => {
+            if out.exists() && fs::read_dir(out)?.next().is_some() {
+                bail!("{} exists and is not empty", out.display());
+            }
+            fs::create_dir_all(out)?;
+            None
+        }
+        Sink::Jsonl => Some(BufWriter::new(
+            fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
+        )),
+    };
     let text = Text::new();
     let mut rng = Rng(seed);
-    fs::create_dir_all(out)?;
     let mut families: Box<dyn Write> = match families {
         Some(f) => Box::new(BufWriter::new(
             fs::File::create(f).with_context(|| format!("creating {}", f.display()))?,
@@ -346,16 +387,23 @@ fn generate(out: &Path, families: Option<&Path>, docs: usize, seed: u64) -> Resu
     };
     let (mut i, mut bytes, mut family) = (0usize, 0u64, 0usize);
     let mut write = |name_i: usize, body: &str, fam: usize, how: &str| -> Result<()> {
-        let dir = out.join(format!("{:04}", name_i / 100));
-        fs::create_dir_all(&dir)?;
         let name = format!("{:04}/doc{name_i:07}.txt", name_i / 100);
-        fs::write(out.join(&name), body).with_context(|| format!("writing {name}"))?;
+        match dump.as_mut() {
+            Some(w) => {
+                serde_json::to_writer(&mut *w, &serde_json::json!({"id": name, "text": body}))?;
+                w.write_all(b"\n")?;
+            }
+            None => {
+                fs::create_dir_all(out.join(format!("{:04}", name_i / 100)))?;
+                fs::write(out.join(&name), body).with_context(|| format!("writing {name}"))?;
+            }
+        }
         writeln!(families, "{name}\t{fam}\t{how}")?;
         bytes += body.len() as u64;
         Ok(())
     };
     while i < docs {
-        let size = rng.range(2_000, 8_000);
+        let size = rng.range(2_000, 8_000) * doc_kb / 5;
         let base = text.document(&mut rng, size);
         write(i, &render(&base, false), family, "base")?;
         i += 1;
@@ -385,6 +433,9 @@ fn generate(out: &Path, families: Option<&Path>, docs: usize, seed: u64) -> Resu
         family += 1;
     }
     families.flush()?;
+    if let Some(mut w) = dump {
+        w.flush()?;
+    }
     Ok((i, bytes))
 }
 
@@ -626,7 +677,7 @@ mod tests {
     fn prefix_filtering_finds_exactly_the_brute_force_pairs() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("c");
-        generate(&root, None, 400, 7).unwrap();
+        generate(&root, Sink::Files, None, shape(400, 7)).unwrap();
         let corpus = Corpus::load(&root, 5).unwrap();
         for t in [0.5, 0.8, 0.9] {
             let brute = corpus.brute_pairs(t);
@@ -635,11 +686,54 @@ mod tests {
         }
     }
 
+    fn shape(docs: usize, seed: u64) -> Shape {
+        Shape {
+            docs,
+            seed,
+            doc_kb: 5,
+        }
+    }
+
+    #[test]
+    fn jsonl_holds_the_same_documents_as_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, dump) = (dir.path().join("c"), dir.path().join("c.jsonl"));
+        let files = generate(&root, Sink::Files, None, shape(60, 5)).unwrap();
+        assert_eq!(
+            generate(&dump, Sink::Jsonl, None, shape(60, 5)).unwrap(),
+            files
+        );
+        let text = fs::read_to_string(&dump).unwrap();
+        let names = list(&root).unwrap();
+        assert_eq!(text.lines().count(), names.len());
+        for (line, name) in text.lines().zip(&names) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["id"], name.as_str());
+            assert_eq!(
+                v["text"],
+                fs::read_to_string(root.join(name)).unwrap().as_str()
+            );
+        }
+        let big = dir.path().join("big.jsonl");
+        let (n, bytes) = generate(
+            &big,
+            Sink::Jsonl,
+            None,
+            Shape {
+                doc_kb: 50,
+                ..shape(60, 5)
+            },
+        )
+        .unwrap();
+        assert_eq!(n, 60);
+        assert!(bytes > 8 * files.1, "{bytes} vs {}", files.1);
+    }
+
     #[test]
     fn generator_is_deterministic() {
         let dir = tempfile::tempdir().unwrap();
-        generate(&dir.path().join("a"), None, 50, 3).unwrap();
-        generate(&dir.path().join("b"), None, 50, 3).unwrap();
+        generate(&dir.path().join("a"), Sink::Files, None, shape(50, 3)).unwrap();
+        generate(&dir.path().join("b"), Sink::Files, None, shape(50, 3)).unwrap();
         for name in list(&dir.path().join("a")).unwrap() {
             assert_eq!(
                 fs::read(dir.path().join("a").join(&name)).unwrap(),
