@@ -84,11 +84,14 @@ mod tests {
         assert_eq!(b.bucket(0), &[0, 4]);
         assert_eq!(b.bucket(1), &[1, 2, 3]);
         assert!(Buckets::from_keys(vec![(1, 0), (2, 1)]).is_empty());
+        // Every bucket holds a document from 3 on; only {0, 4} one from 4 on.
         let mut kept = b.clone();
         kept.keep_from(3);
-        assert_eq!(kept.len(), 1);
-        assert_eq!(kept.bucket(0), &[1, 2, 3]);
+        assert_eq!(kept, b);
         kept.keep_from(4);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept.bucket(0), &[0, 4]);
+        kept.keep_from(5);
         assert!(kept.is_empty());
     }
 }
