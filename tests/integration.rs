@@ -9,6 +9,8 @@ mod util;
 
 #[path = "integration/containment.rs"]
 mod containment;
+#[path = "integration/index.rs"]
+mod index;
 #[path = "integration/results.rs"]
 mod results;
 #[path = "integration/verify_sketch.rs"]
