@@ -5,7 +5,12 @@
 //! the signatures, content hashes and shingle sets stored in the index, so nothing of them is
 //! read again. Pairs of two indexed documents are never checked (they were reported when the
 //! later of them was new); every reported pair has a new document in it, and an indexed member
-//! always represents its cluster, so `duplicates` lists only new documents.
+//! always represents its cluster. (`duplicates` lists other indexed members only when a new
+//! document links two indexed ones; they carry `indexed: true`.)
+//!
+//! Paths are stored absolute ([`path_key`]), so an index can be used from any directory;
+//! indexed members are reported relative to the working directory when inside it, else
+//! absolute.
 //!
 //! The unchanged-file cache: an input whose path, size, modification time, device and inode
 //! all equal those stored for it is not read at all; its indexed documents stand for it. An
@@ -154,7 +159,7 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
     }
     let mut superseded: HashSet<&[u8]> = HashSet::new();
     for f in files {
-        let key = path_bytes(&f.path);
+        let key = path_key(&f.path);
         match by_path.get(&key[..]) {
             Some(held) if held.iter().all(|&i| same_file(&stored[i], &f)) => {
                 joined.unchanged += 1;
@@ -173,13 +178,14 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
         MethodConfig::MinHash { num_perm, .. } => *num_perm,
         MethodConfig::SimHash { .. } => 1,
     };
+    let cwd = std::env::current_dir().ok();
     let mut position = Vec::new();
     for (i, e) in stored.iter().enumerate() {
         if superseded.contains(&e.path[..]) {
             continue;
         }
         position.push(i);
-        joined.entries.push(file_entry(e));
+        joined.entries.push(file_entry(e, cwd.as_deref()));
         joined.docs.push(DocResult {
             outcome: Outcome::Sketched,
             bytes: e.bytes,
@@ -203,9 +209,15 @@ fn same_file(e: &Entry, f: &FileEntry) -> bool {
     e.size == f.size && e.mtime_ns == mtime_ns(f.modified) && (e.dev, e.inode) == f.id
 }
 
-fn file_entry(e: &Entry) -> FileEntry {
+fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
+    let stored = path_from_bytes(&e.path);
+    // Shown relative to the working directory when inside it, like the inputs; else absolute.
+    let path = match cwd.and_then(|c| stored.strip_prefix(c).ok()) {
+        Some(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        _ => stored,
+    };
     FileEntry {
-        path: path_from_bytes(&e.path),
+        path,
         aliases: Vec::new(),
         size: e.bytes,
         id: (e.dev, e.inode),
@@ -241,6 +253,16 @@ fn from_mtime_ns(ns: i128) -> Option<SystemTime> {
         UNIX_EPOCH.checked_add(d)
     } else {
         UNIX_EPOCH.checked_sub(d)
+    }
+}
+
+/// The path an index stores and looks a file up by: made absolute against the working
+/// directory, lexically (no symbolic link resolved, no system call), so `old/a`, `./old/a` and
+/// `/home/me/old/a` are one key, and the same relative path from another directory is not.
+fn path_key(p: &Path) -> Vec<u8> {
+    match std::path::absolute(p) {
+        Ok(abs) => path_bytes(&abs),
+        Err(_) => path_bytes(p),
     }
 }
 
@@ -361,7 +383,7 @@ impl Update<'_> {
             MethodConfig::SimHash { .. } => Vec::new(),
         };
         Entry {
-            path: path_bytes(&f.path),
+            path: path_key(&f.path),
             line,
             id,
             size,
