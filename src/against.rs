@@ -147,7 +147,7 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
         joined.to_read = files;
         return Ok(joined);
     }
-    let index = Index::open(&against.dir)
+    let mut index = Index::open(&against.dir)
         .with_context(|| format!("cannot use index {}", display_path(&against.dir)))?;
     index_store::check_compatible(index.params(), &index_params(cfg))
         .with_context(|| format!("cannot scan against {}", display_path(&against.dir)))?;
@@ -199,6 +199,8 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
         joined.sigs.extend(e.signature.iter().take(lanes));
         joined.sigs.resize(start + lanes, 0);
     }
+    // The signatures now live in `joined.sigs`; one copy is enough.
+    index.drop_signatures();
     joined.sets = Some(Arc::new(IndexedSets { index, position }));
     Ok(joined)
 }
@@ -321,10 +323,16 @@ impl Update<'_> {
             })
             .collect();
         let failed = std::sync::Mutex::new(Vec::new());
+        // Indexed documents keep their stored entries; their signatures (freed from the open
+        // index) are taken back from the scan's.
         let old = self.indexed.into_iter().flat_map(|ix| {
-            ix.position.iter().map(move |&i| {
+            ix.position.iter().enumerate().map(move |(d, &i)| {
+                let mut entry = ix.index.entries()[i].clone();
+                if let MethodConfig::MinHash { .. } = &self.cfg.method {
+                    entry.signature = self.sigs[d * self.lanes..(d + 1) * self.lanes].to_vec();
+                }
                 Ok(StoredRecord {
-                    entry: ix.index.entries()[i].clone(),
+                    entry,
                     set: ix.index.read_set(i)?,
                 })
             })

@@ -200,6 +200,14 @@ impl Index {
         &self.entries
     }
 
+    /// Frees the signatures held in memory, once the caller has copied what it needs (an open
+    /// index then costs its records without their signatures).
+    pub fn drop_signatures(&mut self) {
+        for e in &mut self.entries {
+            e.signature = Vec::new();
+        }
+    }
+
     /// Reads the shingle set of document `i` and checks its checksum.
     pub fn read_set(&self, i: usize) -> Result<Vec<u64>> {
         let set = self
