@@ -154,23 +154,26 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
     joined.generation = index.generation();
     let stored = index.entries();
     let mut by_path: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    let mut by_inode: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
     for (i, e) in stored.iter().enumerate() {
         by_path.entry(&e.path[..]).or_default().push(i);
+        if (e.dev, e.inode) != (0, 0) {
+            by_inode.entry((e.dev, e.inode)).or_default().push(i);
+        }
     }
     let mut superseded: HashSet<&[u8]> = HashSet::new();
     for f in files {
         let key = path_key(&f.path);
-        match by_path.get(&key[..]) {
-            Some(held) if held.iter().all(|&i| same_file(&stored[i], &f)) => {
-                joined.unchanged += 1;
-            }
-            Some(_) => {
-                // The index's key outlives this loop; look it up again to borrow from it.
-                if let Some((k, _)) = by_path.get_key_value(&key[..]) {
-                    superseded.insert(k);
-                }
+        let unchanged = |held: &Vec<usize>| held.iter().all(|&i| same_file(&stored[i], &f));
+        match by_path.get_key_value(&key[..]) {
+            Some((_, held)) if unchanged(held) => joined.unchanged += 1,
+            Some((k, _)) => {
+                superseded.insert(k);
                 joined.to_read.push(f);
             }
+            // Under another name (a symbolic link, a path the lexical key does not equate), the
+            // same inode with the same size and time is the same file, so it is not read either.
+            None if by_inode.get(&f.id).is_some_and(unchanged) => joined.unchanged += 1,
             None => joined.to_read.push(f),
         }
     }
@@ -179,11 +182,15 @@ pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Res
         MethodConfig::SimHash { .. } => 1,
     };
     let cwd = std::env::current_dir().ok();
+    // Indexed documents in path order (then line), as documents of a walk are: clusters come in
+    // the order of their first member, whatever order the updates wrote the records in.
+    let mut order: Vec<usize> = (0..stored.len())
+        .filter(|&i| !superseded.contains(&stored[i].path[..]))
+        .collect();
+    order.sort_by_cached_key(|&i| (path_from_bytes(&stored[i].path), stored[i].line));
     let mut position = Vec::new();
-    for (i, e) in stored.iter().enumerate() {
-        if superseded.contains(&e.path[..]) {
-            continue;
-        }
+    for i in order {
+        let e = &stored[i];
         position.push(i);
         joined.entries.push(file_entry(e, cwd.as_deref()));
         joined.docs.push(DocResult {
@@ -259,13 +266,25 @@ fn from_mtime_ns(ns: i128) -> Option<SystemTime> {
 }
 
 /// The path an index stores and looks a file up by: made absolute against the working
-/// directory, lexically (no symbolic link resolved, no system call), so `old/a`, `./old/a` and
-/// `/home/me/old/a` are one key, and the same relative path from another directory is not.
+/// directory, lexically (`.` dropped, `..` taken back; no symbolic link resolved, no system
+/// call), so `old/a`, `./old/a`, `x/../old/a` and `/home/me/old/a` are one key, and the same
+/// relative path from another directory is not.
 fn path_key(p: &Path) -> Vec<u8> {
-    match std::path::absolute(p) {
-        Ok(abs) => path_bytes(&abs),
-        Err(_) => path_bytes(p),
+    use std::path::Component;
+    let Ok(abs) = std::path::absolute(p) else {
+        return path_bytes(p);
+    };
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
     }
+    path_bytes(&out)
 }
 
 #[cfg(unix)]

@@ -300,9 +300,23 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             indexed: indexed.as_deref(),
         };
         let generation = stats.index.as_ref().map_or(0, |s| s.generation);
-        let written = update.write(against, generation, &mut errors)?;
-        if let Some(s) = &mut stats.index {
-            s.updated_generation = Some(written);
+        match update.write(against, generation, &mut errors) {
+            Ok(written) => {
+                if let Some(s) = &mut stats.index {
+                    s.updated_generation = Some(written);
+                }
+            }
+            // The scan itself is complete: its report is still printed, the failure is an
+            // error of the run (exit 2), and the index is as it was.
+            Err(e) => {
+                let reason = format!("index not updated: {e:#}");
+                msgs.warn(&format!("{}: {reason}", display_path(&against.dir)));
+                errors.push(InputError {
+                    path: against.dir.clone(),
+                    line: None,
+                    error: reason,
+                });
+            }
         }
     }
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));

@@ -706,12 +706,32 @@ fn index_truncated_corrupt_or_foreign_files_are_refused_and_never_overwritten() 
         msg.contains("corrupt index: checksum mismatch in the set of record 0"),
         "{msg}"
     );
-    let err = refused(&t, &["scan", "new", "--against", "idx", "--update"]);
-    assert!(err.contains("cannot update index idx"), "{err}");
+    // With --update the scan's report is still printed; the failed update is one more error
+    // (exit 2), and the index is left as it was.
+    let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_schema(&r);
     assert!(
-        err.contains("checksum mismatch in the set of record 0"),
-        "{err}"
+        r["stats"]["index"].get("updated_generation").is_none(),
+        "{r}"
     );
+    let update_error = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "idx")
+        .unwrap_or_else(|| panic!("no error for the index: {r}"));
+    let msg = update_error["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with("index not updated: cannot update index idx"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("checksum mismatch in the set of record 0"),
+        "{msg}"
+    );
+    assert!(run.stderr.contains("index not updated"), "{}", run.stderr);
     assert_eq!(fs::read(&data).unwrap(), bad, "--update wrote");
     assert_eq!(names(&t.join("idx")), [DATA, "lock"]);
 
@@ -935,4 +955,46 @@ fn index_a_relative_path_from_another_directory_names_another_file() {
     let r = in_dir("one", &["scan", "docs", "--against", "../idx"]);
     assert_eq!(r["stats"]["documents"], 0, "{r}");
     assert_eq!(r["stats"]["index"]["unchanged_files"], 2);
+}
+
+#[test]
+fn index_dot_dot_and_linked_roots_are_the_indexed_files_not_copies_of_them() {
+    let co = corpus();
+    let t = &co.t;
+    build_old(t);
+    std::os::unix::fs::symlink(t.join("old"), t.join("link")).unwrap();
+    for root in ["new/../old", "link"] {
+        let r = report(t, &["scan", root, "--against", "idx", "--update"]);
+        assert!(
+            clusters(&r).is_empty(),
+            "{root}: files reported as their own copies: {r}"
+        );
+        assert_eq!(r["stats"]["documents"], 0, "{root}");
+        assert_eq!(r["stats"]["index"]["unchanged_files"], 4, "{root}");
+    }
+    // Nothing was added twice.
+    assert_eq!(generation_and_documents(t, "idx"), (3, 4));
+}
+
+#[test]
+fn index_clusters_stay_in_path_order_after_an_update_rewrote_the_records() {
+    // old/a.txt changes, so the update writes it after old/b.txt and old/c.txt; clusters of a
+    // later scan still come in path order.
+    let co = corpus();
+    let t = &co.t;
+    build_old(t);
+    let a = text(801, 300);
+    t.write("old/a.txt", format!("{a} one more line"))
+        .write("new/a-near.txt", edit(&a, &[150]));
+    report(t, &["scan", "old", "--against", "idx", "--update"]);
+    let r = report(t, &["scan", "new", "--against", "idx"]);
+    let firsts: Vec<&str> = clusters(&r)
+        .iter()
+        .map(|c| c["members"][0]["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        firsts,
+        ["old/a-edited.txt", "old/b.txt", "old/c.txt"],
+        "{r}"
+    );
 }
