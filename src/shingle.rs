@@ -241,16 +241,19 @@ pub fn into_set(hashes: &mut Vec<u64>) {
     hashes.dedup();
 }
 
-/// Sorts uniformly distributed 64-bit hashes. Large inputs take one counting pass on the top
-/// ⌈log2 n⌉ bits, which leaves buckets of about one element each, then sort those buckets: about
-/// three passes over the data instead of a comparison sort's log n.
+/// Sorts uniformly distributed 64-bit hashes (repeats allowed). Inputs of 256 or more take one
+/// counting pass on the top ⌊log2 n⌋ bits, which leaves buckets of about two distinct values in
+/// order, then one insertion sort over the whole, which only has to order each bucket: about
+/// three passes over the data instead of a comparison sort's log n. Should the insertion sort
+/// move elements more than 8n places in all (input far from uniform on top), the comparison
+/// sort finishes the job.
 pub fn sort_hashes(hashes: &mut Vec<u64>) {
     let n = hashes.len();
-    if n < 1024 {
+    if n < 256 {
         hashes.sort_unstable();
         return;
     }
-    let bits = (usize::BITS - (n - 1).leading_zeros()).min(20);
+    let bits = (usize::BITS - 1 - n.leading_zeros()).min(20);
     let shift = 64 - bits;
     let mut starts = vec![0u32; (1usize << bits) + 1];
     for &h in hashes.iter() {
@@ -260,17 +263,27 @@ pub fn sort_hashes(hashes: &mut Vec<u64>) {
         starts[i] += starts[i - 1];
     }
     let mut out = vec![0u64; n];
-    let mut next = starts.clone();
     for &h in hashes.iter() {
-        let b = (h >> shift) as usize;
-        out[next[b] as usize] = h;
-        next[b] += 1;
+        let next = &mut starts[(h >> shift) as usize];
+        out[*next as usize] = h;
+        *next += 1;
     }
-    for w in starts.windows(2) {
-        let bucket = &mut out[w[0] as usize..w[1] as usize];
-        if bucket.len() > 1 {
-            bucket.sort_unstable();
+    let mut budget = 8 * n;
+    for i in 1..n {
+        let x = out[i];
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
         }
+        out[j] = x;
+        budget = match budget.checked_sub(i - j) {
+            Some(b) => b,
+            None => {
+                out.sort_unstable();
+                break;
+            }
+        };
     }
     *hashes = out;
 }
@@ -308,11 +321,22 @@ mod tests {
     #[test]
     fn hash_sort_matches_std_sort() {
         let mut state = 3u64;
-        for n in [0usize, 5, 1023, 1024, 5000, 70_000] {
+        for n in [0usize, 5, 255, 256, 1023, 1024, 5000, 70_000] {
             let mut v: Vec<u64> = (0..n)
                 .map(|_| crate::minhash::splitmix64(&mut state) >> (n % 7))
                 .collect();
             v.extend_from_within(..n / 3);
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            sort_hashes(&mut v);
+            assert_eq!(v, expected);
+        }
+        // Far from uniform on top: the comparison sort's fallback; and many repeats.
+        for shift in [30, 0] {
+            let mut v: Vec<u64> = (0..3000)
+                .map(|i| crate::minhash::splitmix64(&mut state) >> shift | (i % 3))
+                .collect();
+            v.extend(std::iter::repeat_n(v[7], 500));
             let mut expected = v.clone();
             expected.sort_unstable();
             sort_hashes(&mut v);
