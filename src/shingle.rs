@@ -241,31 +241,39 @@ pub fn into_set(hashes: &mut Vec<u64>) {
     hashes.dedup();
 }
 
-/// Sorts uniformly distributed 64-bit hashes (repeats allowed). Inputs of 256 or more take one
-/// counting pass on the top ⌊log2 n⌋ bits, which leaves buckets of about two distinct values in
-/// order, then one insertion sort over the whole, which only has to order each bucket: about
-/// three passes over the data instead of a comparison sort's log n. Should the insertion sort
-/// move elements more than 8n places in all (input far from uniform on top), the comparison
-/// sort finishes the job.
+/// Sorts uniformly distributed 64-bit hashes (repeats allowed), with
+/// [`sort_by_uniform_key`].
 pub fn sort_hashes(hashes: &mut Vec<u64>) {
-    let n = hashes.len();
+    sort_by_uniform_key(hashes, |&h| h);
+}
+
+/// Sorts items whose order starts with a uniformly distributed `key` (a hash, or the low w bits
+/// of one). Inputs of 256 or more take one counting pass on the top ⌊log2 n⌋ of the bits the
+/// keys use, which leaves buckets of
+/// about two distinct keys in order (a stable pass: items of one key keep their order), then one
+/// insertion sort over the whole, which only has to order each bucket: about three passes over
+/// the data instead of a comparison sort's log n. Should the insertion sort move items more
+/// than 8n places in all (keys far from uniform on top), the comparison sort finishes the job.
+pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    let n = items.len();
     if n < 256 {
-        hashes.sort_unstable();
+        items.sort_unstable();
         return;
     }
-    let bits = (usize::BITS - 1 - n.leading_zeros()).min(20);
-    let shift = 64 - bits;
+    let used = 64 - items.iter().fold(0, |or, x| or | key(x)).leading_zeros();
+    let bits = (usize::BITS - 1 - n.leading_zeros()).min(20).min(used);
+    let shift = used - bits;
     let mut starts = vec![0u32; (1usize << bits) + 1];
-    for &h in hashes.iter() {
-        starts[(h >> shift) as usize + 1] += 1;
+    for x in items.iter() {
+        starts[(key(x) >> shift) as usize + 1] += 1;
     }
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
-    let mut out = vec![0u64; n];
-    for &h in hashes.iter() {
-        let next = &mut starts[(h >> shift) as usize];
-        out[*next as usize] = h;
+    let mut out = vec![T::default(); n];
+    for x in items.iter() {
+        let next = &mut starts[(key(x) >> shift) as usize];
+        out[*next as usize] = *x;
         *next += 1;
     }
     let mut budget = 8 * n;
@@ -285,7 +293,7 @@ pub fn sort_hashes(hashes: &mut Vec<u64>) {
             }
         };
     }
-    *hashes = out;
+    *items = out;
 }
 
 #[cfg(test)]
