@@ -3,7 +3,7 @@
 //! Only buckets of two or more documents are kept, as one flat list of document ids plus bucket
 //! boundaries, so a table costs 4 bytes per bucketed document whatever the bucket sizes.
 
-use rayon::slice::ParallelSliceMut;
+use crate::shingle::sort_by_uniform_key;
 
 /// The multi-document buckets of one table (band or piece), in key order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,9 +15,11 @@ pub struct Buckets {
 
 impl Buckets {
     /// Groups `(key, doc)` entries by key; documents within a bucket come out in increasing id
-    /// order, buckets in key order, so the result does not depend on the input order.
+    /// order, buckets in key order, so the result does not depend on the input order. Keys are
+    /// hashes (band keys) or bit ranges of fingerprints (SimHash pieces), so they sort in about
+    /// three passes.
     pub fn from_keys(mut entries: Vec<(u64, u32)>) -> Self {
-        entries.par_sort_unstable();
+        sort_by_uniform_key(&mut entries, |&(k, _)| k);
         let mut docs = Vec::new();
         let mut bounds = vec![0u32];
         let mut i = 0;
@@ -90,5 +92,39 @@ mod tests {
         assert_eq!(kept.bucket(0), &[0, 4]);
         kept.keep_from(5);
         assert!(kept.is_empty());
+        // Hash keys, many of them shared, in any order: the same buckets as a plain sort.
+        let mut state = 9u64;
+        let keys: Vec<u64> = (0..300)
+            .map(|_| crate::minhash::splitmix64(&mut state))
+            .collect();
+        let mut entries: Vec<(u64, u32)> = (0..3000u32)
+            .map(|d| {
+                (
+                    keys[crate::minhash::splitmix64(&mut state) as usize % 300],
+                    d,
+                )
+            })
+            .collect();
+        entries.reverse();
+        let b = Buckets::from_keys(entries.clone());
+        entries.sort_unstable();
+        let mut docs = Vec::new();
+        for w in entries.chunk_by(|x, y| x.0 == y.0) {
+            docs.extend(w.iter().map(|&(_, d)| d));
+        }
+        assert_eq!(b.docs(), &docs[..]);
+        // Narrow keys (SimHash pieces): the counting pass takes the bits they use.
+        let narrow: Vec<(u64, u32)> = (0..3000u32)
+            .map(|d| (u64::from(d % 1000) >> 3, d))
+            .collect();
+        let b = Buckets::from_keys(narrow);
+        assert_eq!(b.len(), 125);
+        assert_eq!(
+            b.bucket(0),
+            &[
+                0, 1, 2, 3, 4, 5, 6, 7, 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 2000, 2001,
+                2002, 2003, 2004, 2005, 2006, 2007
+            ]
+        );
     }
 }

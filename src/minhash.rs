@@ -2,7 +2,9 @@
 //!
 //! Two sketches of the same shape, chosen with `--sketch`:
 //! - `oph` (default): one-permutation hashing with optimal densification (Shrivastava, ICML
-//!   2017). Each shingle hash is mixed once (seeded); its high 32 bits pick one of K bins and its
+//!   2017). Each shingle hash is permuted once under the seed ([`oph_permute`]: xor, one
+//!   multiply, one xor-shift; shingle hashes are already full-avalanche hashes, so a second
+//!   SplitMix64 finalizer bought nothing); its high 32 bits pick one of K bins and its
 //!   low 32 bits compete for that bin's minimum. Empty bins borrow the value of a bin chosen by
 //!   a seeded hash of (bin, attempt), the same for every document, so equal sets still give equal
 //!   signatures and the estimator stays unbiased. Cost: O(1) per shingle plus O(K) per document.
@@ -48,6 +50,15 @@ pub fn mix64(mut z: u64) -> u64 {
 }
 
 const EMPTY: u32 = u32::MAX;
+
+/// OPH's seeded permutation of a shingle hash: a bijection (so distinct shingles stay distinct)
+/// whose high half depends on every input bit through the multiply, and whose low half takes
+/// the high half back in through the xor-shift.
+#[inline(always)]
+pub fn oph_permute(x: u64, seed: u64) -> u64 {
+    let h = (x ^ seed).wrapping_mul(0x9FB2_1C65_1E98_DF25);
+    h ^ (h >> 32)
+}
 
 /// A seeded MinHash family of `k` values.
 #[derive(Clone, Debug)]
@@ -110,7 +121,7 @@ impl MinHasher {
         let k = self.k as u64;
         let mut filled = 0usize;
         for &x in shingles {
-            let h = mix64(x ^ self.seed);
+            let h = oph_permute(x, self.seed);
             // Lemire's multiply-shift maps the high half uniformly onto 0..k without a division.
             let bin = (((h >> 32) * k) >> 32) as usize;
             let v = h as u32;

@@ -8,8 +8,9 @@
 //! normalized text. A document with at least one token but fewer than one shingle's worth becomes
 //! a single shingle of its whole normalized text, never an empty set.
 //!
-//! Hashing: every token is hashed once with xxh3-64, and a word shingle combines its `n` token
-//! hashes: token j of the window is rotated left by 17·j bits, the rotations are xored, and the
+//! Hashing: every token is hashed once with [`token_hash`] (a wyhash-style 64-bit hash: the
+//! token's bytes are read as two zero-padded words straight from the text, so tokens up to 16
+//! bytes take no branch on their length), and a word shingle combines its `n` token hashes: token j of the window is rotated left by 17·j bits, the rotations are xored, and the
 //! SplitMix64 finalizer mixes the result. Overlapping windows never re-read the text, and the
 //! distinct rotations make the combination order-sensitive ("a b" ≠ "b a"). A character shingle
 //! of up to 7 UTF-8 bytes is packed into an integer and mixed; a longer one is hashed with
@@ -19,7 +20,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::minhash::mix64;
-pub use crate::tokenize::{for_each_token, normalize};
+pub use crate::tokenize::{for_each_token, for_each_token_at, normalize};
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +71,9 @@ impl Shingler {
     fn word_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
         let mut hashes = std::mem::take(&mut self.token_hashes);
         hashes.clear();
-        for_each_token(text, &mut self.token, |tok| hashes.push(xxh3_64(tok)));
+        for_each_token_at(text, &mut self.token, |buf, start, end| {
+            hashes.push(token_hash_at(buf, start, end))
+        });
         let n = self.n;
         if hashes.is_empty() {
         } else if hashes.len() < n {
@@ -159,6 +162,69 @@ fn packed_hash(packed: u64, len: usize) -> u64 {
     mix64(packed ^ ((len as u64) << 56) ^ 0x6368_6172_5F73_6869) // "char_shi"
 }
 
+/// Keys of the token hash. Each of K1 and K2 has an 0xFF byte, which UTF-8 never has, so a
+/// token's (zero-padded) words never cancel them and the multiplies never see a zero operand.
+const K0: u64 = 0xA076_1D64_78BD_642F;
+const K1: u64 = 0xE703_7ED1_A0FF_89DB;
+const K2: u64 = 0x8EBC_6AFF_0B83_D2A5;
+
+/// The 64×64 → 128-bit product, its halves xored: wyhash's mixing step.
+#[inline(always)]
+fn mum(a: u64, b: u64) -> u64 {
+    let r = u128::from(a) * u128::from(b);
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+/// The hash of a token of `n` bytes from its first and second 8 bytes (`a`, `b`, zero-padded)
+/// or, past 16 bytes, its last 16 and the `seed` of the words before.
+#[inline(always)]
+fn token_final(a: u64, b: u64, seed: u64, n: usize) -> u64 {
+    let r = u128::from(a ^ K1) * u128::from(b ^ seed);
+    mum((r as u64) ^ K0 ^ n as u64, ((r >> 64) as u64) ^ K1)
+}
+
+#[inline(always)]
+fn le64(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(w)
+}
+
+/// The hash of a token's bytes (wyhash-style, 64 bits, full avalanche). Tokens of up to 16
+/// bytes are two little-endian words, zero-padded, mixed with their length by two 128-bit
+/// multiplies; longer ones fold each 16 bytes into the seed first.
+pub fn token_hash(tok: &[u8]) -> u64 {
+    let n = tok.len();
+    if n <= 16 {
+        let mut pad = [0u8; 16];
+        pad[..n].copy_from_slice(tok);
+        return token_final(le64(&pad[..8]), le64(&pad[8..]), K2, n);
+    }
+    let mut seed = K2;
+    let mut rest = tok;
+    while rest.len() > 16 {
+        seed = mum(le64(rest) ^ K1, le64(&rest[8..]) ^ seed);
+        rest = &rest[16..];
+    }
+    token_final(le64(&tok[n - 16..]), le64(&tok[n - 8..]), seed, n)
+}
+
+/// [`token_hash`] of `buf[start..end]`, loading 16 bytes from `start` and masking off those
+/// past the token when the buffer has them: no branch on the token's length up to 16 bytes.
+#[inline(always)]
+pub fn token_hash_at(buf: &[u8], start: usize, end: usize) -> u64 {
+    let n = end - start;
+    if n <= 16 {
+        if let Some(w) = buf.get(start..start + 16) {
+            let bits = 8 * n as u32;
+            let lo = u64::MAX.checked_shr(64 - bits.min(64)).unwrap_or(0);
+            let hi = u64::MAX.checked_shr(128 - bits.max(64)).unwrap_or(0);
+            return token_final(le64(w) & lo, le64(&w[8..]) & hi, K2, n);
+        }
+    }
+    token_hash(&buf[start..end])
+}
+
 /// The hash of a word shingle from its token hashes (see the module documentation).
 #[inline]
 pub fn combine(token_hashes: &[u64]) -> u64 {
@@ -175,38 +241,59 @@ pub fn into_set(hashes: &mut Vec<u64>) {
     hashes.dedup();
 }
 
-/// Sorts uniformly distributed 64-bit hashes. Large inputs take one counting pass on the top
-/// ⌈log2 n⌉ bits, which leaves buckets of about one element each, then sort those buckets: about
-/// three passes over the data instead of a comparison sort's log n.
+/// Sorts uniformly distributed 64-bit hashes (repeats allowed), with
+/// [`sort_by_uniform_key`].
 pub fn sort_hashes(hashes: &mut Vec<u64>) {
-    let n = hashes.len();
-    if n < 1024 {
-        hashes.sort_unstable();
+    sort_by_uniform_key(hashes, |&h| h);
+}
+
+/// Sorts items whose order starts with a uniformly distributed `key` (a hash, or the low w bits
+/// of one). Inputs of 256 or more take one counting pass on the top ⌊log2 n⌋ of the bits the
+/// keys use, which leaves buckets of
+/// about two distinct keys in order (a stable pass: items of one key keep their order), then one
+/// insertion sort over the whole, which only has to order each bucket: about three passes over
+/// the data instead of a comparison sort's log n. Should the insertion sort move items more
+/// than 8n places in all (keys far from uniform on top), the comparison sort finishes the job.
+pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
+    let n = items.len();
+    if n < 256 {
+        items.sort_unstable();
         return;
     }
-    let bits = (usize::BITS - (n - 1).leading_zeros()).min(20);
-    let shift = 64 - bits;
+    let used = 64 - items.iter().fold(0, |or, x| or | key(x)).leading_zeros();
+    let bits = (usize::BITS - 1 - n.leading_zeros()).min(20).min(used);
+    let shift = used - bits;
     let mut starts = vec![0u32; (1usize << bits) + 1];
-    for &h in hashes.iter() {
-        starts[(h >> shift) as usize + 1] += 1;
+    for x in items.iter() {
+        starts[(key(x) >> shift) as usize + 1] += 1;
     }
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
-    let mut out = vec![0u64; n];
-    let mut next = starts.clone();
-    for &h in hashes.iter() {
-        let b = (h >> shift) as usize;
-        out[next[b] as usize] = h;
-        next[b] += 1;
+    let mut out = vec![T::default(); n];
+    for x in items.iter() {
+        let next = &mut starts[(key(x) >> shift) as usize];
+        out[*next as usize] = *x;
+        *next += 1;
     }
-    for w in starts.windows(2) {
-        let bucket = &mut out[w[0] as usize..w[1] as usize];
-        if bucket.len() > 1 {
-            bucket.sort_unstable();
+    let mut budget = 8 * n;
+    for i in 1..n {
+        let x = out[i];
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
         }
+        out[j] = x;
+        budget = match budget.checked_sub(i - j) {
+            Some(b) => b,
+            None => {
+                out.sort_unstable();
+                break;
+            }
+        };
     }
-    *hashes = out;
+    *items = out;
 }
 
 #[cfg(test)]
@@ -242,11 +329,22 @@ mod tests {
     #[test]
     fn hash_sort_matches_std_sort() {
         let mut state = 3u64;
-        for n in [0usize, 5, 1023, 1024, 5000, 70_000] {
+        for n in [0usize, 5, 255, 256, 1023, 1024, 5000, 70_000] {
             let mut v: Vec<u64> = (0..n)
                 .map(|_| crate::minhash::splitmix64(&mut state) >> (n % 7))
                 .collect();
             v.extend_from_within(..n / 3);
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            sort_hashes(&mut v);
+            assert_eq!(v, expected);
+        }
+        // Far from uniform on top: the comparison sort's fallback; and many repeats.
+        for shift in [30, 0] {
+            let mut v: Vec<u64> = (0..3000)
+                .map(|i| crate::minhash::splitmix64(&mut state) >> shift | (i % 3))
+                .collect();
+            v.extend(std::iter::repeat_n(v[7], 500));
             let mut expected = v.clone();
             expected.sort_unstable();
             sort_hashes(&mut v);
@@ -285,10 +383,88 @@ mod tests {
     }
 
     #[test]
+    fn token_hash_at_equals_token_hash_wherever_the_token_lies() {
+        let text: Vec<u8> = (0..80u32).map(|i| b'a' + (i * 7 % 26) as u8).collect();
+        for start in 0..text.len() {
+            for end in start + 1..=text.len().min(start + 40) {
+                assert_eq!(
+                    token_hash_at(&text, start, end),
+                    token_hash(&text[start..end]),
+                    "{start}..{end}"
+                );
+            }
+        }
+        // The tokenizer's two kinds of buffer: the text itself, and the padded scratch buffer.
+        let mut got = Vec::new();
+        for_each_token_at(
+            "ab CD ÉTÉ efghijklmnopqrstuvwxyz",
+            &mut Vec::new(),
+            |b, s, e| got.push(token_hash_at(b, s, e)),
+        );
+        let want: Vec<u64> = ["ab", "cd", "été", "efghijklmnopqrstuvwxyz"]
+            .iter()
+            .map(|t| token_hash(t.as_bytes()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn token_hash_separates_short_tokens_and_avalanches() {
+        // Every token of up to 3 letters and digits, zero-padding lookalikes included: no
+        // collision in the whole hash; none in its low or high 32 bits up to 2 bytes.
+        let alphabet: Vec<u8> = (b'a'..=b'z').chain(b'0'..=b'9').chain([0u8]).collect();
+        let mut tokens: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut all = Vec::new();
+        for _ in 0..3 {
+            tokens = tokens
+                .iter()
+                .flat_map(|t| {
+                    alphabet.iter().map(move |&c| {
+                        let mut t = t.clone();
+                        t.push(c);
+                        t
+                    })
+                })
+                .collect();
+            all.extend(tokens.iter().map(|t| token_hash(t)));
+        }
+        let short = alphabet.len() + alphabet.len() * alphabet.len();
+        for (part, n) in [
+            (u64::MAX, all.len()),
+            (0xFFFF_FFFF, short),
+            (!0 << 32, short),
+        ] {
+            let mut v: Vec<u64> = all[..n].iter().map(|h| h & part).collect();
+            v.sort_unstable();
+            v.dedup();
+            assert_eq!(v.len(), n, "mask {part:x}");
+        }
+        // Flipping one input bit flips about half of the output bits, for every length class.
+        let mut state = 5u64;
+        for len in [1usize, 3, 4, 8, 9, 15, 16, 17, 31, 40] {
+            let (mut flips, mut trials) = (0u32, 0u32);
+            for _ in 0..64 {
+                let tok: Vec<u8> = (0..len)
+                    .map(|_| crate::minhash::splitmix64(&mut state) as u8)
+                    .collect();
+                let h = token_hash(&tok);
+                for bit in 0..8 * len {
+                    let mut t = tok.clone();
+                    t[bit / 8] ^= 1 << (bit % 8);
+                    flips += (token_hash(&t) ^ h).count_ones();
+                    trials += 1;
+                }
+            }
+            let mean = f64::from(flips) / f64::from(trials);
+            assert!((31.0..33.0).contains(&mean), "len {len}: {mean}");
+        }
+    }
+
+    #[test]
     fn rolling_word_hash_equals_combining_each_window() {
         let text = "one two three two one four five six one two three seven";
         let mut toks = Vec::new();
-        for_each_token(text, &mut Vec::new(), |t| toks.push(xxh3_64(t)));
+        for_each_token(text, &mut Vec::new(), |t| toks.push(token_hash(t)));
         for n in [1, 2, 3, 4, 5, 11] {
             let expected: Vec<u64> = toks.windows(n).map(combine).collect();
             assert_eq!(shingles(ShingleKind::Word, n, text), expected, "n = {n}");
@@ -296,9 +472,9 @@ mod tests {
     }
 
     #[test]
-    fn word_shingle_combines_xxh3_token_hashes() {
-        let s = shingles(ShingleKind::Word, 2, "x y");
-        let (x, y) = (xxh3_64(b"x"), xxh3_64(b"y"));
+    fn word_shingle_combines_token_hashes() {
+        let s = shingles(ShingleKind::Word, 2, "x Y");
+        let (x, y) = (token_hash(b"x"), token_hash(b"y"));
         assert_eq!(s, vec![mix64(x ^ y.rotate_left(17))]);
         // Repeated tokens do not cancel out.
         assert_ne!(shingles(ShingleKind::Word, 2, "x x")[0], mix64(0));

@@ -38,6 +38,22 @@ static CLASS: [u8; 256] = {
 /// Calls `emit` with the lowercased UTF-8 bytes of every token of `text`, in order. Tokens that
 /// need lowercasing are built in `scratch`; the others are passed straight from `text`.
 pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[u8])) {
+    for_each_token_at(text, scratch, |buf, start, end| emit(&buf[start..end]));
+}
+
+/// Bytes of zeros after a token built in the scratch buffer, so that [`for_each_token_at`]'s
+/// callers can load 16 bytes from a token's start without running off the buffer.
+pub const SCRATCH_PAD: usize = 16;
+
+/// [`for_each_token`] with the token as `buf[start..end]`: `buf` is the text itself for a token
+/// that needs no lowercasing, else the scratch buffer, where the token is followed by
+/// [`SCRATCH_PAD`] zero bytes. Bytes of `buf` outside `start..end` are not part of the token;
+/// a hash may load them and mask them off (see [`crate::shingle::token_hash_at`]).
+pub fn for_each_token_at(
+    text: &str,
+    scratch: &mut Vec<u8>,
+    mut emit: impl FnMut(&[u8], usize, usize),
+) {
     let bytes = text.as_bytes();
     // The token being cut: its start and the special bytes seen so far (UPPER | HIGH flags).
     let mut open: Option<(usize, u8)> = None;
@@ -56,7 +72,7 @@ pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[
                     }
                     let end_byte = base + end as usize;
                     if seen == 0 {
-                        emit(&bytes[start..end_byte]);
+                        emit(bytes, start, end_byte);
                     } else {
                         special_token(text, start, end_byte, seen, scratch, &mut emit);
                     }
@@ -76,11 +92,19 @@ pub fn for_each_token(text: &str, scratch: &mut Vec<u8>, mut emit: impl FnMut(&[
     }
     if let Some((start, seen)) = open {
         if seen == 0 {
-            emit(&bytes[start..]);
+            emit(bytes, start, bytes.len());
         } else {
             special_token(text, start, bytes.len(), seen, scratch, &mut emit);
         }
     }
+}
+
+/// Emits the token built in `scratch`, padded with [`SCRATCH_PAD`] zero bytes.
+#[inline]
+fn emit_scratch(scratch: &mut Vec<u8>, emit: &mut impl FnMut(&[u8], usize, usize)) {
+    let n = scratch.len();
+    scratch.resize(n + SCRATCH_PAD, 0);
+    emit(scratch, 0, n);
 }
 
 /// A stretch between ASCII white space that needs lowercasing (`seen` has UPPER) or decoding
@@ -92,7 +116,7 @@ fn special_token(
     end: usize,
     seen: u8,
     scratch: &mut Vec<u8>,
-    emit: &mut impl FnMut(&[u8]),
+    emit: &mut impl FnMut(&[u8], usize, usize),
 ) {
     if seen & HIGH == 0 {
         scratch.clear();
@@ -101,9 +125,9 @@ fn special_token(
                 .iter()
                 .map(u8::to_ascii_lowercase),
         );
-        emit(scratch);
-    } else if let Some(stretch) = text.get(start..end) {
-        scalar_tokens(stretch, scratch, emit);
+        emit_scratch(scratch, emit);
+    } else if text.is_char_boundary(start) && text.is_char_boundary(end) {
+        scalar_tokens(text, start, end, scratch, emit);
     }
 }
 
@@ -205,11 +229,18 @@ fn classify64(block: &[u8]) -> Masks {
 }
 
 /// The tokenizer one byte at a time, decoding non-ASCII characters: used for the stretches
-/// between ASCII spaces that hold a byte from 0x80.
-fn scalar_tokens(text: &str, scratch: &mut Vec<u8>, emit: &mut impl FnMut(&[u8])) {
+/// `text[from..to]` between ASCII spaces that hold a byte from 0x80 (both ends are character
+/// boundaries).
+fn scalar_tokens(
+    text: &str,
+    from: usize,
+    to: usize,
+    scratch: &mut Vec<u8>,
+    emit: &mut impl FnMut(&[u8], usize, usize),
+) {
     let bytes = text.as_bytes();
-    let n = bytes.len();
-    let mut i = 0;
+    let n = to;
+    let mut i = from;
     while i < n {
         match CLASS[bytes[i] as usize] {
             SPACE => {
@@ -245,7 +276,7 @@ fn scalar_tokens(text: &str, scratch: &mut Vec<u8>, emit: &mut impl FnMut(&[u8])
             i += c.len_utf8();
         }
         if seen & (UPPER | HIGH) == 0 {
-            emit(&bytes[start..i]);
+            emit(bytes, start, i);
         } else {
             scratch.clear();
             if seen & HIGH == 0 {
@@ -253,7 +284,7 @@ fn scalar_tokens(text: &str, scratch: &mut Vec<u8>, emit: &mut impl FnMut(&[u8])
             } else {
                 lowercase_into(&text[start..i], scratch);
             }
-            emit(scratch);
+            emit_scratch(scratch, emit);
         }
     }
 }
@@ -305,9 +336,13 @@ mod tests {
 
     fn scalar(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        scalar_tokens(text, &mut Vec::new(), &mut |t: &[u8]| {
-            out.push(String::from_utf8_lossy(t).into_owned())
-        });
+        scalar_tokens(
+            text,
+            0,
+            text.len(),
+            &mut Vec::new(),
+            &mut |b: &[u8], s, e| out.push(String::from_utf8_lossy(&b[s..e]).into_owned()),
+        );
         out
     }
 
