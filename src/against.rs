@@ -107,6 +107,7 @@ pub fn index_params(cfg: &Config) -> IndexParams {
         bands,
         rows,
         seed: cfg.seed,
+        hashing: crate::shingle::HASH_SCHEME,
     }
 }
 

@@ -279,6 +279,11 @@ fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
     let sep = if null { 0 } else { b'\n' };
     Ok(bytes
         .split(|&b| b == sep)
+        // A list written on Windows ends its lines in CR LF; no sane file name ends in CR.
+        .map(|name| match name {
+            [rest @ .., b'\r'] if !null => rest,
+            name => name,
+        })
         .filter(|name| !name.is_empty())
         .map(path_from_bytes)
         .collect())

@@ -183,8 +183,18 @@ impl<R: BufRead> Read for ZstdFrames<R> {
     }
 }
 
+/// The decoder's error in words: its own messages print nested debug structures.
 fn zstd_error(e: FrameDecoderError) -> io::Error {
-    io::Error::new(ErrorKind::InvalidData, e)
+    let detail = format!("{e:?}");
+    let message = if detail.contains("UnexpectedEof") || detail.contains("fill whole buffer") {
+        "the stream ends in the middle of a frame".to_string()
+    } else {
+        match detail.split_once('(') {
+            Some((kind, _)) => format!("invalid frame data ({kind})"),
+            None => format!("invalid frame data ({detail})"),
+        }
+    };
+    io::Error::new(ErrorKind::InvalidData, message)
 }
 
 /// Where a document's text and id are found in each JSON Lines record.

@@ -80,6 +80,9 @@ pub struct IndexParams {
     pub rows: u32,
     /// Hash seed.
     pub seed: u64,
+    /// Version of the hash functions (token, shingle, signature, content) that made the stored
+    /// values: an index made by a dupfind that hashed differently would silently match nothing.
+    pub hashing: u32,
 }
 
 /// One indexed document without its shingle set: what an open index keeps in memory.
@@ -120,6 +123,22 @@ pub struct Record {
 
 /// Fails naming every parameter that differs between the index and this run.
 pub fn check_compatible(stored: &IndexParams, wanted: &IndexParams) -> Result<()> {
+    if stored.hashing != wanted.hashing {
+        bail!(
+            "index was built by a dupfind that hashes differently (hash scheme {}, this one uses \
+             {}); build it again",
+            stored.hashing,
+            wanted.hashing
+        );
+    }
+    if stored.method != wanted.method {
+        // The other parameters of another method mean nothing here.
+        bail!(
+            "index was built with --method {}, this scan uses --method {}",
+            stored.method,
+            wanted.method
+        );
+    }
     let mut diffs = Vec::new();
     let mut check = |flag: &str, old: &dyn Display, new: &dyn Display| {
         let (old, new) = (old.to_string(), new.to_string());
@@ -129,7 +148,6 @@ pub fn check_compatible(stored: &IndexParams, wanted: &IndexParams) -> Result<()
             ));
         }
     };
-    check("--method", &stored.method, &wanted.method);
     check("--shingle", &stored.shingle, &wanted.shingle);
     check("--ngram", &stored.ngram, &wanted.ngram);
     check("--num-perm", &stored.num_perm, &wanted.num_perm);
@@ -666,6 +684,7 @@ mod tests {
             bands: 2,
             rows: 2,
             seed: 0,
+            hashing: 1,
         }
     }
 
@@ -772,6 +791,29 @@ mod tests {
         assert_eq!(load(dir.path()).unwrap(), (3, params(), state_b()));
         let again = err(create(dir.path(), &params(), ok(&state_a())));
         assert!(again.contains("already holds an index"), "{again}");
+    }
+
+    #[test]
+    fn refuses_another_hash_scheme_or_method_first() {
+        let other = IndexParams {
+            hashing: 2,
+            seed: 9,
+            ..params()
+        };
+        let e = err(check_compatible(&params(), &other));
+        assert!(
+            e.contains("hashes differently (hash scheme 1, this one uses 2)"),
+            "{e}"
+        );
+        let simhash = IndexParams {
+            method: "simhash".into(),
+            num_perm: 0,
+            ..params()
+        };
+        assert_eq!(
+            err(check_compatible(&params(), &simhash)),
+            "index was built with --method minhash, this scan uses --method simhash"
+        );
     }
 
     #[test]

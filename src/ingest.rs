@@ -46,6 +46,8 @@ pub struct Ingested {
     pub errors: Vec<InputError>,
     /// Number of bad lines.
     pub bad_lines: u64,
+    /// Dumps that held no record at all.
+    pub empty_dumps: u64,
 }
 
 /// How the first pass runs.
@@ -77,6 +79,7 @@ impl Ingest<'_> {
             distinct: Kmv::new(DEFAULT_KMV_K),
             errors: Vec::new(),
             bad_lines: 0,
+            empty_dumps: 0,
         };
         let bar = self.msgs.progress_bar(files.len() as u64, "reading");
         let mut bottom = Vec::new();
@@ -174,6 +177,8 @@ impl Ingest<'_> {
             }
         };
         let mut bad = 0u64;
+        let errors_before = out.errors.len();
+        let documents_before = out.entries.len();
         let mut batch: Vec<(u64, Option<String>, String)> = Vec::new();
         // One thread reads, decompresses and parses the dump while the workers sketch the batch
         // before: at most three batches are alive (being read, waiting, being sketched).
@@ -195,6 +200,10 @@ impl Ingest<'_> {
             ));
         }
         out.bad_lines += bad;
+        // A dump without a single record (and no bad line) is an empty input, like an empty file.
+        if out.entries.len() == documents_before && out.errors.len() == errors_before {
+            out.empty_dumps += 1;
+        }
     }
 
     /// Adds a document line to `batch`; reports any other.
@@ -217,10 +226,12 @@ impl Ingest<'_> {
                 out.errors.push(file.error(Some(line), reason.to_string()));
             }
             Line::Failed { line, error } => {
-                let reason = format!(
-                    "{} (after line {line}; the lines before it were read)",
-                    crate::messages::io_reason(&error)
-                );
+                let before = match line {
+                    0 => "no line before it was complete".to_string(),
+                    1 => "line 1 before it was read".to_string(),
+                    n => format!("lines 1-{n} before it were read"),
+                };
+                let reason = format!("{} ({before})", crate::messages::io_reason(&error));
                 self.msgs
                     .warn(&format!("{}: {reason}", display_path(&file.path)));
                 out.errors.push(file.error(Some(line + 1), reason));

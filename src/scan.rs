@@ -95,6 +95,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.distinct_shingles = ingested.distinct.estimate().round() as u64;
     stats.distinct_shingles_error = ingested.distinct.relative_error();
     stats.skipped.bad_line = ingested.bad_lines;
+    stats.skipped.empty += ingested.empty_dumps;
     errors.extend(ingested.errors);
     record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
 
@@ -481,7 +482,7 @@ fn record_outcomes(
             Outcome::TooLarge(n) => {
                 stats.skipped.too_large += 1;
                 msgs.warn(&format!(
-                    "{}: skipped, grew to {n} bytes",
+                    "{}: skipped, {n} bytes or more when read (over --max-size)",
                     display_path(&file.path)
                 ));
             }

@@ -19,6 +19,12 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
+/// Version of the hashing that turns text into stored values (token and shingle hashes here,
+/// signatures in `minhash`, fingerprints in `simhash`, content hashes in `doc`). An index
+/// records it; bump it with any change to those functions, so an old index is refused rather
+/// than silently matching nothing.
+pub const HASH_SCHEME: u32 = 2;
+
 use crate::minhash::mix64;
 pub use crate::tokenize::{for_each_token, for_each_token_at, normalize};
 

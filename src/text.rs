@@ -76,24 +76,44 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         )?;
     }
     let s = &report.stats;
-    let duplicates: usize = report.clusters.iter().map(|c| c.duplicates.len()).sum();
+    // New documents only: with --against, an indexed duplicate is no copy made by this run.
+    let duplicates = (report.clusters.iter())
+        .flat_map(|c| &c.duplicates)
+        .filter(|d| !d.member.indexed)
+        .count() as u64;
     writeln!(
         out,
-        "{total} clusters, {duplicates} duplicates among {} documents ({} exact groups); {} \
-         unreadable",
-        s.documents,
-        s.exact_groups,
+        "{}, {} among {} ({}); {} unreadable",
+        count(total as u64, "cluster"),
+        count(duplicates, "duplicate"),
+        count(s.documents, "document"),
+        count(s.exact_groups, "exact group"),
         report.errors.len()
     )
 }
 
-/// A member's path; a dump record's with its line and id: `dump.jsonl:12 (id a-17)`.
+/// "1 cluster", "2 clusters".
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A member's path; a dump record's with its line and id: `dump.jsonl:12 (id a-17)`; an
+/// indexed member's marked `[indexed]`.
 fn name(m: &MemberOut) -> String {
     let path = escape_controls(&m.path);
-    match (m.line, &m.id) {
+    let name = match (m.line, &m.id) {
         (Some(line), Some(id)) => format!("{path}:{line} (id {})", escape_controls(id)),
         (Some(line), None) => format!("{path}:{line}"),
         _ => path,
+    };
+    if m.indexed {
+        format!("{name} [indexed]")
+    } else {
+        name
     }
 }
 

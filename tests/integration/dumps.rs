@@ -230,6 +230,8 @@ fn an_empty_dump_and_crlf_line_ends_are_read_as_such() {
     let r = run.json();
     assert_eq!(r["stats"]["documents"], 5);
     assert_eq!(r["stats"]["skipped"]["bad_line"], 0);
+    // The two empty dumps count as empty inputs, like empty files.
+    assert_eq!(r["stats"]["skipped"]["empty"], 2);
     assert_eq!(
         members(&r),
         vec![vec![
@@ -327,7 +329,8 @@ fn files_from_reads_newline_and_nul_separated_lists() {
             .map(|m| m["path"].as_str().unwrap().to_string())
             .collect()
     };
-    let run = files_from(&t, b"x/a.txt\ny/a-edited.txt\n\ny/with space.txt\n", &[]);
+    // CR LF line ends (a list written on Windows) are fine too.
+    let run = files_from(&t, b"x/a.txt\ny/a-edited.txt\r\n\ny/with space.txt\n", &[]);
     assert_eq!(run.code(), 0, "{}", run.stderr);
     let r = run.json();
     assert_eq!(r["stats"]["documents"], 3);

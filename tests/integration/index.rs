@@ -229,7 +229,7 @@ fn index_new_documents_are_compared_with_indexed_ones_which_represent_their_clus
             "files": 4,
             "params": {
                 "method": "minhash", "shingle": "word", "ngram": 5, "num_perm": 128,
-                "sketch": "oph", "bands": 19, "rows": 6, "seed": 0
+                "sketch": "oph", "bands": 19, "rows": 6, "seed": 0, "hashing": 2
             }
         })
     );
@@ -996,5 +996,32 @@ fn index_clusters_stay_in_path_order_after_an_update_rewrote_the_records() {
         firsts,
         ["old/a-edited.txt", "old/b.txt", "old/c.txt"],
         "{r}"
+    );
+}
+
+#[test]
+fn index_text_format_marks_indexed_members_and_counts_only_new_duplicates() {
+    let co = corpus();
+    let t = &co.t;
+    build_old(t);
+    let run = t.run(&["scan", "new", "--against", "idx", "--format", "text"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    // Two clusters, each an indexed representative with one new duplicate.
+    assert!(
+        run.stdout.contains("keep  old/b.txt [indexed]"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("keep  old/c.txt [indexed]"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.ends_with(
+            "2 clusters, 2 duplicates among 3 documents (1 exact group); 0 unreadable\n"
+        ),
+        "{}",
+        run.stdout
     );
 }

@@ -278,7 +278,7 @@ fn text_format_is_one_block_per_cluster() {
     );
     assert_eq!(
         lines.last().unwrap(),
-        &"1 clusters, 4 duplicates among 6 documents (1 exact groups); 0 unreadable"
+        &"1 cluster, 4 duplicates among 6 documents (1 exact group); 0 unreadable"
     );
     assert!(!r.stdout.contains('\x1b'), "no colour into a pipe");
 
