@@ -271,21 +271,10 @@ fn from_mtime_ns(ns: i128) -> Option<SystemTime> {
 /// call), so `old/a`, `./old/a`, `x/../old/a` and `/home/me/old/a` are one key, and the same
 /// relative path from another directory is not.
 fn path_key(p: &Path) -> Vec<u8> {
-    use std::path::Component;
-    let Ok(abs) = std::path::absolute(p) else {
-        return path_bytes(p);
-    };
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
+    match crate::walk::lexical_absolute(p) {
+        Some(abs) => path_bytes(&abs),
+        None => path_bytes(p),
     }
-    path_bytes(&out)
 }
 
 #[cfg(unix)]

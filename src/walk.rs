@@ -416,21 +416,27 @@ impl Walker<'_> {
 /// True when two paths are spellings of one path (`x/a`, `./x/a`, `/abs/x/a`): compared
 /// lexically after making them absolute, so a link followed with `-L` stays an alias.
 fn same_entry(a: &Path, b: &Path) -> bool {
-    fn lexical(p: &Path) -> Option<PathBuf> {
-        use std::path::Component;
-        let mut out = std::env::current_dir().ok()?;
-        for c in p.components() {
-            match c {
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    out.pop();
-                }
-                other => out.push(other),
+    a.file_name() == b.file_name()
+        && lexical_absolute(a).is_some_and(|la| lexical_absolute(b) == Some(la))
+}
+
+/// `p` made absolute against the working directory, lexically: `.` dropped, `..` taking back
+/// the component before it, no symbolic link resolved and no system call but the working
+/// directory's. None when there is no working directory.
+pub fn lexical_absolute(p: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = std::env::current_dir().ok()?;
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
             }
+            // A root or prefix replaces what was pushed before.
+            other => out.push(other),
         }
-        Some(out)
     }
-    a.file_name() == b.file_name() && lexical(a).is_some_and(|la| lexical(b) == Some(la))
+    Some(out)
 }
 
 /// (device, inode) of a file, the identity shared by its hard links.
