@@ -451,3 +451,34 @@ pub fn inode(meta: &std::fs::Metadata) -> (u64, u64) {
 pub fn inode(_meta: &std::fs::Metadata) -> (u64, u64) {
     (0, 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dumps_are_recognised_by_name_or_all_with_jsonl() {
+        let by_name = DumpNames::ByName;
+        for dump in [
+            "a.jsonl",
+            "a.ndjson",
+            "A.JSONL",
+            "x/a.jsonl.gz",
+            "a.ndjson.zst",
+            "a.jsonl.zstd",
+        ] {
+            assert!(by_name.is_dump(Path::new(dump)), "{dump}");
+        }
+        for plain in [
+            "a.json",
+            "a.txt",
+            "a.jsonl.txt",
+            "a.gz",
+            "jsonl",
+            "a.jsonl.bz2",
+        ] {
+            assert!(!by_name.is_dump(Path::new(plain)), "{plain}");
+            assert!(DumpNames::All.is_dump(Path::new(plain)), "{plain}");
+        }
+    }
+}

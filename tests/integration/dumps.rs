@@ -388,3 +388,29 @@ fn dump_records_are_verified_exactly_with_pairs_and_strict_clusters() {
         assert!(p["shared_shingles"].as_u64().unwrap() > 250, "{p}");
     }
 }
+
+#[test]
+fn only_the_first_ten_bad_lines_of_a_dump_are_warned_about_and_all_are_listed() {
+    let t = TestDir::new();
+    let mut lines: Vec<String> = (0..12).map(|i| format!("not json {i}")).collect();
+    lines.push(line(json!({"id": "ok", "text": text(551, 50)})));
+    t.write("bad.jsonl", lines.join("\n"));
+    let run = t.run(&["scan", "bad.jsonl"]);
+    assert_eq!(run.code(), 2);
+    let r = run.json();
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 12);
+    assert_eq!(r["errors"].as_array().unwrap().len(), 12);
+    assert_eq!(r["stats"]["documents"], 1);
+    let warned: Vec<&str> = run
+        .warnings()
+        .into_iter()
+        .filter(|l| l.contains("bad.jsonl:") && l.contains("invalid JSON"))
+        .collect();
+    assert_eq!(warned.len(), 10, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("bad.jsonl: 2 more bad lines (listed in the report's errors)"),
+        "{}",
+        run.stderr
+    );
+}
