@@ -388,9 +388,16 @@ pub fn spill_records(
         let mut lines = lines;
         let stream: Box<dyn Iterator<Item = std::io::Result<(u32, String)>>> = match reader {
             Err(_) => Box::new(std::iter::empty()),
-            Ok(reader) => Box::new(reader.filter_map(move |l| match l {
-                Line::Doc { line, text, .. } => lines.remove(&line).map(|d| Ok((d, text))),
-                _ => None,
+            // Read only as far as the last wanted line.
+            Ok(mut reader) => Box::new(std::iter::from_fn(move || {
+                while !lines.is_empty() {
+                    if let Line::Doc { line, text, .. } = reader.next()? {
+                        if let Some(d) = lines.remove(&line) {
+                            return Some(Ok((d, text)));
+                        }
+                    }
+                }
+                None
             })),
         };
         stream
