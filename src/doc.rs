@@ -196,12 +196,7 @@ impl<'a> DocWorker<'a> {
         let buf = std::mem::take(&mut self.buf);
         r.outcome = match decode(&buf) {
             Decoded::Binary => Outcome::Binary,
-            Decoded::Text(_) if !claims.claim(r.hash) => Outcome::Duplicate,
-            Decoded::Text(text) => {
-                self.shingles.clear();
-                self.shingler.shingle(&text, &mut self.shingles);
-                self.sketch(&mut r, signature, cache)
-            }
+            Decoded::Text(text) => self.claim_and_sketch(&text, &mut r, signature, claims, cache),
         };
         self.buf = buf;
         r
@@ -218,14 +213,26 @@ impl<'a> DocWorker<'a> {
         let mut r = DocResult::new(Outcome::Sketched);
         r.bytes = text.len() as u64;
         r.hash = xxh3_128(text.as_bytes());
-        r.outcome = if claims.claim(r.hash) {
-            self.shingles.clear();
-            self.shingler.shingle(text, &mut self.shingles);
-            self.sketch(&mut r, signature, cache)
-        } else {
-            Outcome::Duplicate
-        };
+        r.outcome = self.claim_and_sketch(text, &mut r, signature, claims, cache);
         r
+    }
+
+    /// Shingles and sketches `text` when this worker is the first with its content hash
+    /// (`r.hash`); a copy another worker claimed is only a `Duplicate`.
+    fn claim_and_sketch(
+        &mut self,
+        text: &str,
+        r: &mut DocResult,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+    ) -> Outcome {
+        if !claims.claim(r.hash) {
+            return Outcome::Duplicate;
+        }
+        self.shingles.clear();
+        self.shingler.shingle(text, &mut self.shingles);
+        self.sketch(r, signature, cache)
     }
 
     /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are

@@ -96,28 +96,17 @@ impl Ingest<'_> {
                 .position(|f| f.dump)
                 .map_or(files.len(), |p| start + p);
             let run = &files[start..end];
-            let first = out.sigs.len();
-            out.sigs.resize(first + run.len() * self.lanes, 0);
-            let mut slots = self.bottom_slots(&mut bottom, run.len());
-            let docs: Vec<DocResult> = run
-                .par_iter()
-                .zip(out.sigs[first..].par_chunks_mut(self.lanes))
-                .zip(slots.par_chunks_mut(self.slot_len()))
-                .map_init(
-                    || {
-                        (
-                            DocWorker::counting(self.engine, &distinct),
-                            Scratch::default(),
-                        )
-                    },
-                    |(w, scratch), ((file, sig), slot)| {
-                        let r = w.process(file, sig, &claims, self.cache);
-                        self.sketch_bottom(w, &r, slot, scratch);
-                        bar.inc(1);
-                        r
-                    },
-                )
-                .collect();
+            let docs = self.sketch_each(
+                run,
+                &distinct,
+                &mut out.sigs,
+                &mut bottom,
+                |w, file, sig| {
+                    let r = w.process(file, sig, &claims, self.cache);
+                    bar.inc(1);
+                    r
+                },
+            );
             out.docs.extend(docs);
             out.entries.extend_from_slice(run);
             start = end;
@@ -128,6 +117,40 @@ impl Ingest<'_> {
             out.bottom = Sketches::from_slots(k, bottom);
         }
         out
+    }
+
+    /// Sketches `items` in parallel with `process`, appending their signatures to `sigs` and,
+    /// with bottom-k, their sketches to `bottom`; the results come back in order. The one loop
+    /// behind plain files and dump records.
+    fn sketch_each<T: Sync>(
+        &self,
+        items: &[T],
+        distinct: &Mutex<Kmv>,
+        sigs: &mut Vec<u32>,
+        bottom: &mut Vec<u64>,
+        process: impl Fn(&mut DocWorker, &T, &mut [u32]) -> DocResult + Sync,
+    ) -> Vec<DocResult> {
+        let first = sigs.len();
+        sigs.resize(first + items.len() * self.lanes, 0);
+        let mut slots = self.bottom_slots(bottom, items.len());
+        items
+            .par_iter()
+            .zip(sigs[first..].par_chunks_mut(self.lanes))
+            .zip(slots.par_chunks_mut(self.slot_len()))
+            .map_init(
+                || {
+                    (
+                        DocWorker::counting(self.engine, distinct),
+                        Scratch::default(),
+                    )
+                },
+                |(w, scratch), ((item, sig), slot)| {
+                    let r = process(w, item, sig);
+                    self.sketch_bottom(w, &r, slot, scratch);
+                    r
+                },
+            )
+            .collect()
     }
 
     /// Values per document in the bottom-k slots (1 when bottom-k is off, so that chunks of
@@ -248,27 +271,13 @@ impl Ingest<'_> {
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) {
-        let first = out.sigs.len();
-        out.sigs.resize(first + batch.len() * self.lanes, 0);
-        let mut slots = self.bottom_slots(bottom, batch.len());
-        let docs: Vec<DocResult> = batch
-            .par_iter()
-            .zip(out.sigs[first..].par_chunks_mut(self.lanes))
-            .zip(slots.par_chunks_mut(self.slot_len()))
-            .map_init(
-                || {
-                    (
-                        DocWorker::counting(self.engine, distinct),
-                        Scratch::default(),
-                    )
-                },
-                |(w, scratch), (((_, _, text), sig), slot)| {
-                    let r = w.process_text(text, sig, claims, self.cache);
-                    self.sketch_bottom(w, &r, slot, scratch);
-                    r
-                },
-            )
-            .collect();
+        let docs = self.sketch_each(
+            batch,
+            distinct,
+            &mut out.sigs,
+            bottom,
+            |w, (_, _, text), sig| w.process_text(text, sig, claims, self.cache),
+        );
         for ((line, id, text), doc) in batch.drain(..).zip(docs) {
             out.entries.push(FileEntry {
                 path: file.path.clone(),
