@@ -238,6 +238,7 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
                 line,
                 id: e.id.clone(),
                 file_size: e.size,
+                at: None,
             })
         }),
     }

@@ -222,11 +222,13 @@ pub fn field_path(dotted: &str) -> Result<Vec<String>> {
 /// One line of a JSON Lines stream, as read.
 #[derive(Debug)]
 pub enum Line {
-    /// A document: 1-based line number, the id if the id field is present, the text.
+    /// A document: 1-based line number, the id if the id field is present, the text, and where
+    /// the record's JSON lies in the (decompressed) stream: offset and length.
     Doc {
         line: u64,
         id: Option<String>,
         text: String,
+        at: (u64, u64),
     },
     /// A line that holds no document, with why.
     Bad { line: u64, reason: BadLine },
@@ -269,22 +271,25 @@ impl fmt::Display for BadLine {
 pub struct JsonlReader<R: BufRead> {
     reader: R,
     opts: JsonlOptions,
-    text_name: String,
     buf: Vec<u8>,
     line: u64,
+    /// Bytes of the stream consumed so far.
+    pos: u64,
+    /// Where the line in `buf` starts in the stream.
+    line_start: u64,
     done: bool,
 }
 
 impl<R: BufRead> JsonlReader<R> {
     /// Reads records from `reader` (already decompressed: see [`open_stream`]).
     pub fn new(reader: R, opts: JsonlOptions) -> Self {
-        let text_name = opts.text_field.join(".");
         JsonlReader {
             reader,
             opts,
-            text_name,
             buf: Vec::new(),
             line: 0,
+            pos: 0,
+            line_start: 0,
             done: false,
         }
     }
@@ -293,18 +298,20 @@ impl<R: BufRead> JsonlReader<R> {
     /// false when the line is too long, in which case the rest of it has been skipped unread.
     fn read_line(&mut self) -> io::Result<Option<bool>> {
         self.buf.clear();
+        self.line_start = self.pos;
         // Room for the longest line accepted plus "\r\n": a line that fills it without ending
         // is too long.
         let cap = self.opts.max_line.saturating_add(2);
         let n = (&mut self.reader)
             .take(cap)
             .read_until(b'\n', &mut self.buf)?;
+        self.pos += n as u64;
         if n == 0 {
             return Ok(None);
         }
         let ended = self.buf.last() == Some(&b'\n');
         if !ended && n as u64 == cap {
-            self.reader.skip_until(b'\n')?;
+            self.pos += self.reader.skip_until(b'\n')? as u64;
             self.buf.clear();
             return Ok(Some(false));
         }
@@ -318,29 +325,83 @@ impl<R: BufRead> JsonlReader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for JsonlReader<R> {
-    type Item = Line;
+/// A line as [`JsonlReader::next_raw`] cuts it, before its JSON is parsed: splitting lines is
+/// cheap and sequential, parsing is the costly part and can run on several threads.
+#[derive(Debug)]
+pub enum RawLine {
+    /// A line that is not blank, without its line end (and, on line 1, without a UTF-8 BOM),
+    /// and where those bytes start in the stream.
+    Json {
+        line: u64,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    /// A line already known to hold no document, or the end of a failed stream.
+    Done(Line),
+}
 
-    fn next(&mut self) -> Option<Line> {
+impl RawLine {
+    /// Its bytes' length (0 when there is nothing to parse).
+    pub fn len(&self) -> usize {
+        match self {
+            RawLine::Json { bytes, .. } => bytes.len(),
+            RawLine::Done(_) => 0,
+        }
+    }
+
+    /// True when there is nothing to parse.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The line parsed: a document, or why it is none.
+    pub fn parse(self, opts: &JsonlOptions) -> Line {
+        match self {
+            RawLine::Json {
+                line,
+                offset,
+                bytes,
+            } => match parse_record(&bytes, opts) {
+                Ok((id, text)) => Line::Doc {
+                    line,
+                    id,
+                    text,
+                    at: (offset, bytes.len() as u64),
+                },
+                Err(reason) => Line::Bad { line, reason },
+            },
+            RawLine::Done(line) => line,
+        }
+    }
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// The options lines are parsed with.
+    pub fn options(&self) -> &JsonlOptions {
+        &self.opts
+    }
+
+    /// The next line, cut but not parsed. Blank lines are skipped but counted.
+    pub fn next_raw(&mut self) -> Option<RawLine> {
         while !self.done {
             let fits = match self.read_line() {
                 Ok(Some(fits)) => fits,
                 Ok(None) => break,
                 Err(error) => {
                     self.done = true;
-                    return Some(Line::Failed {
+                    return Some(RawLine::Done(Line::Failed {
                         line: self.line,
                         error,
-                    });
+                    }));
                 }
             };
             self.line += 1;
             let line = self.line;
             if !fits {
-                return Some(Line::Bad {
+                return Some(RawLine::Done(Line::Bad {
                     line,
                     reason: BadLine::TooLong(self.opts.max_line),
-                });
+                }));
             }
             let mut bytes = &self.buf[..];
             if line == 1 {
@@ -349,9 +410,10 @@ impl<R: BufRead> Iterator for JsonlReader<R> {
             if bytes.trim_ascii().is_empty() {
                 continue;
             }
-            return Some(match parse(bytes, &self.opts, &self.text_name) {
-                Ok((id, text)) => Line::Doc { line, id, text },
-                Err(reason) => Line::Bad { line, reason },
+            return Some(RawLine::Json {
+                line,
+                offset: self.line_start + (self.buf.len() - bytes.len()) as u64,
+                bytes: bytes.to_vec(),
             });
         }
         self.done = true;
@@ -359,12 +421,21 @@ impl<R: BufRead> Iterator for JsonlReader<R> {
     }
 }
 
-/// The id and text of one record.
-fn parse(
+impl<R: BufRead> Iterator for JsonlReader<R> {
+    type Item = Line;
+
+    fn next(&mut self) -> Option<Line> {
+        let raw = self.next_raw()?;
+        Some(raw.parse(&self.opts))
+    }
+}
+
+/// The id and text of one record (one line's bytes, without the line end).
+pub fn parse_record(
     bytes: &[u8],
     opts: &JsonlOptions,
-    text_name: &str,
 ) -> Result<(Option<String>, String), BadLine> {
+    let text_name = || opts.text_field.join(".");
     let json = std::str::from_utf8(bytes).map_err(|_| BadLine::InvalidUtf8)?;
     let mut de = serde_json::Deserializer::from_str(json);
     let picked = de
@@ -380,8 +451,8 @@ fn parse(
         })?;
     let text = match picked.text {
         Some(Value::String(text)) => text,
-        Some(_) => return Err(BadLine::TextNotString(text_name.to_owned())),
-        None => return Err(BadLine::MissingText(text_name.to_owned())),
+        Some(_) => return Err(BadLine::TextNotString(text_name())),
+        None => return Err(BadLine::MissingText(text_name())),
     };
     let id = match picked.id {
         None | Some(Value::Null) => None,
@@ -501,7 +572,7 @@ mod tests {
     fn show(lines: impl Iterator<Item = Line>) -> Vec<String> {
         lines
             .map(|line| match line {
-                Line::Doc { line, id, text } => format!("{line} {id:?} {text}"),
+                Line::Doc { line, id, text, .. } => format!("{line} {id:?} {text}"),
                 Line::Bad { line, reason } => format!("{line} bad: {reason}"),
                 Line::Failed { line, error } => format!("{line} failed: {error}"),
             })
@@ -603,6 +674,27 @@ mod tests {
             "10 None c",
         ];
         assert_eq!(read(input), want);
+    }
+
+    #[test]
+    fn records_say_where_their_json_lies_in_the_stream() {
+        // A BOM, CRLF and LF ends, a blank line, a too-long line and a bad line before records.
+        let input = b"\xEF\xBB\xBF{\"text\":\"a\"}\r\n\n  \n{\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n\
+                      not json\n {\"id\":7,\"text\":\"b\\nc\"} \r\n{\"text\":\"d\"}";
+        let mut seen = Vec::new();
+        for line in JsonlReader::new(&input[..], opts("text", "id", 24)) {
+            if let Line::Doc { line, text, at, .. } = line {
+                let (offset, len) = (at.0 as usize, at.1 as usize);
+                let (_, again) =
+                    parse_record(&input[offset..offset + len], &opts("text", "id", 24))
+                        .unwrap_or_else(|e| panic!("line {line}: {e}"));
+                assert_eq!(again, text, "line {line}");
+                seen.push((line, text));
+            }
+        }
+        let want = [(1, "a"), (6, "b\nc"), (7, "d")];
+        let want: Vec<(u64, String)> = want.iter().map(|&(l, t)| (l, t.to_string())).collect();
+        assert_eq!(seen, want);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Ingest: the walked inputs → documents with their signatures, in parallel.
 //!
 //! A plain file is one document. A JSON Lines dump is many: it is streamed (decompressed on the
-//! fly when it is gzip or zstd) and its records are sketched a batch at a time, so a dump of
-//! any size passes through a bounded amount of memory. Documents are numbered in input order,
+//! fly when it is gzip or zstd) and cut into lines by one thread, and the workers parse and
+//! sketch its records a batch at a time, so a dump of any size passes through a bounded amount
+//! of memory. Documents are numbered in input order,
 //! a dump's records in line order at the dump's place, so the numbering (and the report) does
 //! not depend on threads. A bad line (invalid JSON, no text field, text not a string, too long)
 //! is an input error naming the dump and the line; the records around it are kept.
@@ -15,17 +16,19 @@ use rayon::prelude::*;
 
 use crate::bottomk::Sketches;
 use crate::doc::{Claims, DocResult, DocWorker, Engine, Outcome};
-use crate::dump::{open_stream, JsonlOptions, JsonlReader, Line};
+use crate::dump::{open_stream, Compression, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::messages::{display_path, InputError, Messages};
 use crate::set_cache::SetCache;
+use crate::spill::InDumps;
 use crate::walk::{FileEntry, Record};
 
 /// Records sketched together: enough to keep every thread busy, few enough that the texts of
-/// one batch stay small. A batch ends at this many records or [`BATCH_BYTES`] of text,
+/// one batch stay small. A batch ends at this many records or [`BATCH_BYTES`] of lines,
 /// whichever comes first, so its memory does not grow with the documents' length.
 const BATCH_RECORDS: usize = 4096;
-/// Text bytes of one batch, at most (plus one record).
+/// Bytes of one batch's lines (their JSON, about the size of the text), at most (plus one
+/// record).
 const BATCH_BYTES: usize = 8 << 20;
 /// Bad lines of one dump warned about on stderr; the report lists them all.
 const WARN_BAD_LINES: u64 = 10;
@@ -190,7 +193,7 @@ impl Ingest<'_> {
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) {
-        let reader = match open_dump(file, self.jsonl) {
+        let (reader, plain) = match open_dump(file, self.jsonl) {
             Ok(r) => r,
             Err(reason) => {
                 self.msgs
@@ -202,15 +205,19 @@ impl Ingest<'_> {
         let mut bad = 0u64;
         let errors_before = out.errors.len();
         let documents_before = out.entries.len();
-        let mut batch: Vec<(u64, Option<String>, String)> = Vec::new();
-        // One thread reads, decompresses and parses the dump while the workers sketch the batch
-        // before: at most three batches are alive (being read, waiting, being sketched).
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Line>>(1);
+        let mut batch: Vec<Pending> = Vec::new();
+        // One thread reads, decompresses and cuts the dump into lines while the workers parse
+        // and sketch the batch before: at most three batches are alive (being read, waiting,
+        // being parsed and sketched).
+        let opts = reader.options().clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<RawLine>>(1);
         std::thread::scope(|scope| {
             scope.spawn(move || read_batches(reader, tx));
-            for lines in rx {
+            for raw in rx {
+                // The reader only cuts lines; the workers parse them (in order, with the rest).
+                let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
                 for line in lines {
-                    self.take_line(file, line, &mut batch, &mut bad, out);
+                    self.take_line(file, line, plain, &mut batch, &mut bad, out);
                 }
                 self.sketch_records(file, &mut batch, claims, distinct, out, bottom);
             }
@@ -234,12 +241,18 @@ impl Ingest<'_> {
         &self,
         file: &FileEntry,
         line: Line,
-        batch: &mut Vec<(u64, Option<String>, String)>,
+        plain: bool,
+        batch: &mut Vec<Pending>,
         bad: &mut u64,
         out: &mut Ingested,
     ) {
         match line {
-            Line::Doc { line, id, text } => batch.push((line, id, text)),
+            Line::Doc { line, id, text, at } => batch.push(Pending {
+                line,
+                id,
+                text,
+                at: plain.then_some(at),
+            }),
             Line::Bad { line, reason } => {
                 *bad += 1;
                 if *bad <= WARN_BAD_LINES {
@@ -265,20 +278,16 @@ impl Ingest<'_> {
     fn sketch_records(
         &self,
         file: &FileEntry,
-        batch: &mut Vec<(u64, Option<String>, String)>,
+        batch: &mut Vec<Pending>,
         claims: &Claims,
         distinct: &Mutex<Kmv>,
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) {
-        let docs = self.sketch_each(
-            batch,
-            distinct,
-            &mut out.sigs,
-            bottom,
-            |w, (_, _, text), sig| w.process_text(text, sig, claims, self.cache),
-        );
-        for ((line, id, text), doc) in batch.drain(..).zip(docs) {
+        let docs = self.sketch_each(batch, distinct, &mut out.sigs, bottom, |w, p, sig| {
+            w.process_text(&p.text, sig, claims, self.cache)
+        });
+        for (Pending { line, id, text, at }, doc) in batch.drain(..).zip(docs) {
             out.entries.push(FileEntry {
                 path: file.path.clone(),
                 aliases: Vec::new(),
@@ -290,11 +299,21 @@ impl Ingest<'_> {
                     line,
                     id,
                     file_size: file.size,
+                    at,
                 })),
             });
             out.docs.push(doc);
         }
     }
+}
+
+/// A dump record waiting in a batch to be sketched.
+struct Pending {
+    line: u64,
+    id: Option<String>,
+    text: String,
+    /// Where its JSON lies in the dump file, when the dump is not compressed.
+    at: Option<(u64, u64)>,
 }
 
 /// Buffers for bottom-k sketching, one set per rayon job.
@@ -321,17 +340,15 @@ impl BottomSlots<'_> {
     }
 }
 
-/// Sends the dump's lines in batches until it ends or the receiver is gone.
+/// Sends the dump's lines, unparsed, in batches until it ends or the receiver is gone.
 fn read_batches(
-    reader: JsonlReader<Box<dyn std::io::BufRead + Send>>,
-    tx: std::sync::mpsc::SyncSender<Vec<Line>>,
+    mut reader: JsonlReader<Box<dyn std::io::BufRead + Send>>,
+    tx: std::sync::mpsc::SyncSender<Vec<RawLine>>,
 ) {
     let mut lines = Vec::new();
     let mut bytes = 0;
-    for line in reader {
-        if let Line::Doc { text, .. } = &line {
-            bytes += text.len();
-        }
+    while let Some(line) = reader.next_raw() {
+        bytes += line.len();
         lines.push(line);
         if lines.len() == BATCH_RECORDS || bytes >= BATCH_BYTES {
             if tx.send(std::mem::take(&mut lines)).is_err() {
@@ -345,30 +362,45 @@ fn read_batches(
     }
 }
 
+/// Opens a dump for reading its records, and says whether it is plain (not compressed), in
+/// which case a record's offset in the stream is its offset in the file.
 fn open_dump(
     file: &FileEntry,
     jsonl: &JsonlOptions,
-) -> Result<JsonlReader<Box<dyn std::io::BufRead + Send>>, String> {
+) -> Result<(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool), String> {
+    let f = open_dump_file(file)?;
+    let (compression, stream) = open_stream(f).map_err(|e| crate::messages::io_reason(&e))?;
+    Ok((
+        JsonlReader::new(stream, jsonl.clone()),
+        compression == Compression::None,
+    ))
+}
+
+/// Opens a dump, checking it is still the file the walk saw.
+fn open_dump_file(file: &FileEntry) -> Result<File, String> {
     let io = |e: std::io::Error| crate::messages::io_reason(&e);
     let f = File::open(&file.path).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
     if file.id != (0, 0) && crate::walk::inode(&meta) != file.id {
         return Err("file was replaced during the scan".into());
     }
-    let (_, stream) = open_stream(f).map_err(io)?;
-    Ok(JsonlReader::new(stream, jsonl.clone()))
+    Ok(f)
 }
 
-/// Stores in the engine's spill the texts of the dump records among `wanted` (document ids),
-/// streaming each dump that holds one once more. A dump that can no longer be read, or whose
-/// records changed, makes its records unavailable: verification reports them as errors.
+/// Makes the texts of the dump records among `wanted` (document ids) readable again through
+/// the engine's spill. A record of a plain dump is read back from the dump itself, at the
+/// offset the first pass saw; the records of a compressed dump are copied to the spill's
+/// temporary file by streaming the dump once more, as far as its last wanted line. A dump that
+/// can no longer be read, or whose records changed, makes its records unavailable:
+/// verification reports them as errors.
 pub fn spill_records(
     engine: &Engine,
     entries: &[FileEntry],
     wanted: &[u32],
     jsonl: &JsonlOptions,
 ) -> std::io::Result<()> {
-    // Dump → (line → document), in document order, so dumps are streamed in input order.
+    // Dump (by its first document) → (line → document), in document order, so dumps are
+    // streamed in input order.
     let mut by_dump: BTreeMap<u32, BTreeMap<u64, u32>> = BTreeMap::new();
     let mut dump_of: Vec<u32> = Vec::new();
     let mut current = u32::MAX;
@@ -383,12 +415,32 @@ pub fn spill_records(
         dump_of.push(current);
         prev = Some(e);
     }
+    let mut direct = InDumps {
+        dumps: Vec::new(),
+        records: Vec::new(),
+        opts: jsonl.clone(),
+    };
+    // Which of `direct.dumps` a dump's first document opened, if it could be opened.
+    let mut opened: BTreeMap<u32, Option<u32>> = BTreeMap::new();
     for &d in wanted {
-        if let Some(r) = &entries[d as usize].record {
-            by_dump
-                .entry(dump_of[d as usize])
-                .or_default()
-                .insert(r.line, d);
+        let Some(r) = &entries[d as usize].record else {
+            continue;
+        };
+        let first = dump_of[d as usize];
+        match r.at {
+            Some((offset, len)) => {
+                let dump = *opened.entry(first).or_insert_with(|| {
+                    let file = open_dump_file(&entries[first as usize]).ok()?;
+                    direct.dumps.push(file);
+                    Some(direct.dumps.len() as u32 - 1)
+                });
+                if let Some(dump) = dump {
+                    direct.records.push((d, dump, offset, len));
+                }
+            }
+            None => {
+                by_dump.entry(first).or_default().insert(r.line, d);
+            }
         }
     }
     let texts = by_dump.into_iter().flat_map(|(first, lines)| {
@@ -398,7 +450,7 @@ pub fn spill_records(
         let stream: Box<dyn Iterator<Item = std::io::Result<(u32, String)>>> = match reader {
             Err(_) => Box::new(std::iter::empty()),
             // Read only as far as the last wanted line.
-            Ok(mut reader) => Box::new(std::iter::from_fn(move || {
+            Ok((mut reader, _)) => Box::new(std::iter::from_fn(move || {
                 while !lines.is_empty() {
                     if let Line::Doc { line, text, .. } = reader.next()? {
                         if let Some(d) = lines.remove(&line) {
@@ -411,5 +463,5 @@ pub fn spill_records(
         };
         stream
     });
-    engine.spill.fill(texts)
+    engine.spill.fill(texts, direct)
 }

@@ -113,6 +113,9 @@ pub struct Record {
     pub id: Option<String>,
     /// The dump's size in bytes (the document's own is `FileEntry::size`).
     pub file_size: u64,
+    /// Where the record's JSON lies in the dump (offset, length), when the dump is not
+    /// compressed: verification reads it from there again.
+    pub at: Option<(u64, u64)>,
 }
 
 /// Counts of files the walk saw but did not keep.
