@@ -1,35 +1,66 @@
 //! K-minimum values (Bar-Yossef et al. 2002; Beyer et al. 2007): an estimate of the number of
 //! distinct shingles in the whole corpus from a fixed-size, mergeable sketch.
 //!
-//! Every shingle hash is mixed once more with a fixed key (`mix64(h ^ key)`, a bijection, so
-//! distinct shingles stay distinct) to make structured hashes uniform on [0, 2^64). The sketch
-//! keeps the k smallest distinct mixed values. With n distinct values and the k-th smallest at
-//! U·2^64, U ≈ k/n, and the estimate is (k − 1)/U, unbiased, with relative standard error
-//! 1/√(k − 2): 1.6 % at the default k = 4096, in 32 KiB. Below k distinct values the count is
-//! exact.
+//! Shingle hashes are already full-avalanche hashes (SplitMix64-finalized or xxh3, see
+//! [`crate::shingle`]), uniform on [0, 2^64), so the sketch takes them as they are. It keeps the
+//! k smallest distinct values. With n distinct values and the k-th smallest at U·2^64, U ≈ k/n,
+//! and the estimate is (k − 1)/U, unbiased, with relative standard error 1/√(k − 2): 1.6 % at
+//! the default k = 4096, in 32 KiB. Below k distinct values the count is exact.
 //!
 //! The state after any sequence of inserts and merges is the k smallest distinct values of
 //! everything seen, kept sorted, so per-thread sketches merged in any order equal one sequential
 //! sketch, field for field. This module estimates only; it stores no shingles.
+//!
+//! Speed: once the sketch is full, only hashes below the k-th smallest can matter (about k/n of
+//! them). A document's hashes are filtered against it a chunk at a time without branches, and
+//! the few that pass, nearly all values the sketch already has (a frequent shingle keeps
+//! coming back), are looked up in a small hash table of the kept values rather than
+//! binary-searched in them.
 
-use crate::minhash::mix64;
+use std::fmt;
 
 /// Default number of values kept: relative error about 1/√4094 ≈ 1.6 %.
 pub const DEFAULT_KMV_K: usize = 4096;
 
-const MIX_KEY: u64 = 0x6B6D_765F_6469_7374; // "kmv_dist"
+/// Hashes filtered against the k-th smallest value per step of [`Kmv::insert_set`].
+const CHUNK: usize = 512;
 
-#[inline]
-fn mix(hash: u64) -> u64 {
-    mix64(hash ^ MIX_KEY)
-}
+/// An empty slot of the lookup table. A kept value equal to it is simply not in the table:
+/// lookups may miss (the value is then found by binary search) but never err.
+const EMPTY: u64 = u64::MAX;
 
 /// A k-minimum-values sketch of a multiset of 64-bit hashes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Kmv {
     k: usize,
-    /// The k smallest distinct mixed values seen, ascending (fewer while fewer were seen).
+    /// The k smallest distinct values seen, ascending (fewer while fewer were seen).
     values: Vec<u64>,
+    /// Open addressing (linear probing on the low bits, which are uniform) holding every value
+    /// of `values` but [`EMPTY`], built once the sketch is full, empty before. Evicted values
+    /// are left in it: an evicted value was the k-th smallest, so it is above every later k-th
+    /// smallest and can never be looked up again. The table is rebuilt from `values` when such
+    /// leftovers fill it to 3/4.
+    table: Vec<u64>,
+    /// Occupied slots of `table`.
+    occupied: usize,
+}
+
+/// The sketch is its `k` and `values`; the lookup table is a cache of the latter.
+impl PartialEq for Kmv {
+    fn eq(&self, other: &Self) -> bool {
+        self.k == other.k && self.values == other.values
+    }
+}
+
+impl Eq for Kmv {}
+
+impl fmt::Debug for Kmv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kmv")
+            .field("k", &self.k)
+            .field("values", &self.values)
+            .finish()
+    }
 }
 
 impl Default for Kmv {
@@ -46,6 +77,8 @@ impl Kmv {
         Kmv {
             k,
             values: Vec::with_capacity(k),
+            table: Vec::new(),
+            occupied: 0,
         }
     }
 
@@ -57,26 +90,42 @@ impl Kmv {
     /// Adds one hash. Once the sketch is full, most inserts are one comparison with the k-th
     /// smallest value; the rest cost a binary search and a shift of at most k values.
     pub fn insert(&mut self, hash: u64) {
-        self.offer(mix(hash));
+        self.offer(hash);
     }
 
     /// Adds every hash of `set` (a document's shingles; repeats and any order are fine). While
-    /// the sketch fills, values enter in blocks that are sorted once; after that the k-th
-    /// smallest value is kept in a register and most hashes cost a mix and a comparison.
+    /// the sketch fills, values enter in blocks that are sorted once. After that, each chunk of
+    /// hashes is filtered against the k-th smallest value without a branch, and only those below
+    /// it are looked up in the table and, when new, inserted.
     pub fn insert_set(&mut self, set: &[u64]) {
         let mut rest = set;
         while self.values.len() < self.k && !rest.is_empty() {
             let (block, tail) = rest.split_at(rest.len().min(self.k));
-            self.values.extend(block.iter().map(|&h| mix(h)));
+            self.values.extend_from_slice(block);
             self.normalize();
             rest = tail;
         }
-        let mut limit = self.limit();
-        for &h in rest {
-            let v = mix(h);
-            if v < limit {
-                self.offer(v);
-                limit = self.limit();
+        if rest.is_empty() {
+            return;
+        }
+        if self.table.is_empty() {
+            self.rebuild_table();
+        }
+        let mut below = [0u64; CHUNK];
+        for chunk in rest.chunks(CHUNK) {
+            let limit = self.limit();
+            let mut n = 0;
+            for &h in chunk {
+                // Every hash is written, but the cursor moves only past those below the limit;
+                // n never exceeds the hash's index in the chunk, so the mask changes nothing.
+                below[n & (CHUNK - 1)] = h;
+                n += usize::from(h < limit);
+            }
+            for &h in &below[..n] {
+                // The limit may have dropped since the filter (an insert evicts the largest).
+                if h < self.limit() && !self.in_table(h) {
+                    self.offer(h);
+                }
             }
         }
     }
@@ -122,6 +171,7 @@ impl Kmv {
         }
     }
 
+    /// Inserts `v` unless it is kept already or, once full, not below the k-th smallest.
     fn offer(&mut self, v: u64) {
         let full = self.values.len() == self.k;
         if full && self.values.last().is_some_and(|&max| v >= max) {
@@ -132,13 +182,64 @@ impl Kmv {
                 self.values.pop();
             }
             self.values.insert(i, v);
+            if !self.table.is_empty() {
+                self.table_add(v);
+                if 4 * self.occupied > 3 * self.table.len() {
+                    self.rebuild_table();
+                }
+            }
         }
     }
 
+    /// True if `v` is in the table (so kept, when below the k-th smallest).
+    #[inline]
+    fn in_table(&self, v: u64) -> bool {
+        let mask = self.table.len() - 1;
+        let mut i = v as usize & mask;
+        loop {
+            match self.table[i] {
+                x if x == v => return true,
+                EMPTY => return false,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    fn table_add(&mut self, v: u64) {
+        if v == EMPTY {
+            return;
+        }
+        let mask = self.table.len() - 1;
+        let mut i = v as usize & mask;
+        while self.table[i] != EMPTY {
+            if self.table[i] == v {
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+        self.table[i] = v;
+        self.occupied += 1;
+    }
+
+    /// A table of twice k slots (a power of two) holding exactly the kept values.
+    fn rebuild_table(&mut self) {
+        let slots = (2 * self.k).next_power_of_two();
+        self.table.clear();
+        self.table.resize(slots, EMPTY);
+        self.occupied = 0;
+        for i in 0..self.values.len() {
+            self.table_add(self.values[i]);
+        }
+    }
+
+    /// Sorts, deduplicates and truncates `values` after a bulk insert; the table no longer
+    /// matches and is dropped until the next [`Kmv::insert_set`] needs it.
     fn normalize(&mut self) {
         self.values.sort_unstable();
         self.values.dedup();
         self.values.truncate(self.k);
+        self.table.clear();
+        self.occupied = 0;
     }
 }
 
@@ -184,6 +285,50 @@ mod tests {
             kmv.insert_set(d);
         }
         kmv
+    }
+
+    /// The k smallest distinct values, the sketch's definition.
+    fn reference(hashes: &[u64], k: usize) -> Vec<u64> {
+        let mut all = hashes.to_vec();
+        all.sort_unstable();
+        all.dedup();
+        all.truncate(k);
+        all
+    }
+
+    #[test]
+    fn chunked_filter_and_table_keep_the_k_smallest() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for k in [3usize, 64, 1000] {
+            // Documents drawn from a small pool of values (so most filtered values are kept
+            // already), some from the top of the range (the table's empty marker included),
+            // sizes around the chunk length.
+            let pool: Vec<u64> = (0..5 * k)
+                .map(|i| match i % 50 {
+                    0 => u64::MAX - (i as u64 % 3),
+                    _ => rng.random::<u64>() >> rng.random_range(0..8),
+                })
+                .collect();
+            let mut kmv = Kmv::new(k);
+            let mut seen = Vec::new();
+            for doc in 0..300 {
+                let len = rng.random_range(0..3 * CHUNK);
+                let set: Vec<u64> = (0..len)
+                    .map(|_| pool[rng.random_range(0..pool.len())])
+                    .collect();
+                kmv.insert_set(&set);
+                seen.extend_from_slice(&set);
+                assert_eq!(kmv.values, reference(&seen, k), "k = {k}, doc {doc}");
+                if doc == 150 {
+                    // A merge drops the table; the next insert rebuilds it.
+                    kmv.merge(&Kmv::new(k));
+                }
+            }
+            assert!(kmv.occupied >= k && 4 * kmv.occupied <= 3 * kmv.table.len());
+        }
+        let mut top = Kmv::new(3);
+        top.insert_set(&[u64::MAX, u64::MAX - 1, u64::MAX - 2, u64::MAX, 5, u64::MAX]);
+        assert_eq!(top.values, vec![5, u64::MAX - 2, u64::MAX - 1]);
     }
 
     #[test]

@@ -103,6 +103,10 @@ impl Shingler {
     }
 
     fn char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
+        if self.n <= 7 && text.is_ascii() {
+            self.ascii_char_shingles(text, out);
+            return;
+        }
         let mut norm = std::mem::take(&mut self.normalized);
         norm.clear();
         for_each_token(text, &mut self.token, |tok| {
@@ -146,6 +150,43 @@ impl Shingler {
             }
         }
         self.normalized = norm;
+    }
+
+    /// `char_shingles` of ASCII text with `n <= 7`, without building the normalized text: each
+    /// token's bytes, and a space between tokens, go straight into the rolling register, which
+    /// is hashed once it holds `n` bytes. (ASCII text lowercases to ASCII, one byte a
+    /// character.) A text shorter than one shingle is all in the register at the end.
+    fn ascii_char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
+        let n = self.n;
+        let mask = u64::MAX >> (64 - 8 * n);
+        // Bytes of normalized text seen: the first n − 1 complete no shingle.
+        let mut seen = 0usize;
+        let mut w = 0u64;
+        out.reserve(text.len());
+        for_each_token(text, &mut self.token, |tok| {
+            // The register and count are copied in and out of the closure's captures, so that
+            // the byte loop keeps them in registers instead of storing them every byte.
+            let (mut r, mut s) = (w, seen);
+            if s > 0 {
+                r = ((r << 8) | u64::from(b' ')) & mask;
+                s += 1;
+                if s >= n {
+                    out.push(packed_hash(r, n));
+                }
+            }
+            let (head, tail) = tok.split_at(n.saturating_sub(s + 1).min(tok.len()));
+            for &b in head {
+                r = (r << 8) | u64::from(b);
+            }
+            out.extend(tail.iter().map(|&b| {
+                r = ((r << 8) | u64::from(b)) & mask;
+                packed_hash(r, n)
+            }));
+            (w, seen) = (r, s + tok.len());
+        });
+        if seen > 0 && seen < n {
+            out.push(packed_hash(w, seen));
+        }
     }
 }
 
@@ -369,6 +410,36 @@ mod tests {
         );
         assert!(shingles(ShingleKind::Word, 5, " \n ").is_empty());
         assert!(shingles(ShingleKind::Char, 5, "").is_empty());
+    }
+
+    #[test]
+    fn ascii_char_shingles_equal_windows_of_the_normalized_text() {
+        let mut state = 11u64;
+        let alphabet = b"aB c\t\nDe.fG  \r\x0bh";
+        for len in (0..40).chain([200, 1000]) {
+            for n in 1..=9 {
+                let text: String = (0..len)
+                    .map(|_| {
+                        let r = crate::minhash::splitmix64(&mut state) as usize;
+                        char::from(alphabet[r % alphabet.len()])
+                    })
+                    .collect();
+                let norm = normalize(&text);
+                let norm = norm.as_bytes();
+                let expected: Vec<u64> = if norm.is_empty() {
+                    Vec::new()
+                } else if norm.len() < n {
+                    vec![char_hash(norm)]
+                } else {
+                    norm.windows(n).map(char_hash).collect()
+                };
+                assert_eq!(
+                    shingles(ShingleKind::Char, n, &text),
+                    expected,
+                    "{text:?} {n}"
+                );
+            }
+        }
     }
 
     #[test]
