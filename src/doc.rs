@@ -85,8 +85,8 @@ pub struct DocResult {
     pub hash: u128,
     /// SimHash fingerprint (SimHash only).
     pub fingerprint: u64,
-    /// The sorted shingle set, kept when the set cache admits it, for exact MinHash
-    /// verification.
+    /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
+    /// MinHash verification.
     pub set: Option<Box<[u64]>>,
     /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
     /// or when the engine asks for sizes); 0 otherwise.
@@ -275,16 +275,9 @@ impl<'a> DocWorker<'a> {
                     r.shingles = self.shingles.len() as u64;
                 }
                 hasher.sketch(&self.shingles, signature, &mut self.scratch);
-                if let Some(c) = cache.filter(|c| c.admit(signature, self.shingles.len() * 8)) {
-                    // Kept as a sorted set, which verification takes as it is: only admitted
-                    // documents are sorted here, and the repeats dropped (about 40 % of
-                    // character shingles) go back to the budget, so more documents fit.
-                    let mut set = self.shingles.clone();
-                    if !sorted {
-                        into_set(&mut set);
-                    }
-                    c.refund((self.shingles.len() - set.len()) * 8);
-                    r.set = Some(set.into_boxed_slice());
+                if cache.is_some_and(|c| c.admit(signature, self.shingles.len() * 8)) {
+                    // Kept as they are: only candidates are sorted, when they are verified.
+                    r.set = Some(self.shingles.as_slice().into());
                 }
             }
             Sketcher::SimHash { seed } => {

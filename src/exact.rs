@@ -24,7 +24,7 @@ use crate::buckets::Buckets;
 use crate::cluster::UnionFind;
 use crate::doc::{DocResult, DocWorker, Engine};
 use crate::messages::{display_path, InputError, Messages};
-use crate::shingle::ShingleKind;
+use crate::shingle::{into_set, ShingleKind};
 use crate::verify::{connect, Verification};
 use crate::walk::FileEntry;
 
@@ -220,7 +220,11 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                 || DocWorker::new(self.engine),
                 |w, (d, hash, kept)| {
                     let r = match kept {
-                        Some(set) => Ok(set),
+                        Some(raw) => {
+                            let mut v = raw.into_vec();
+                            into_set(&mut v);
+                            Ok(v.into_boxed_slice())
+                        }
                         None => w.load_set(d, &self.files[d as usize], hash),
                     };
                     bar.inc(1);

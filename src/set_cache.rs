@@ -6,9 +6,7 @@
 //! bitmap (a one-hash Bloom filter), and one with two or more band keys already marked by
 //! earlier documents, and so probably sharing buckets with them, is kept while the budget lasts. Others are
 //! kept only while less than half of the budget is used, which covers small corpora whole.
-//! A wrong guess costs time, never a result: sets that were not kept are derived again. Sets
-//! are kept sorted and deduplicated; the budget is charged for the shingles before the repeats
-//! are removed and refunded the difference.
+//! A wrong guess costs time, never a result: sets that were not kept are derived again.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -65,12 +63,6 @@ impl SetCache {
             false
         }
     }
-
-    /// Gives back `bytes` of an admitted document's share, when what is kept turned out
-    /// smaller than asked for (its repeats removed).
-    pub fn refund(&self, bytes: usize) {
-        self.budget.fetch_add(bytes as i64, Ordering::Relaxed);
-    }
 }
 
 #[cfg(test)]
@@ -89,10 +81,7 @@ mod tests {
         assert!(!cache.admit(&[1, 2, 0, 0, 0, 0, 0, 0], 100));
         // ...but one sharing two bands is kept.
         assert!(cache.admit(&[1, 2, 3, 4, 1, 1, 1, 1], 100));
-        // Never beyond the budget...
+        // Never beyond the budget.
         assert!(!cache.admit(&[1, 2, 3, 4, 5, 6, 7, 8], half));
-        // ...which grows by what is refunded.
-        cache.refund(half);
-        assert!(cache.admit(&[1, 2, 3, 4, 5, 6, 7, 8], half));
     }
 }
