@@ -515,7 +515,9 @@ fn bucket(
             let scheme = containment::Scheme::new(*threshold, *num_perm);
             containment::tables(&scheme, units, sigs, lanes, &sizes)
         }
+        // Bands are keyed and sorted side by side: each table's counting sort is serial.
         MethodConfig::MinHash { banding, .. } => (0..banding.bands)
+            .into_par_iter()
             .map(|band| {
                 let r = banding.rows;
                 let entries = units
@@ -529,7 +531,7 @@ fn bucket(
             })
             .collect(),
         MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance)
-            .into_iter()
+            .into_par_iter()
             .map(|piece| {
                 let entries = units
                     .par_iter()
