@@ -113,7 +113,8 @@ pub enum Word<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct WordBuffers {
     /// The text with ASCII letters lowercased, in whole 64-byte blocks (the last one
-    /// zero-padded) and 16 more zero bytes, so 16 bytes can be loaded from any token start.
+    /// zero-padded), then at least 16 more bytes, so 16 bytes can be loaded from any token
+    /// start. Longer after a longer text: only the text's blocks are meaningful.
     lower: Vec<u8>,
     /// ASCII white space of each 64-byte block, one bit per byte (set past the text's end).
     spaces: Vec<u64>,
@@ -194,22 +195,27 @@ fn words(
         starts,
         ends,
     } = bufs;
-    lower.clear();
+    // `lower` is written in place and kept between texts, so it is zeroed only when it grows;
+    // what lies past the text (padding, bytes of an earlier text) is never part of a token,
+    // since tokens are masked to their length.
+    let blocks = len.div_ceil(64);
+    if lower.len() < blocks * 64 + 16 {
+        lower.resize(blocks * 64 + 16, 0);
+    }
     spaces.clear();
-    lower.reserve(len.div_ceil(64) * 64 + 16);
-    spaces.reserve(len.div_ceil(64));
-    let mut block = [0u8; 64];
-    for chunk in bytes.chunks(64) {
+    spaces.reserve(blocks);
+    for (chunk, out) in bytes.chunks(64).zip(lower.chunks_exact_mut(64)) {
+        let Ok(out) = <&mut [u8; 64]>::try_from(out) else {
+            break; // not reached: chunks_exact_mut gives 64 bytes
+        };
         if chunk.len() == 64 {
-            spaces.push(lower64(chunk, &mut block));
+            spaces.push(lower64(chunk, out));
         } else {
             let mut tail = [0u8; 64];
             tail[..chunk.len()].copy_from_slice(chunk);
-            spaces.push(lower64(&tail, &mut block) | from(chunk.len() as u32));
+            spaces.push(lower64(&tail, out) | from(chunk.len() as u32));
         }
-        lower.extend_from_slice(&block);
     }
-    lower.extend_from_slice(&[0; 16]);
     let lower = &lower[..];
     // Token starts and ends are listed for GROUP blocks at a time, then the tokens of the group
     // are emitted: the loops' exits mispredict once per group, not once per block.
@@ -684,8 +690,10 @@ mod tests {
     }
 
     /// The tokens of [`hash_words`], as strings; the same from its portable body.
-    fn word_strings(text: &str) -> Vec<String> {
-        let run = |portable: bool| {
+    /// `shared` is reused from text to text, as a shingler reuses it: what an earlier, longer
+    /// text left in it must not leak into the tokens.
+    fn word_strings(text: &str, shared: &mut WordBuffers) -> Vec<String> {
+        let mut run = |portable: bool| {
             let got = std::cell::RefCell::new(Vec::new());
             let hash = |w: Word<'_>| {
                 got.borrow_mut().push(word_string(w));
@@ -698,7 +706,7 @@ mod tests {
                 out = vec![u64::MAX; text.len() + 9];
                 words(text, &mut WordBuffers::default(), &hash, &mut out)
             } else {
-                hash_words(text, &mut WordBuffers::default(), hash, &mut out)
+                hash_words(text, shared, hash, &mut out)
             };
             let got = got.into_inner();
             let want: Vec<u64> = (1..=got.len() as u64).collect();
@@ -773,6 +781,7 @@ mod tests {
             "   ",
         ];
         let mut state = 7u64;
+        let mut shared = WordBuffers::default();
         for round in 0..400 {
             let mut text = String::new();
             if crate::minhash::splitmix64(&mut state).is_multiple_of(2) {
@@ -792,7 +801,7 @@ mod tests {
                     text.push('q');
                 }
             }
-            assert_eq!(word_strings(&text), tokens(&text), "{text:?}");
+            assert_eq!(word_strings(&text, &mut shared), tokens(&text), "{text:?}");
         }
         // The densest texts (a token per two bytes) fill `hash_words`' buffer exactly.
         let dense = "x ".repeat(700);
@@ -807,7 +816,12 @@ mod tests {
             &"ab ".repeat(700),
             &"x".repeat(64 * 33),
         ] {
-            assert_eq!(word_strings(text), tokens(text), "{text:?}");
+            assert_eq!(word_strings(text, &mut shared), tokens(text), "{text:?}");
+            assert_eq!(
+                word_strings(text, &mut WordBuffers::default()),
+                tokens(text),
+                "{text:?}"
+            );
         }
     }
 
