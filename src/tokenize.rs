@@ -2,14 +2,17 @@
 //!
 //! Tokens are maximal runs of characters that are not Unicode `White_Space`, lowercased
 //! character by character (`char::to_lowercase`, no context rules such as the Greek final
-//! sigma). This module only cuts and lowercases; shingling and hashing are `shingle`'s.
+//! sigma). This module only cuts and lowercases; shingling and hashing are `shingle`'s (it
+//! passes [`hash_words`] its token hash, so word shingles never see token bytes one by one).
 //!
 //! Speed: text is classified 64 bytes at a time into two bit masks (ASCII white space; bytes
 //! that need more than copying: `A`–`Z` and everything from 0x80), and tokens are cut with
 //! `trailing_zeros` on those masks. A byte loop that branches on every byte mispredicts at
 //! every token end, about once per five bytes of English; the masks do not. A stretch between
 //! ASCII spaces that holds a non-ASCII byte goes through the scalar tokenizer, which decodes
-//! characters, since U+00A0, U+3000 and friends also separate tokens.
+//! characters, since U+00A0, U+3000 and friends also separate tokens. [`hash_words`], the word
+//! shingles' tokenizer, goes further (a lowercased copy, token starts and ends listed from the
+//! masks, no per-token state machine); see its documentation.
 
 /// Byte classes (bit flags, so one test covers two).
 const OTHER: u8 = 1;
