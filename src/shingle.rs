@@ -8,9 +8,11 @@
 //! normalized text. A document with at least one token but fewer than one shingle's worth becomes
 //! a single shingle of its whole normalized text, never an empty set.
 //!
-//! Hashing: every token is hashed once with [`token_hash`] (a wyhash-style 64-bit hash: the
-//! token's bytes are read as two zero-padded words straight from the text, so tokens up to 16
-//! bytes take no branch on their length), and a word shingle combines its `n` token hashes: token j of the window is rotated left by 17·j bits, the rotations are xored, and the
+//! Hashing: every token is hashed once with [`token_hash`] (a wyhash-style 64-bit hash of the
+//! token's bytes as two zero-padded words; [`crate::tokenize::hash_words`] hands most tokens
+//! over as those two words already, so tokens up to 16 bytes take no branch on their length),
+//! and a word shingle combines its `n` token hashes: token j of the window is rotated left by
+//! 17·j bits, the rotations are xored, and the
 //! SplitMix64 finalizer mixes the result. Overlapping windows never re-read the text, and the
 //! distinct rotations make the combination order-sensitive ("a b" ≠ "b a"). A character shingle
 //! of up to 7 UTF-8 bytes is packed into an integer and mixed; a longer one is hashed with
@@ -27,6 +29,7 @@ pub const HASH_SCHEME: u32 = 2;
 
 use crate::minhash::mix64;
 pub use crate::tokenize::{for_each_token, for_each_token_at, normalize};
+use crate::tokenize::{hash_words, Word, WordBuffers};
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct Shingler {
     token: Vec<u8>,
     /// Token hashes (word mode).
     token_hashes: Vec<u64>,
+    /// The tokenizer's buffers (word mode).
+    words: WordBuffers,
     /// The normalized text (character mode).
     normalized: Vec<u8>,
     /// Byte offsets of the characters of `normalized` (character mode, non-ASCII text only).
@@ -60,6 +65,7 @@ impl Shingler {
             n: n.max(1),
             token: Vec::new(),
             token_hashes: Vec::new(),
+            words: WordBuffers::default(),
             normalized: Vec::new(),
             char_starts: Vec::new(),
         }
@@ -76,28 +82,30 @@ impl Shingler {
 
     fn word_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
         let mut hashes = std::mem::take(&mut self.token_hashes);
-        hashes.clear();
-        for_each_token_at(text, &mut self.token, |buf, start, end| {
-            hashes.push(token_hash_at(buf, start, end))
-        });
+        let hash = |w: Word<'_>| match w {
+            Word::Short(lo, hi, n) => token_final(lo, hi, K2, n),
+            Word::Bytes(tok) => token_hash(tok),
+        };
+        let count = hash_words(text, &mut self.words, hash, &mut hashes);
+        let tokens = &hashes[..count];
         let n = self.n;
-        if hashes.is_empty() {
-        } else if hashes.len() < n {
-            out.push(combine(&hashes));
+        if tokens.is_empty() {
+        } else if tokens.len() < n {
+            out.push(combine(tokens));
         } else {
             // Rolling form of `combine`: dropping token i and adding token i + n is
             // h ← rotr(h ^ t_i, 17) ^ rotl(t_{i+n}, 17·(n−1)), the same value without n steps.
-            out.reserve(hashes.len() - n + 1);
             let last = (17 * (n - 1) as u32) % 64;
-            let mut h = hashes[..n]
+            let mut h = tokens[..n]
                 .iter()
                 .enumerate()
                 .fold(0u64, |h, (j, &t)| h ^ t.rotate_left((17 * j as u32) % 64));
             out.push(mix64(h));
-            for (&old, &new) in hashes.iter().zip(&hashes[n..]) {
+            // One `extend` of an exact-length iterator: no capacity check per shingle.
+            out.extend(tokens.iter().zip(&tokens[n..]).map(|(&old, &new)| {
                 h = (h ^ old).rotate_right(17) ^ new.rotate_left(last);
-                out.push(mix64(h));
-            }
+                mix64(h)
+            }));
         }
         self.token_hashes = hashes;
     }
