@@ -375,24 +375,10 @@ fn lower64(block: &[u8], out: &mut [u8; 64]) -> u64 {
     // SAFETY: SSE2 is part of the x86-64 baseline; the four unaligned 16-byte loads stay
     // inside the 64-byte block (asserted) and the four stores inside `out`.
     unsafe {
-        let (tab, cr, sp, a, z, bit) = (
-            _mm_set1_epi8(9),
-            _mm_set1_epi8(4),
-            _mm_set1_epi8(b' ' as i8),
-            _mm_set1_epi8(b'A' as i8),
-            _mm_set1_epi8(25),
-            _mm_set1_epi8(0x20),
-        );
+        let bit = _mm_set1_epi8(0x20);
         for i in 0..4 {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * i) as *const __m128i);
-            // Unsigned `x - lo <= span` via `min(x - lo, span) == x - lo`: TAB..CR and A..Z.
-            let t = _mm_sub_epi8(v, tab);
-            let ws = _mm_or_si128(
-                _mm_cmpeq_epi8(_mm_min_epu8(t, cr), t),
-                _mm_cmpeq_epi8(v, sp),
-            );
-            let u = _mm_sub_epi8(v, a);
-            let upper = _mm_cmpeq_epi8(_mm_min_epu8(u, z), u);
+            let (ws, upper) = space_and_upper16(v);
             let l = _mm_or_si128(v, _mm_and_si128(upper, bit));
             _mm_storeu_si128(out.as_mut_ptr().add(16 * i) as *mut __m128i, l);
             space |= u64::from(_mm_movemask_epi8(ws) as u16) << (16 * i);
@@ -501,6 +487,28 @@ fn classify_bytes(block: &[u8]) -> Masks {
     m
 }
 
+/// The ASCII white-space lanes (TAB..CR, SPACE) and the `A`–`Z` lanes of 16 bytes, 0xFF where
+/// true: what both the block classifier and the lowercasing copy need.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn space_and_upper16(
+    v: std::arch::x86_64::__m128i,
+) -> (std::arch::x86_64::__m128i, std::arch::x86_64::__m128i) {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; register operations only.
+    unsafe {
+        // Unsigned `x - lo <= span` via `min(x - lo, span) == x - lo`: TAB..CR and A..Z.
+        let t = _mm_sub_epi8(v, _mm_set1_epi8(9));
+        let ws = _mm_or_si128(
+            _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(4)), t),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8)),
+        );
+        let u = _mm_sub_epi8(v, _mm_set1_epi8(b'A' as i8));
+        let upper = _mm_cmpeq_epi8(_mm_min_epu8(u, _mm_set1_epi8(25)), u);
+        (ws, upper)
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn classify64(block: &[u8]) -> Masks {
@@ -514,23 +522,9 @@ fn classify64(block: &[u8]) -> Masks {
     // SAFETY: SSE2 is part of the x86-64 baseline; the four unaligned 16-byte loads stay
     // inside the 64-byte block.
     unsafe {
-        let (tab, cr, sp, a, z) = (
-            _mm_set1_epi8(9),
-            _mm_set1_epi8(4),
-            _mm_set1_epi8(b' ' as i8),
-            _mm_set1_epi8(b'A' as i8),
-            _mm_set1_epi8(25),
-        );
         for i in 0..4 {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * i) as *const __m128i);
-            // Unsigned `x - lo <= span` via `min(x - lo, span) == x - lo`: TAB..CR and A..Z.
-            let t = _mm_sub_epi8(v, tab);
-            let ws = _mm_or_si128(
-                _mm_cmpeq_epi8(_mm_min_epu8(t, cr), t),
-                _mm_cmpeq_epi8(v, sp),
-            );
-            let u = _mm_sub_epi8(v, a);
-            let upper = _mm_cmpeq_epi8(_mm_min_epu8(u, z), u);
+            let (ws, upper) = space_and_upper16(v);
             let bits = |x: __m128i| u64::from(_mm_movemask_epi8(x) as u16) << (16 * i);
             m.space |= bits(ws);
             m.upper |= bits(upper);
