@@ -3,9 +3,8 @@
 //! A plain file is one document. A JSON Lines dump is many: it is streamed (decompressed on the
 //! fly when it is gzip or zstd) and cut into lines by one thread, and the workers parse and
 //! sketch its records a batch at a time, so a dump of any size passes through a bounded amount
-//! of memory. Documents are numbered in input order,
-//! a dump's records in line order at the dump's place, so the numbering (and the report) does
-//! not depend on threads. A bad line (invalid JSON, no text field, text not a string, too long)
+//! of memory. Documents are numbered in input order, a dump's records in line order at the
+//! dump's place, so the numbering (and the report) does not depend on threads. A bad line (invalid JSON, no text field, text not a string, too long)
 //! is an input error naming the dump and the line; the records around it are kept.
 
 use std::collections::BTreeMap;
@@ -208,7 +207,7 @@ impl Ingest<'_> {
         std::thread::scope(|scope| {
             scope.spawn(move || read_batches(reader, tx));
             for raw in rx {
-                // The reader only cuts lines; the workers parse them (in order, with the rest).
+                // The reader only cuts lines; the workers parse them, results kept in line order.
                 let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
                 for line in lines {
                     self.take_line(file, line, plain, &mut batch, &mut bad, out);
