@@ -7,29 +7,17 @@ use std::process::Stdio;
 use serde_json::{json, Value};
 
 use super::util::schema::assert_schema;
-use super::util::{edit, text, wait_guarded, word_jaccard, TestDir};
+use super::util::{cluster_members, edit, text, wait_guarded, word_jaccard, TestDir};
 
 /// `{"path", "line", "id"}` of every member of every cluster (id null when absent).
 fn members(report: &Value) -> Vec<Vec<(String, u64, Value)>> {
-    report["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| {
-                    (
-                        m["path"].as_str().unwrap().to_string(),
-                        m["line"].as_u64().unwrap_or(0),
-                        m.get("id").cloned().unwrap_or(Value::Null),
-                    )
-                })
-                .collect()
-        })
-        .collect()
+    cluster_members(report, |m| {
+        (
+            m["path"].as_str().unwrap().to_string(),
+            m["line"].as_u64().unwrap_or(0),
+            m.get("id").cloned().unwrap_or(Value::Null),
+        )
+    })
 }
 
 fn line(v: Value) -> String {

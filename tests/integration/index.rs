@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use super::util::schema::assert_schema;
 use super::util::{
-    cluster_paths, clusters, edit, run_command, text, word_jaccard, words, TestDir, HANG_GUARD,
+    cluster_members, cluster_paths, clusters, edit, run_command, text, word_jaccard, words,
+    TestDir, HANG_GUARD,
 };
 
 /// The data file of an index directory.
@@ -69,20 +70,10 @@ fn names(dir: &Path) -> Vec<String> {
 
 /// Every member of every cluster as (path, indexed), sorted within each cluster.
 fn member_sets(r: &Value) -> Vec<BTreeSet<(String, bool)>> {
-    clusters(r)
-        .iter()
-        .map(|c| {
-            c["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| {
-                    let indexed = m.get("indexed").is_some_and(|i| i == true);
-                    (m["path"].as_str().unwrap().to_string(), indexed)
-                })
-                .collect()
-        })
-        .collect()
+    cluster_members(r, |m| {
+        let indexed = m.get("indexed").is_some_and(|i| i == true);
+        (m["path"].as_str().unwrap().to_string(), indexed)
+    })
 }
 
 fn set(members: &[(&str, bool)]) -> BTreeSet<(String, bool)> {

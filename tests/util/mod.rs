@@ -426,6 +426,13 @@ pub fn char_jaccard(a: &str, b: &str, n: usize) -> f64 {
 
 /// The member paths of every cluster, in output order.
 pub fn cluster_paths(report: &Value) -> Vec<Vec<String>> {
+    cluster_members(report, |m| {
+        m["path"].as_str().expect("path is a string").to_string()
+    })
+}
+
+/// `f` of every member of every cluster, collected per cluster (members in output order).
+pub fn cluster_members<T, C: FromIterator<T>>(report: &Value, f: impl Fn(&Value) -> T) -> Vec<C> {
     clusters(report)
         .iter()
         .map(|c| {
@@ -433,7 +440,7 @@ pub fn cluster_paths(report: &Value) -> Vec<Vec<String>> {
                 .as_array()
                 .expect("members is an array")
                 .iter()
-                .map(|m| m["path"].as_str().expect("path is a string").to_string())
+                .map(&f)
                 .collect()
         })
         .collect()
