@@ -241,6 +241,7 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
                 at: None,
             })
         }),
+        deferred: false,
     }
 }
 

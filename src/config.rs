@@ -210,6 +210,7 @@ impl Config {
                 },
                 listed,
                 skip_dirs: Vec::new(),
+                defer_metadata: true,
             },
             jsonl,
             against: None,
@@ -304,8 +305,10 @@ impl Config {
     /// The settings of `dupfind index build`: a scan whose documents go into a new index.
     pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
         let mut cfg = Config::from_args(args.scan)?;
-        // The index is not read as input, even when it lies below a root.
+        // The index is not read as input, even when it lies below a root. It stores every
+        // file's size, inode and time, and compares them before reading: the walk takes them.
         cfg.walk.skip_dirs = vec![absolute_dir(&args.index)];
+        cfg.walk.defer_metadata = false;
         cfg.against = Some(AgainstConfig {
             dir: args.index,
             update: true,
@@ -320,6 +323,7 @@ impl Config {
         let mut cfg = Config::from_args(cmd.scan)?;
         if let Some(dir) = cmd.against {
             cfg.walk.skip_dirs = vec![absolute_dir(&dir)];
+            cfg.walk.defer_metadata = false;
             cfg.against = Some(AgainstConfig {
                 dir,
                 update: cmd.update,

@@ -14,7 +14,7 @@ use crate::against::IndexedSets;
 use crate::dump::{open_stream, read_limited, sniff, Compression};
 use crate::kmv::Kmv;
 use crate::minhash::{MinHasher, SketchKind};
-use crate::read::{decode, read_file, Decoded, ReadFailure};
+use crate::read::{decode, read_file, Decoded, FileMeta, ReadFailure, SizeLimits};
 use crate::set_cache::SetCache;
 use crate::shingle::{into_set, ShingleKind, Shingler};
 use crate::simhash;
@@ -43,8 +43,9 @@ pub struct Engine {
     pub shingle: ShingleKind,
     /// Shingle length.
     pub ngram: usize,
-    /// Largest file read (and largest decompressed content of a compressed file).
-    pub max_size: u64,
+    /// Smallest and largest file read (the largest also bounds the decompressed content of a
+    /// compressed file).
+    pub limits: SizeLimits,
     /// Count each document's distinct shingles (`--containment` needs every set's size).
     pub sizes: bool,
     /// Signature kind.
@@ -68,8 +69,12 @@ pub enum Outcome {
     Empty,
     /// No longer a regular file.
     NotRegular,
-    /// Over the size limit when opened.
+    /// Under `--min-size` when opened.
+    TooShort,
+    /// Over `--max-size` when opened: its size.
     TooLarge(u64),
+    /// Grew past `--max-size` while read, or decompresses to more: at least this many bytes.
+    GrewTooLarge(u64),
     /// Could not be read: the reason.
     Failed(String),
 }
@@ -134,6 +139,8 @@ pub struct DocWorker<'a> {
     shingles: Vec<u64>,
     buf: Vec<u8>,
     scratch: Vec<u32>,
+    /// The metadata of the file last opened by [`DocWorker::process`].
+    meta: Option<FileMeta>,
     /// This worker's sketch of the corpus's distinct shingles, merged into the sink on drop.
     kmv: Option<(Kmv, &'a Mutex<Kmv>)>,
 }
@@ -170,6 +177,7 @@ impl<'a> DocWorker<'a> {
             shingles: Vec::new(),
             buf: Vec::new(),
             scratch: Vec::new(),
+            meta: None,
             kmv: None,
         }
     }
@@ -186,7 +194,9 @@ impl<'a> DocWorker<'a> {
         if let Err(f) = self.read(file) {
             return DocResult::new(match f {
                 ReadFailure::NotRegular => Outcome::NotRegular,
+                ReadFailure::TooShort => Outcome::TooShort,
                 ReadFailure::TooLarge(n) => Outcome::TooLarge(n),
+                ReadFailure::GrewTooLarge(n) => Outcome::GrewTooLarge(n),
                 ReadFailure::Error(e) => Outcome::Failed(e),
             });
         }
@@ -200,6 +210,11 @@ impl<'a> DocWorker<'a> {
         };
         self.buf = buf;
         r
+    }
+
+    /// The metadata of the file the last [`DocWorker::process`] opened, if it got that far.
+    pub fn take_meta(&mut self) -> Option<FileMeta> {
+        self.meta.take()
     }
 
     /// Hashes and sketches the text of one dump record, as `process` does a file's.
@@ -236,19 +251,26 @@ impl<'a> DocWorker<'a> {
     }
 
     /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
-    /// gzip or zstd (recognised by their magic bytes), never more than `max_size` either way.
+    /// gzip or zstd (recognised by their magic bytes), never more than the size limit either way.
     fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
-        read_file(&file.path, file.id, self.engine.max_size, &mut self.buf)?;
+        self.meta = None;
+        read_file(
+            &file.path,
+            file.id,
+            self.engine.limits,
+            &mut self.buf,
+            &mut self.meta,
+        )?;
         if sniff(&self.buf[..self.buf.len().min(4)]) == Compression::None {
             return Ok(());
         }
         let raw = std::io::Cursor::new(std::mem::take(&mut self.buf));
         let (_, mut stream) =
             open_stream(raw).map_err(|e| ReadFailure::Error(crate::messages::io_reason(&e)))?;
-        let fits = read_limited(&mut stream, self.engine.max_size, &mut self.buf)
+        let fits = read_limited(&mut stream, self.engine.limits.max, &mut self.buf)
             .map_err(|e| ReadFailure::Error(e.to_string()))?;
         if !fits {
-            return Err(ReadFailure::TooLarge(self.buf.len() as u64));
+            return Err(ReadFailure::GrewTooLarge(self.buf.len() as u64));
         }
         Ok(())
     }

@@ -1,8 +1,10 @@
 //! Read: one file → its bytes → decoded text.
 //!
 //! A file is opened non-blocking (so a file swapped for a FIFO after the walk cannot hang the
-//! scan) and checked again through the open handle: still a regular file, still the inode the
-//! walk saw, not over the size limit. It is read whole into a buffer the calling thread reuses,
+//! scan) and checked through the open handle: still a regular file, still the inode the walk
+//! saw, within the size limits. Its metadata is taken there too, which is where it first comes
+//! from when the walk did not stat the file ([`crate::walk::WalkOptions::defer_metadata`]). It
+//! is read whole into a buffer the calling thread reuses,
 //! never more than `max_size + 1` bytes. A size that changed while reading is an error: the
 //! bytes would describe no version of the file.
 //!
@@ -25,42 +27,97 @@ pub const BINARY_SNIFF: usize = 8 * 1024;
 pub enum ReadFailure {
     /// It is no longer a regular file.
     NotRegular,
-    /// It is now larger than the limit.
+    /// Its size when opened is under the lower limit.
+    TooShort,
+    /// Its size when opened is over the limit.
     TooLarge(u64),
+    /// It grew past the limit while it was read (at least this many bytes).
+    GrewTooLarge(u64),
     /// Opening or reading failed, or the file changed: the reason, for the report.
     Error(String),
 }
 
+/// What the open handle says about a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Size in bytes when opened.
+    pub size: u64,
+    /// Device and inode number ((0, 0) on platforms without them).
+    pub id: (u64, u64),
+    /// Modification time, if the platform has one.
+    pub modified: Option<std::time::SystemTime>,
+    /// More than one name (hard links) may lead to this inode.
+    pub linked: bool,
+}
+
+impl FileMeta {
+    fn of(meta: &std::fs::Metadata) -> FileMeta {
+        FileMeta {
+            size: meta.len(),
+            id: inode(meta),
+            modified: meta.modified().ok(),
+            linked: links(meta) > 1,
+        }
+    }
+}
+
+#[cfg(unix)]
+fn links(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn links(_meta: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// The sizes a file must be within, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeLimits {
+    /// Smaller files are skipped.
+    pub min: u64,
+    /// Larger files are skipped.
+    pub max: u64,
+}
+
 /// Reads `path` into `buf`. `expected` is the (device, inode) the walk saw, or (0, 0) to accept
-/// any.
+/// any. `meta` receives the open file's metadata as soon as it is known, even when the file is
+/// then refused.
 pub fn read_file(
     path: &Path,
     expected: (u64, u64),
-    max_size: u64,
+    limits: SizeLimits,
     buf: &mut Vec<u8>,
+    meta: &mut Option<FileMeta>,
 ) -> Result<(), ReadFailure> {
     let io = |e: std::io::Error| ReadFailure::Error(crate::messages::io_reason(&e));
+    let max_size = limits.max;
     let mut file = open_nonblocking(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.file_type().is_file() {
+    let opened = file.metadata().map_err(io)?;
+    if !opened.file_type().is_file() {
         return Err(ReadFailure::NotRegular);
     }
-    if expected != (0, 0) && inode(&meta) != expected {
+    let m = FileMeta::of(&opened);
+    *meta = Some(m);
+    if expected != (0, 0) && m.id != expected {
         return Err(ReadFailure::Error(
             "file was replaced during the scan".into(),
         ));
     }
-    if meta.len() > max_size {
-        return Err(ReadFailure::TooLarge(meta.len()));
+    if m.size < limits.min {
+        return Err(ReadFailure::TooShort);
+    }
+    if m.size > max_size {
+        return Err(ReadFailure::TooLarge(m.size));
     }
     // One byte more than the size seen is asked for, so a single read both fills the buffer
     // and shows whether the file grew since: on a regular file a read returns fewer bytes than
     // asked only at the end (short reads before it are tolerated and read on).
-    let want = meta.len() as usize + 1;
+    let want = m.size as usize + 1;
     buf.clear();
     buf.resize(want, 0);
     let mut filled = 0;
-    while filled < meta.len() as usize {
+    while filled < m.size as usize {
         match file.read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
@@ -70,9 +127,9 @@ pub fn read_file(
     }
     buf.truncate(filled);
     if buf.len() as u64 > max_size {
-        return Err(ReadFailure::TooLarge(buf.len() as u64));
+        return Err(ReadFailure::GrewTooLarge(buf.len() as u64));
     }
-    if buf.len() as u64 != meta.len() {
+    if buf.len() as u64 != m.size {
         return Err(ReadFailure::Error(
             "file changed while it was being read".into(),
         ));

@@ -30,6 +30,7 @@ use crate::material::{Loaded, Want};
 use crate::messages::{display_path, InputError, Messages};
 use crate::minhash::{estimate, MinHasher};
 use crate::oracle::{simhash_similarity, Oracle};
+use crate::read::SizeLimits;
 use crate::report::{ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
 use crate::results;
 use crate::set_cache::SetCache;
@@ -97,7 +98,14 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.skipped.bad_line = ingested.bad_lines;
     stats.skipped.empty += ingested.empty_dumps;
     errors.extend(ingested.errors);
-    record_outcomes(&files, &docs, &mut stats, &mut errors, msgs);
+    record_outcomes(
+        &files,
+        &docs,
+        cfg.walk.max_size,
+        &mut stats,
+        &mut errors,
+        msgs,
+    );
 
     let mut bottom = ingested.bottom;
     let (exact_pairs, units) = copies::group_exact(
@@ -404,7 +412,10 @@ fn engine(cfg: &Config, indexed: Option<std::sync::Arc<against::IndexedSets>>) -
     Engine {
         shingle: cfg.shingle,
         ngram: cfg.ngram,
-        max_size: cfg.walk.max_size,
+        limits: SizeLimits {
+            min: cfg.walk.min_size,
+            max: cfg.walk.max_size,
+        },
         sizes: matches!(
             cfg.method,
             MethodConfig::MinHash {
@@ -470,6 +481,7 @@ fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> I
 fn record_outcomes(
     files: &[FileEntry],
     docs: &[DocResult],
+    max_size: u64,
     stats: &mut Stats,
     errors: &mut Vec<InputError>,
     msgs: &Messages,
@@ -479,7 +491,15 @@ fn record_outcomes(
             Outcome::Sketched | Outcome::Duplicate | Outcome::Empty => {}
             Outcome::Binary => stats.skipped.binary += 1,
             Outcome::NotRegular => stats.skipped.not_regular += 1,
+            Outcome::TooShort => stats.skipped.too_short += 1,
             Outcome::TooLarge(n) => {
+                stats.skipped.too_large += 1;
+                msgs.warn(&format!(
+                    "{}: skipped, {n} bytes is over --max-size {max_size}",
+                    display_path(&file.path)
+                ));
+            }
+            Outcome::GrewTooLarge(n) => {
                 stats.skipped.too_large += 1;
                 msgs.warn(&format!(
                     "{}: skipped, {n} bytes or more when read (over --max-size)",

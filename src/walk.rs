@@ -44,6 +44,12 @@ pub struct WalkOptions {
     /// Inputs listed by `--files-from`: walked like roots, but one that is missing or of the
     /// wrong type is an input error, not a fatal one.
     pub listed: Vec<PathBuf>,
+    /// Leave a plain file's size, inode and time to its read, which takes them from the open
+    /// handle anyway, when nothing needs them earlier (no index) and no two paths can name one
+    /// file except through hard links (one root, no `-L`). Saves a `stat` per file, the larger
+    /// part of walking a tree of small files; hard links are then found when read (see
+    /// [`crate::ingest`]).
+    pub defer_metadata: bool,
 }
 
 /// Which files are read as JSON Lines dumps.
@@ -91,6 +97,9 @@ pub struct FileEntry {
     pub dump: bool,
     /// For a document that is one line of a dump: which line, and its id.
     pub record: Option<Box<Record>>,
+    /// `size`, `id` and `modified` are not known yet: the walk deferred them to the read
+    /// ([`WalkOptions::defer_metadata`]).
+    pub deferred: bool,
 }
 
 impl FileEntry {
@@ -178,6 +187,7 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         }
     }
     let roots: Vec<&PathBuf> = opts.roots.iter().chain(listed).collect();
+    let defer = opts.defer_metadata && !opts.follow_links && roots.len() == 1;
     let mut w = Walker {
         opts,
         msgs,
@@ -196,10 +206,24 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     // stay together), whatever the order of the roots; the first path of an inode names it.
     let mut pending = std::mem::take(&mut w.pending);
     pending.sort_unstable();
-    let metas: Vec<std::io::Result<std::fs::Metadata>> =
-        pending.par_iter().map(std::fs::metadata).collect();
+    let metas: Vec<Option<std::io::Result<std::fs::Metadata>>> = pending
+        .par_iter()
+        .map(|p| (!defer || opts.dumps.is_dump(p)).then(|| std::fs::metadata(p)))
+        .collect();
     for (path, meta) in pending.into_iter().zip(metas) {
-        w.admit(path, meta);
+        match meta {
+            Some(meta) => w.admit(path, meta),
+            None => w.out.files.push(FileEntry {
+                path,
+                aliases: Vec::new(),
+                size: 0,
+                id: (0, 0),
+                modified: None,
+                dump: false,
+                record: None,
+                deferred: true,
+            }),
+        }
     }
     if opts.include.is_some() && w.out.files_seen == 0 {
         msgs.warn("--include matched no file below the roots");
@@ -412,6 +436,7 @@ impl Walker<'_> {
             modified: meta.modified().ok(),
             dump,
             record: None,
+            deferred: false,
         });
     }
 }

@@ -33,8 +33,8 @@ use serde_json::{json, Value};
 
 use util::schema::{assert_jsonl_schema, assert_schema};
 use util::{
-    all_pairs, char_jaccard, cluster_paths, clusters, dot, dots, edit, open_to_others, run_command,
-    text, wait_guarded, word_jaccard, words, TestDir, Unprivileged,
+    all_pairs, char_jaccard, cluster_members, cluster_paths, clusters, dot, dots, edit,
+    open_to_others, run_command, text, wait_guarded, word_jaccard, words, TestDir, Unprivileged,
 };
 use util::{chmod, mkfifo, snapshot, walk_files};
 
@@ -645,6 +645,47 @@ fn size_limits_skip_files_and_too_large_ones_are_named() {
     assert_eq!(report["stats"]["documents"], 4);
     assert_eq!(report["stats"]["skipped"]["too_short"], 0);
     assert_eq!(report["stats"]["skipped"]["too_large"], 0);
+}
+
+#[test]
+fn hard_links_found_when_read_keep_their_first_name_whatever_the_threads() {
+    // One root and no index: the walk does not stat files, so links are found by the readers,
+    // in parallel; the later name's reader may sketch the content first. Each file gets a link
+    // named to come after it in walk order ("x.txt" < "x.txt.link").
+    let t = TestDir::new();
+    for i in 0..40u64 {
+        let a = text(300 + i, 200);
+        let (x, y) = (format!("d{i:02}-a.txt"), format!("d{i:02}-b.txt"));
+        t.write(&x, &a).write(&y, edit(&a, &[90]));
+        fs::hard_link(t.join(&x), t.join(format!("{x}.link"))).unwrap();
+    }
+    let reports: Vec<String> = ["-j1", "-j4"]
+        .iter()
+        .map(|j| {
+            let r = t.run(&["scan", j, "."]);
+            assert_eq!(r.code(), 0, "{}", r.stderr);
+            r.stdout.clone()
+        })
+        .collect();
+    assert_eq!(reports[0], reports[1]);
+    let report: Value = serde_json::from_str(&reports[0]).unwrap();
+    assert_eq!(report["stats"]["documents"], 80);
+    assert_eq!(report["stats"]["files_seen"], 120);
+    assert_eq!(report["stats"]["exact_groups"], 0);
+    let clusters =
+        cluster_members::<_, Vec<_>>(&report, |m| (m["path"].clone(), m["aliases"].clone()));
+    assert_eq!(clusters.len(), 40);
+    for (i, c) in clusters.iter().enumerate() {
+        let a = dot(&format!("d{i:02}-a.txt"));
+        let b = dot(&format!("d{i:02}-b.txt"));
+        let link = dot(&format!("d{i:02}-a.txt.link"));
+        assert_eq!(c, &vec![(json!(a), json!([link])), (json!(b), json!([]))]);
+    }
+
+    // Two roots: the walk stats every file and finds the same links.
+    let both = t.run(&["scan", "-j4", ".", "./d00-a.txt"]).json();
+    assert_eq!(both["stats"]["documents"], 80);
+    assert_eq!(both["clusters"], report["clusters"]);
 }
 
 // ---------------------------------------------------------------------------------------------
