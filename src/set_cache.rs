@@ -10,7 +10,8 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use crate::lsh::{band_key, Banding};
+use crate::lsh::Banding;
+use crate::minhash::splitmix64;
 
 /// Bytes of shingle sets kept from the first pass.
 pub const SET_CACHE_BYTES: i64 = 32 << 20;
@@ -20,6 +21,10 @@ pub struct SetCache {
     budget: AtomicI64,
     seen: Vec<AtomicU64>,
     banding: Banding,
+    /// One odd multiplier per signature value (see [`SetCache::bit`]).
+    multipliers: Vec<u64>,
+    /// log2 of the bitmap's size in bits.
+    bits: u32,
 }
 
 impl SetCache {
@@ -29,24 +34,53 @@ impl SetCache {
         let bits = (docs.saturating_mul(banding.bands) * 8)
             .next_power_of_two()
             .clamp(1 << 16, 1 << 27);
+        let mut state = 0x5E7C_AC4E_u64;
         SetCache {
             budget: AtomicI64::new(SET_CACHE_BYTES),
             seen: (0..bits / 64).map(|_| AtomicU64::new(0)).collect(),
+            multipliers: (0..banding.bands * banding.rows)
+                .map(|_| splitmix64(&mut state) | 1)
+                .collect(),
             banding,
+            bits: bits.trailing_zeros(),
         }
+    }
+
+    /// The bitmap bit of a band: the top bits of a sum of its values times odd multipliers. Its
+    /// values are MinHash values, uniform already, so this spreads bands as well as
+    /// [`crate::lsh::band_key`]'s chain of mixes at a fraction of the cost (about a tenth of a
+    /// default run's first pass went into computing band keys here); a collision only costs a
+    /// wrong guess.
+    fn bit(&self, band: usize, values: &[u32]) -> u64 {
+        let r = self.banding.rows;
+        let h = values
+            .iter()
+            .zip(&self.multipliers[band * r..(band + 1) * r])
+            // Plus one, so that a band of zeros falls on a different bit in every band.
+            .fold(0u64, |h, (&v, &m)| {
+                h.wrapping_add((u64::from(v) + 1).wrapping_mul(m))
+            });
+        h >> (64 - self.bits)
     }
 
     /// Marks the signature's band keys and says whether to keep `bytes` of its shingles, taking
     /// them from the budget if so.
     pub fn admit(&self, signature: &[u32], bytes: usize) -> bool {
         let r = self.banding.rows;
-        let mask = (self.seen.len() * 64 - 1) as u64;
         let mut hits = 0;
         for band in 0..self.banding.bands {
-            let bit = band_key(band, &signature[band * r..(band + 1) * r]) & mask;
+            let bit = self.bit(band, &signature[band * r..(band + 1) * r]);
             let word = &self.seen[(bit / 64) as usize];
             let flag = 1u64 << (bit % 64);
-            hits += usize::from(word.fetch_or(flag, Ordering::Relaxed) & flag != 0);
+            // A load and a store, not an atomic read-modify-write (whose locked instruction
+            // was most of this function's time): a store racing with another thread's on the
+            // same word may drop that thread's bit, which only makes a guess wrong.
+            let old = word.load(Ordering::Relaxed);
+            if old & flag != 0 {
+                hits += 1;
+            } else {
+                word.store(old | flag, Ordering::Relaxed);
+            }
         }
         // One hit may be a bitmap collision (with 19 bands and an eighth of the bits set, most
         // documents would have one); two hits are rare by chance but usual for a near-duplicate,
