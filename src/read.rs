@@ -114,7 +114,9 @@ pub fn read_file(
     // and shows whether the file grew since: on a regular file a read returns fewer bytes than
     // asked only at the end (short reads before it are tolerated and read on).
     let want = m.size as usize + 1;
-    buf.clear();
+    // Not cleared first: resizing from the last file's length zeroes only the growth, where
+    // clearing would zero the whole buffer for every file; the read overwrites what it uses and
+    // the rest is cut off below.
     buf.resize(want, 0);
     let mut filled = 0;
     while filled < m.size as usize {
