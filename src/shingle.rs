@@ -29,7 +29,7 @@ pub const HASH_SCHEME: u32 = 2;
 
 use crate::minhash::mix64;
 pub use crate::tokenize::{for_each_token, for_each_token_at, normalize};
-use crate::tokenize::{hash_words, Word, WordBuffers};
+use crate::tokenize::{hash_words, normalize_ascii, Word, WordBuffers};
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,11 +111,15 @@ impl Shingler {
     }
 
     fn char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
-        if self.n <= 7 && text.is_ascii() {
-            self.ascii_char_shingles(text, out);
-            return;
-        }
+        let n = self.n;
         let mut norm = std::mem::take(&mut self.normalized);
+        if n <= 7 {
+            if let Some(len) = normalize_ascii(text.as_bytes(), &mut norm) {
+                packed_windows(&norm, len, n, out);
+                self.normalized = norm;
+                return;
+            }
+        }
         norm.clear();
         for_each_token(text, &mut self.token, |tok| {
             if !norm.is_empty() {
@@ -123,22 +127,14 @@ impl Shingler {
             }
             norm.extend_from_slice(tok);
         });
-        let n = self.n;
         if norm.is_empty() {
         } else if norm.is_ascii() {
-            if norm.len() < n {
+            if n <= 7 {
+                let len = norm.len();
+                norm.resize(len + 8, 0);
+                packed_windows(&norm, len, n, out);
+            } else if norm.len() < n {
                 out.push(char_hash(&norm));
-            } else if n <= 7 {
-                // A rolling register holds the current window's bytes: one shift per character.
-                let mask = (1u64 << (8 * n)) - 1;
-                let mut w = norm[..n - 1]
-                    .iter()
-                    .fold(0u64, |p, &b| (p << 8) | u64::from(b));
-                out.reserve(norm.len() - n + 1);
-                out.extend(norm[n - 1..].iter().map(|&b| {
-                    w = ((w << 8) | u64::from(b)) & mask;
-                    packed_hash(w, n)
-                }));
             } else {
                 out.extend(norm.windows(n).map(char_hash));
             }
@@ -159,43 +155,29 @@ impl Shingler {
         }
         self.normalized = norm;
     }
+}
 
-    /// `char_shingles` of ASCII text with `n <= 7`, without building the normalized text: each
-    /// token's bytes, and a space between tokens, go straight into the rolling register, which
-    /// is hashed once it holds `n` bytes. (ASCII text lowercases to ASCII, one byte a
-    /// character.) A text shorter than one shingle is all in the register at the end.
-    fn ascii_char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
-        let n = self.n;
-        let mask = u64::MAX >> (64 - 8 * n);
-        // Bytes of normalized text seen: the first n − 1 complete no shingle.
-        let mut seen = 0usize;
-        let mut w = 0u64;
-        out.reserve(text.len());
-        for_each_token(text, &mut self.token, |tok| {
-            // The register and count are copied in and out of the closure's captures, so that
-            // the byte loop keeps them in registers instead of storing them every byte.
-            let (mut r, mut s) = (w, seen);
-            if s > 0 {
-                r = ((r << 8) | u64::from(b' ')) & mask;
-                s += 1;
-                if s >= n {
-                    out.push(packed_hash(r, n));
-                }
-            }
-            let (head, tail) = tok.split_at(n.saturating_sub(s + 1).min(tok.len()));
-            for &b in head {
-                r = (r << 8) | u64::from(b);
-            }
-            out.extend(tail.iter().map(|&b| {
-                r = ((r << 8) | u64::from(b)) & mask;
-                packed_hash(r, n)
-            }));
-            (w, seen) = (r, s + tok.len());
-        });
-        if seen > 0 && seen < n {
-            out.push(packed_hash(w, seen));
-        }
+/// Appends the character shingles of the ASCII normalized text `norm[..len]` (one byte a
+/// character), `n <= 7`, to `out`: [`char_hash`] of each window of `n` bytes, or of the whole
+/// text when it is shorter. `norm` holds at least 7 bytes past `len` (any values): each window
+/// is one 8-byte big-endian load shifted down to its `n` bytes, with no rolling state, so the
+/// windows are independent and their mixes overlap in the pipeline.
+fn packed_windows(norm: &[u8], len: usize, n: usize, out: &mut Vec<u64>) {
+    if len == 0 {
+        return;
     }
+    if len < n {
+        out.push(char_hash(&norm[..len]));
+        return;
+    }
+    let shift = 64 - 8 * n as u32;
+    let tag = packed_tag(n);
+    let count = len - n + 1;
+    out.extend(norm[..count + 7].windows(8).map(|w| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        mix64((u64::from_be_bytes(b) >> shift) ^ tag)
+    }));
 }
 
 /// The hash of a character shingle: up to 7 bytes are packed with their length into one
@@ -214,7 +196,13 @@ pub fn char_hash(bytes: &[u8]) -> u64 {
 /// `char_hash` of a shingle of `len <= 7` bytes packed big-endian into `packed`.
 #[inline]
 fn packed_hash(packed: u64, len: usize) -> u64 {
-    mix64(packed ^ ((len as u64) << 56) ^ 0x6368_6172_5F73_6869) // "char_shi"
+    mix64(packed ^ packed_tag(len))
+}
+
+/// What `packed_hash` xors into a packed shingle of `len` bytes before mixing.
+#[inline]
+fn packed_tag(len: usize) -> u64 {
+    ((len as u64) << 56) ^ 0x6368_6172_5F73_6869 // "char_shi"
 }
 
 /// Keys of the token hash. Each of K1 and K2 has an 0xFF byte, which UTF-8 never has, so a
