@@ -280,15 +280,36 @@ pub fn combine(token_hashes: &[u64]) -> u64 {
 
 /// Sorts and deduplicates shingle hashes in place, turning them into a set.
 pub fn into_set(hashes: &mut Vec<u64>) {
-    sort_hashes(hashes);
-    hashes.dedup();
+    if hashes.len() < SMALL_SORT {
+        hashes.sort_unstable();
+        hashes.dedup();
+        return;
+    }
+    let sorted = bucket_sort(hashes, |&h| h);
+    // The copy back drops the repeats (the pass `dedup` would take after the sort), without a
+    // branch: every hash is written, and the count advances past the new ones only. `dedup`'s
+    // branch on each repeat cost more than the sort's scatter on character sets (~half repeats).
+    hashes[0] = sorted[0];
+    let mut kept = 1;
+    for w in sorted.windows(2) {
+        hashes[kept] = w[1];
+        kept += usize::from(w[1] != w[0]);
+    }
+    hashes.truncate(kept);
 }
 
 /// Sorts uniformly distributed 64-bit hashes (repeats allowed), with
-/// [`sort_by_uniform_key`].
+/// [`sort_by_uniform_key`]'s method.
 pub fn sort_hashes(hashes: &mut Vec<u64>) {
-    sort_by_uniform_key(hashes, |&h| h);
+    if hashes.len() < SMALL_SORT {
+        hashes.sort_unstable();
+        return;
+    }
+    *hashes = bucket_sort(hashes, |&h| h);
 }
+
+/// Inputs shorter than this take the comparison sort.
+const SMALL_SORT: usize = 256;
 
 /// Sorts items whose order starts with a uniformly distributed `key` (a hash, or the low w bits
 /// of one). Inputs of 256 or more take one counting pass on the top ⌊log2 n⌋ + 2 of the bits
@@ -299,23 +320,31 @@ pub fn sort_hashes(hashes: &mut Vec<u64>) {
 /// the data instead of a comparison sort's log n. Should the insertion sort move items more
 /// than 8n places in all (keys far from uniform on top), the comparison sort finishes the job.
 pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
-    let n = items.len();
-    if n < 256 {
+    if items.len() < SMALL_SORT {
         items.sort_unstable();
         return;
     }
+    *items = bucket_sort(items, key);
+}
+
+/// The sort of [`sort_by_uniform_key`] (of at least 256 items), into a new vector.
+fn bucket_sort<T: Copy + Ord + Default>(items: &[T], key: impl Fn(&T) -> u64) -> Vec<T> {
+    let n = items.len();
     let used = 64 - items.iter().fold(0, |or, x| or | key(x)).leading_zeros();
     let bits = (usize::BITS + 1 - n.leading_zeros()).min(20).min(used);
     let shift = used - bits;
-    let mut starts = vec![0u32; (1usize << bits) + 1];
-    for x in items.iter() {
-        starts[(key(x) >> shift) as usize + 1] += 1;
+    let mut starts = vec![0u32; 1usize << bits];
+    for x in items {
+        starts[(key(x) >> shift) as usize] += 1;
     }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
+    // The running total stays in a register: `starts[i] += starts[i - 1]` chained a store and
+    // a reload through every bucket, about as slow as the scatter below.
+    let mut total = 0;
+    for s in starts.iter_mut() {
+        (*s, total) = (total, total + *s);
     }
     let mut out = vec![T::default(); n];
-    for x in items.iter() {
+    for x in items {
         let next = &mut starts[(key(x) >> shift) as usize];
         out[*next as usize] = *x;
         *next += 1;
@@ -337,7 +366,7 @@ pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: imp
             }
         };
     }
-    *items = out;
+    out
 }
 
 #[cfg(test)]
@@ -371,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn hash_sort_matches_std_sort() {
+    fn hash_sort_and_set_match_std_sort_and_dedup() {
         let mut state = 3u64;
         for n in [0usize, 5, 255, 256, 1023, 1024, 5000, 70_000] {
             let mut v: Vec<u64> = (0..n)
@@ -380,8 +409,12 @@ mod tests {
             v.extend_from_within(..n / 3);
             let mut expected = v.clone();
             expected.sort_unstable();
+            let mut set = v.clone();
             sort_hashes(&mut v);
             assert_eq!(v, expected);
+            expected.dedup();
+            into_set(&mut set);
+            assert_eq!(set, expected, "{n}");
         }
         // Far from uniform on top: the comparison sort's fallback; and many repeats.
         for shift in [30, 0] {
@@ -391,8 +424,12 @@ mod tests {
             v.extend(std::iter::repeat_n(v[7], 500));
             let mut expected = v.clone();
             expected.sort_unstable();
+            let mut set = v.clone();
             sort_hashes(&mut v);
             assert_eq!(v, expected);
+            expected.dedup();
+            into_set(&mut set);
+            assert_eq!(set, expected);
         }
     }
 
