@@ -322,16 +322,23 @@ fn verify(c: &mut Criterion) {
     );
 
     let mut g = group(c, "verify", bytes(&docs) + bytes(&copies));
-    g.bench_function("into_set", |bench| {
-        bench.iter_batched(
-            || raw.clone(),
-            |mut all| {
-                all.iter_mut().for_each(into_set);
-                all
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    // Character sets are about five times the word sets of the same text.
+    let char_raw: Vec<Vec<u64>> = shingled(&docs, ShingleKind::Char)
+        .into_iter()
+        .chain(shingled(&copies, ShingleKind::Char))
+        .collect();
+    for (name, input) in [("word5", &raw), ("char5", &char_raw)] {
+        g.bench_function(BenchmarkId::new("into_set", name), |bench| {
+            bench.iter_batched(
+                || input.clone(),
+                |mut all| {
+                    all.iter_mut().for_each(into_set);
+                    all
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
     g.bench_function("jaccard", |bench| {
         bench.iter(|| a.iter().zip(b).map(|(x, y)| jaccard(x, y)).sum::<f64>())
     });

@@ -51,6 +51,9 @@ pub fn mix64(mut z: u64) -> u64 {
 
 const EMPTY: u32 = u32::MAX;
 
+/// Copies of the bins an OPH sketch fills in turn (see `MinHasher::oph`).
+const COPIES: usize = 4;
+
 /// OPH's seeded permutation of a shingle hash: a bijection (so distinct shingles stay distinct)
 /// whose high half depends on every input bit through the multiply, and whose low half takes
 /// the high half back in through the xor-shift.
@@ -118,20 +121,54 @@ impl MinHasher {
     }
 
     fn oph(&self, shingles: &[u64], out: &mut [u32], scratch: &mut Vec<u32>) {
-        let k = self.k as u64;
-        let mut filled = 0usize;
-        for &x in shingles {
-            let h = oph_permute(x, self.seed);
-            // Lemire's multiply-shift maps the high half uniformly onto 0..k without a division.
-            let bin = (((h >> 32) * k) >> 32) as usize;
-            let v = h as u32;
-            let slot = &mut out[bin];
-            filled += usize::from(*slot == EMPTY);
-            *slot = (*slot).min(v);
+        let k = self.k;
+        // Shingles take turns over COPIES copies of the bins, merged at the end (min does not
+        // care in what order): with one copy, a shingle often lands in a bin one of the last
+        // few dozen shingles, still in flight, also wrote (128 bins), and its load waited on
+        // that store. The filled bins are counted once at the end, not per shingle.
+        scratch.clear();
+        scratch.resize(COPIES * k, EMPTY);
+        let (a, rest) = scratch.split_at_mut(k);
+        let (b, rest) = rest.split_at_mut(k);
+        let (c, d) = rest.split_at_mut(k);
+        let quads = shingles.chunks_exact(COPIES);
+        let tail = quads.remainder();
+        for q in quads {
+            for (&x, bins) in q.iter().zip([&mut *a, &mut *b, &mut *c, &mut *d]) {
+                let (bin, v) = self.oph_bin(x);
+                bins[bin] = bins[bin].min(v);
+            }
         }
-        if filled < self.k && filled > 0 {
+        for &x in tail {
+            let (bin, v) = self.oph_bin(x);
+            a[bin] = a[bin].min(v);
+        }
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = a[i].min(b[i]).min(c[i]).min(d[i]);
+        }
+        let mut filled = out.iter().filter(|&&v| v != EMPTY).count();
+        if filled < k && shingles.iter().any(|&x| self.oph_bin(x).1 == EMPTY) {
+            // A bin whose least value is u32::MAX looks empty but was filled, and filled bins
+            // decide whether to densify: count them exactly (a document with an empty bin has
+            // few shingles, and a value of u32::MAX is a 2^-32 event, so this is rare and cheap).
+            let mut seen = vec![false; k];
+            shingles
+                .iter()
+                .for_each(|&x| seen[self.oph_bin(x).0] = true);
+            filled = seen.iter().filter(|&&s| s).count();
+        }
+        if filled < k && filled > 0 {
             self.densify(out, scratch);
         }
+    }
+
+    /// The OPH bin and value of a shingle hash.
+    #[inline(always)]
+    fn oph_bin(&self, x: u64) -> (usize, u32) {
+        let h = oph_permute(x, self.seed);
+        // Lemire's multiply-shift maps the high half uniformly onto 0..k without a division.
+        let bin = (((h >> 32) * self.k as u64) >> 32) as usize;
+        (bin, h as u32)
     }
 
     /// Optimal densification: an empty bin takes the value of the first non-empty bin in its own
@@ -276,6 +313,75 @@ mod tests {
             h.sketch(&[6, 7, 8, 9, 10], &mut b, &mut scratch);
             assert!(estimate(&a, &b) < 0.2);
         }
+    }
+
+    /// The OPH sketch one shingle at a time, counting filled bins as it goes: what
+    /// `MinHasher::oph` must equal.
+    fn oph_reference(h: &MinHasher, shingles: &[u64]) -> Vec<u32> {
+        let mut out = vec![EMPTY; h.k];
+        let mut filled = 0;
+        for &x in shingles {
+            let (bin, v) = h.oph_bin(x);
+            filled += usize::from(out[bin] == EMPTY);
+            out[bin] = out[bin].min(v);
+        }
+        if filled < h.k && filled > 0 {
+            h.densify(&mut out, &mut Vec::new());
+        }
+        out
+    }
+
+    /// A shingle hash whose OPH value is u32::MAX (and bin the top bits of `hi` choose).
+    fn max_value_shingle(h: &MinHasher, hi: u32) -> u64 {
+        // Invert oph_permute: the xor-shift, then the odd multiplier (Newton's iteration).
+        let target = (u64::from(hi) << 32) | u64::from(u32::MAX);
+        let product = target ^ (target >> 32);
+        let m = 0x9FB2_1C65_1E98_DF25u64;
+        let mut inv = m;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(inv)));
+        }
+        let x = product.wrapping_mul(inv) ^ h.seed;
+        assert_eq!(oph_permute(x, h.seed), target);
+        x
+    }
+
+    #[test]
+    fn oph_in_copies_equals_one_shingle_at_a_time() {
+        let mut state = 9u64;
+        let mut scratch = Vec::new();
+        for k in [1, 7, 64, 128, 200] {
+            let h = MinHasher::new(SketchKind::Oph, k, k as u64);
+            let mut out = vec![0; k];
+            for len in [1usize, 2, 3, 5, 9, 50, 127, 300, 1000, 5000] {
+                let mut shingles: Vec<u64> = (0..len).map(|_| splitmix64(&mut state)).collect();
+                shingles.extend_from_within(..len / 4);
+                h.sketch(&shingles, &mut out, &mut scratch);
+                assert_eq!(out, oph_reference(&h, &shingles), "k {k} len {len}");
+                // A bin whose least value is u32::MAX is filled, not empty.
+                for hi in [0, u32::MAX / 3, u32::MAX] {
+                    let mut with_max = shingles.clone();
+                    with_max.push(max_value_shingle(&h, hi));
+                    h.sketch(&with_max, &mut out, &mut scratch);
+                    assert_eq!(out, oph_reference(&h, &with_max), "k {k} len {len} {hi}");
+                }
+            }
+        }
+        // Every bin filled, one of them only by u32::MAX: no densification.
+        let h = MinHasher::new(SketchKind::Oph, 4, 1);
+        let mut shingles = vec![max_value_shingle(&h, 0)];
+        let mut x = 0u64;
+        while shingles.len() < 4 {
+            x += 1;
+            let bin = h.oph_bin(x).0;
+            if bin != 0 && shingles.iter().all(|&s| h.oph_bin(s).0 != bin) {
+                shingles.push(x);
+            }
+        }
+        let mut out = vec![0; 4];
+        h.sketch(&shingles, &mut out, &mut scratch);
+        assert_eq!(out[0], u32::MAX);
+        assert_eq!(out, oph_reference(&h, &shingles));
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub const HASH_SCHEME: u32 = 2;
 
 use crate::minhash::mix64;
 pub use crate::tokenize::{for_each_token, for_each_token_at, normalize};
-use crate::tokenize::{hash_words, Word, WordBuffers};
+use crate::tokenize::{hash_words, normalize_ascii, Word, WordBuffers};
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,11 +111,15 @@ impl Shingler {
     }
 
     fn char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
-        if self.n <= 7 && text.is_ascii() {
-            self.ascii_char_shingles(text, out);
-            return;
-        }
+        let n = self.n;
         let mut norm = std::mem::take(&mut self.normalized);
+        if n <= 7 {
+            if let Some(len) = normalize_ascii(text.as_bytes(), &mut norm) {
+                packed_windows(&norm, len, n, out);
+                self.normalized = norm;
+                return;
+            }
+        }
         norm.clear();
         for_each_token(text, &mut self.token, |tok| {
             if !norm.is_empty() {
@@ -123,22 +127,14 @@ impl Shingler {
             }
             norm.extend_from_slice(tok);
         });
-        let n = self.n;
         if norm.is_empty() {
         } else if norm.is_ascii() {
-            if norm.len() < n {
+            if n <= 7 {
+                let len = norm.len();
+                norm.resize(len + 16, 0);
+                packed_windows(&norm, len, n, out);
+            } else if norm.len() < n {
                 out.push(char_hash(&norm));
-            } else if n <= 7 {
-                // A rolling register holds the current window's bytes: one shift per character.
-                let mask = (1u64 << (8 * n)) - 1;
-                let mut w = norm[..n - 1]
-                    .iter()
-                    .fold(0u64, |p, &b| (p << 8) | u64::from(b));
-                out.reserve(norm.len() - n + 1);
-                out.extend(norm[n - 1..].iter().map(|&b| {
-                    w = ((w << 8) | u64::from(b)) & mask;
-                    packed_hash(w, n)
-                }));
             } else {
                 out.extend(norm.windows(n).map(char_hash));
             }
@@ -159,43 +155,118 @@ impl Shingler {
         }
         self.normalized = norm;
     }
+}
 
-    /// `char_shingles` of ASCII text with `n <= 7`, without building the normalized text: each
-    /// token's bytes, and a space between tokens, go straight into the rolling register, which
-    /// is hashed once it holds `n` bytes. (ASCII text lowercases to ASCII, one byte a
-    /// character.) A text shorter than one shingle is all in the register at the end.
-    fn ascii_char_shingles(&mut self, text: &str, out: &mut Vec<u64>) {
-        let n = self.n;
-        let mask = u64::MAX >> (64 - 8 * n);
-        // Bytes of normalized text seen: the first n − 1 complete no shingle.
-        let mut seen = 0usize;
-        let mut w = 0u64;
-        out.reserve(text.len());
-        for_each_token(text, &mut self.token, |tok| {
-            // The register and count are copied in and out of the closure's captures, so that
-            // the byte loop keeps them in registers instead of storing them every byte.
-            let (mut r, mut s) = (w, seen);
-            if s > 0 {
-                r = ((r << 8) | u64::from(b' ')) & mask;
-                s += 1;
-                if s >= n {
-                    out.push(packed_hash(r, n));
-                }
-            }
-            let (head, tail) = tok.split_at(n.saturating_sub(s + 1).min(tok.len()));
-            for &b in head {
-                r = (r << 8) | u64::from(b);
-            }
-            out.extend(tail.iter().map(|&b| {
-                r = ((r << 8) | u64::from(b)) & mask;
-                packed_hash(r, n)
-            }));
-            (w, seen) = (r, s + tok.len());
-        });
-        if seen > 0 && seen < n {
-            out.push(packed_hash(w, seen));
+/// Appends the character shingles of the ASCII normalized text `norm[..len]` (one byte a
+/// character), `n <= 7`, to `out`: [`char_hash`] of each window of `n` bytes, or of the whole
+/// text when it is shorter. `norm` holds at least 7 bytes past `len` (any values; 16 for the
+/// AVX2 path): each window is one 8-byte big-endian load shifted down to its `n` bytes, with no
+/// rolling state, so the windows are independent and their mixes overlap in the pipeline.
+fn packed_windows(norm: &[u8], len: usize, n: usize, out: &mut Vec<u64>) {
+    if len == 0 {
+        return;
+    }
+    if len < n {
+        out.push(char_hash(&norm[..len]));
+        return;
+    }
+    let count = len - n + 1;
+    let start = out.len();
+    out.reserve(count);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && norm.len() >= count + 12 {
+        // SAFETY: the CPU has AVX2 (checked just above); `norm` has the 12 bytes past the
+        // last window that its loads need (checked too), and `out` has room for `count` more.
+        unsafe {
+            packed_windows_avx2(norm, count, n, out.spare_capacity_mut());
+            out.set_len(start + count);
+        }
+        return;
+    }
+    packed_windows_portable(norm, count, n, out);
+}
+
+/// [`packed_windows`]' `count` windows of `n` bytes, one at a time.
+fn packed_windows_portable(norm: &[u8], count: usize, n: usize, out: &mut Vec<u64>) {
+    let shift = 64 - 8 * n as u32;
+    let tag = packed_tag(n);
+    out.extend(norm[..count + 7].windows(8).map(|w| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        mix64((u64::from_be_bytes(b) >> shift) ^ tag)
+    }));
+}
+
+/// [`packed_windows`]' `count` windows of `n` bytes into `out[..count]`, four at a time: one
+/// 16-byte load holds the bytes of four windows, a byte shuffle packs each into its 64-bit lane
+/// (big-endian, zeros above), and the lanes are mixed together, each 64-bit multiply of `mix64`
+/// made of three 32-bit ones (AVX2 has no 64-bit multiply; the scalar `imul` issues one a
+/// cycle, and `mix64` takes two per window). `norm` holds at least `count + 12` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn packed_windows_avx2(
+    norm: &[u8],
+    count: usize,
+    n: usize,
+    out: &mut [std::mem::MaybeUninit<u64>],
+) {
+    use std::arch::x86_64::*;
+    assert!(norm.len() >= count + 12 && out.len() >= count && (1..=7).contains(&n));
+    // Byte k of window o's lane is byte o + n − 1 − k of the load, for k < n; 0x80 gives zero.
+    let mut control = [0x80u8; 32];
+    for o in 0..4 {
+        for k in 0..n {
+            control[8 * o + k] = (o + n - 1 - k) as u8;
         }
     }
+    let quads = count / 4;
+    // SAFETY: AVX2 is enabled for this function (its callers check the CPU). Each 16-byte load
+    // at 4q <= count − 4 ends by count + 12 <= norm.len(), and each 32-byte store writes
+    // out[4q..4q + 4] with 4q + 4 <= count <= out.len() (both asserted).
+    unsafe {
+        let control = _mm256_loadu_si256(control.as_ptr() as *const __m256i);
+        let tag = _mm256_set1_epi64x(packed_tag(n) as i64);
+        for q in 0..quads {
+            let bytes = _mm_loadu_si128(norm.as_ptr().add(4 * q) as *const __m128i);
+            let v = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(bytes), control);
+            let h = mix64x4(_mm256_xor_si256(v, tag));
+            _mm256_storeu_si256(out.as_mut_ptr().add(4 * q) as *mut __m256i, h);
+        }
+    }
+    let shift = 64 - 8 * n as u32;
+    let tag = packed_tag(n);
+    for i in 4 * quads..count {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&norm[i..i + 8]);
+        out[i].write(mix64((u64::from_be_bytes(b) >> shift) ^ tag));
+    }
+}
+
+/// [`mix64`] of four 64-bit lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn mix64x4(z: std::arch::x86_64::__m256i) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    /// The low 64 bits of z · c, from three 32×32 → 64-bit multiplies.
+    #[target_feature(enable = "avx2")]
+    fn mul(z: __m256i, c: u64) -> __m256i {
+        let lo = _mm256_set1_epi64x((c & 0xFFFF_FFFF) as i64);
+        let hi = _mm256_set1_epi64x((c >> 32) as i64);
+        let cross = _mm256_add_epi64(
+            _mm256_mul_epu32(_mm256_srli_epi64::<32>(z), lo),
+            _mm256_mul_epu32(z, hi),
+        );
+        _mm256_add_epi64(_mm256_mul_epu32(z, lo), _mm256_slli_epi64::<32>(cross))
+    }
+    let z = mul(
+        _mm256_xor_si256(z, _mm256_srli_epi64::<30>(z)),
+        0xBF58_476D_1CE4_E5B9,
+    );
+    let z = mul(
+        _mm256_xor_si256(z, _mm256_srli_epi64::<27>(z)),
+        0x94D0_49BB_1331_11EB,
+    );
+    _mm256_xor_si256(z, _mm256_srli_epi64::<31>(z))
 }
 
 /// The hash of a character shingle: up to 7 bytes are packed with their length into one
@@ -214,7 +285,13 @@ pub fn char_hash(bytes: &[u8]) -> u64 {
 /// `char_hash` of a shingle of `len <= 7` bytes packed big-endian into `packed`.
 #[inline]
 fn packed_hash(packed: u64, len: usize) -> u64 {
-    mix64(packed ^ ((len as u64) << 56) ^ 0x6368_6172_5F73_6869) // "char_shi"
+    mix64(packed ^ packed_tag(len))
+}
+
+/// What `packed_hash` xors into a packed shingle of `len` bytes before mixing.
+#[inline]
+fn packed_tag(len: usize) -> u64 {
+    ((len as u64) << 56) ^ 0x6368_6172_5F73_6869 // "char_shi"
 }
 
 /// Keys of the token hash. Each of K1 and K2 has an 0xFF byte, which UTF-8 never has, so a
@@ -292,15 +369,36 @@ pub fn combine(token_hashes: &[u64]) -> u64 {
 
 /// Sorts and deduplicates shingle hashes in place, turning them into a set.
 pub fn into_set(hashes: &mut Vec<u64>) {
-    sort_hashes(hashes);
-    hashes.dedup();
+    if hashes.len() < SMALL_SORT {
+        hashes.sort_unstable();
+        hashes.dedup();
+        return;
+    }
+    let sorted = bucket_sort(hashes, |&h| h);
+    // The copy back drops the repeats (the pass `dedup` would take after the sort), without a
+    // branch: every hash is written, and the count advances past the new ones only. `dedup`'s
+    // branch on each repeat cost more than the sort's scatter on character sets (~half repeats).
+    hashes[0] = sorted[0];
+    let mut kept = 1;
+    for w in sorted.windows(2) {
+        hashes[kept] = w[1];
+        kept += usize::from(w[1] != w[0]);
+    }
+    hashes.truncate(kept);
 }
 
 /// Sorts uniformly distributed 64-bit hashes (repeats allowed), with
-/// [`sort_by_uniform_key`].
+/// [`sort_by_uniform_key`]'s method.
 pub fn sort_hashes(hashes: &mut Vec<u64>) {
-    sort_by_uniform_key(hashes, |&h| h);
+    if hashes.len() < SMALL_SORT {
+        hashes.sort_unstable();
+        return;
+    }
+    *hashes = bucket_sort(hashes, |&h| h);
 }
+
+/// Inputs shorter than this take the comparison sort.
+const SMALL_SORT: usize = 256;
 
 /// Sorts items whose order starts with a uniformly distributed `key` (a hash, or the low w bits
 /// of one). Inputs of 256 or more take one counting pass on the top ⌊log2 n⌋ + 2 of the bits
@@ -311,23 +409,31 @@ pub fn sort_hashes(hashes: &mut Vec<u64>) {
 /// the data instead of a comparison sort's log n. Should the insertion sort move items more
 /// than 8n places in all (keys far from uniform on top), the comparison sort finishes the job.
 pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: impl Fn(&T) -> u64) {
-    let n = items.len();
-    if n < 256 {
+    if items.len() < SMALL_SORT {
         items.sort_unstable();
         return;
     }
+    *items = bucket_sort(items, key);
+}
+
+/// The sort of [`sort_by_uniform_key`] (of at least 256 items), into a new vector.
+fn bucket_sort<T: Copy + Ord + Default>(items: &[T], key: impl Fn(&T) -> u64) -> Vec<T> {
+    let n = items.len();
     let used = 64 - items.iter().fold(0, |or, x| or | key(x)).leading_zeros();
     let bits = (usize::BITS + 1 - n.leading_zeros()).min(20).min(used);
     let shift = used - bits;
-    let mut starts = vec![0u32; (1usize << bits) + 1];
-    for x in items.iter() {
-        starts[(key(x) >> shift) as usize + 1] += 1;
+    let mut starts = vec![0u32; 1usize << bits];
+    for x in items {
+        starts[(key(x) >> shift) as usize] += 1;
     }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
+    // The running total stays in a register: `starts[i] += starts[i - 1]` chained a store and
+    // a reload through every bucket, about as slow as the scatter below.
+    let mut total = 0;
+    for s in starts.iter_mut() {
+        (*s, total) = (total, total + *s);
     }
     let mut out = vec![T::default(); n];
-    for x in items.iter() {
+    for x in items {
         let next = &mut starts[(key(x) >> shift) as usize];
         out[*next as usize] = *x;
         *next += 1;
@@ -349,7 +455,7 @@ pub fn sort_by_uniform_key<T: Copy + Ord + Default>(items: &mut Vec<T>, key: imp
             }
         };
     }
-    *items = out;
+    out
 }
 
 #[cfg(test)]
@@ -383,7 +489,7 @@ mod tests {
     }
 
     #[test]
-    fn hash_sort_matches_std_sort() {
+    fn hash_sort_and_set_match_std_sort_and_dedup() {
         let mut state = 3u64;
         for n in [0usize, 5, 255, 256, 1023, 1024, 5000, 70_000] {
             let mut v: Vec<u64> = (0..n)
@@ -392,8 +498,12 @@ mod tests {
             v.extend_from_within(..n / 3);
             let mut expected = v.clone();
             expected.sort_unstable();
+            let mut set = v.clone();
             sort_hashes(&mut v);
             assert_eq!(v, expected);
+            expected.dedup();
+            into_set(&mut set);
+            assert_eq!(set, expected, "{n}");
         }
         // Far from uniform on top: the comparison sort's fallback; and many repeats.
         for shift in [30, 0] {
@@ -403,8 +513,12 @@ mod tests {
             v.extend(std::iter::repeat_n(v[7], 500));
             let mut expected = v.clone();
             expected.sort_unstable();
+            let mut set = v.clone();
             sort_hashes(&mut v);
             assert_eq!(v, expected);
+            expected.dedup();
+            into_set(&mut set);
+            assert_eq!(set, expected);
         }
     }
 
@@ -447,6 +561,33 @@ mod tests {
                     expected,
                     "{text:?} {n}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn packed_windows_fast_path_equals_the_portable_one() {
+        let mut state = 17u64;
+        for len in (0..70).chain([255, 256, 1001]) {
+            let mut norm: Vec<u8> = (0..len + 16)
+                .map(|_| crate::minhash::splitmix64(&mut state) as u8)
+                .collect();
+            // Bytes past the text are junk, whatever they are.
+            norm[len..].fill(0xA5);
+            for n in 1..=7 {
+                let mut fast = vec![1, 2];
+                packed_windows(&norm, len, n, &mut fast);
+                let mut portable = vec![1, 2];
+                if len >= n {
+                    packed_windows_portable(&norm, len - n + 1, n, &mut portable);
+                } else if len > 0 {
+                    portable.push(char_hash(&norm[..len]));
+                }
+                assert_eq!(fast, portable, "{len} {n}");
+                let windows: Vec<u64> = norm[..len].windows(n).map(char_hash).collect();
+                if len >= n {
+                    assert_eq!(fast[2..], windows[..], "{len} {n}");
+                }
             }
         }
     }
