@@ -188,13 +188,17 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     }
     let roots: Vec<&PathBuf> = opts.roots.iter().chain(listed).collect();
     let defer = opts.defer_metadata && !opts.follow_links && roots.len() == 1;
-    let mut w = Walker::new(opts, msgs, roots.len() > 1);
-    w.out = out;
+    let mut w = Walker {
+        opts,
+        msgs,
+        out,
+        by_inode: HashMap::new(),
+        pending: Vec::new(),
+        seen: (roots.len() > 1).then(HashSet::new),
+        too_large: HashSet::new(),
+    };
     for root in roots {
-        // Without stats the walk is mostly reading directories: with one root, the
-        // directories below it are read in parallel (the only shared state of a walk is the
-        // set of paths seen, needed with several roots).
-        w.walk_root(root, root, &canonical_roots, defer);
+        w.walk_root(root, &canonical_roots);
     }
     // One stat per file is most of the walk's time; done in parallel, then admitted in walk
     // order so that which name of an inode comes first does not depend on threads.
@@ -258,40 +262,13 @@ struct Walker<'a> {
     seen: Option<HashSet<PathBuf>>,
     /// Inodes skipped as too large, so that their other names are not warned about again.
     too_large: HashSet<(u64, u64)>,
-    /// A walk of a subtree on another thread holds its warnings here, so that they reach
-    /// stderr in walk order.
-    held_warnings: Option<Vec<String>>,
 }
 
-impl<'a> Walker<'a> {
-    fn new(opts: &'a WalkOptions, msgs: &'a Messages, several_roots: bool) -> Self {
-        Walker {
-            opts,
-            msgs,
-            out: Walked::default(),
-            by_inode: HashMap::new(),
-            pending: Vec::new(),
-            seen: several_roots.then(HashSet::new),
-            too_large: HashSet::new(),
-            held_warnings: None,
-        }
-    }
-
-    fn warn(&mut self, text: String) {
-        match &mut self.held_warnings {
-            Some(held) => held.push(text),
-            None => self.msgs.warn(&text),
-        }
-    }
-
-    /// Walks the tree at `start`, below `root` (which the include and exclude patterns are
-    /// relative to). With `split`, the directories right below `start` are walked on rayon's
-    /// threads, each by a walker of its own, and their findings taken in name order.
-    fn walk_root(&mut self, root: &Path, start: &Path, canonical_roots: &[PathBuf], split: bool) {
+impl Walker<'_> {
+    fn walk_root(&mut self, root: &Path, canonical_roots: &[PathBuf]) {
         let opts = self.opts;
         let mut outside = 0u64;
-        let mut subtrees = Vec::new();
-        let iter = WalkDir::new(start)
+        let iter = WalkDir::new(root)
             .follow_links(opts.follow_links)
             .sort_by_file_name()
             .into_iter()
@@ -299,16 +276,11 @@ impl<'a> Walker<'a> {
                 if e.depth() == 0 {
                     return true;
                 }
-                if let Some(exclude) = &opts.exclude {
-                    if exclude.is_match(e.path().strip_prefix(root).unwrap_or(e.path())) {
-                        return false;
-                    }
-                }
-                if e.file_type().is_dir() && is_skipped(&opts.skip_dirs, e.path()) {
+                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
+                if opts.exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
                     return false;
                 }
-                if split && e.depth() == 1 && e.file_type().is_dir() {
-                    subtrees.push(e.path().to_path_buf());
+                if e.file_type().is_dir() && is_skipped(&opts.skip_dirs, e.path()) {
                     return false;
                 }
                 if opts.follow_links && e.path_is_symlink() {
@@ -329,44 +301,13 @@ impl<'a> Walker<'a> {
             }
         }
         self.out.skipped.outside_roots += outside;
-        if subtrees.is_empty() {
-            return;
-        }
-        let walked: Vec<Walker> = subtrees
-            .par_iter()
-            .map(|dir| {
-                let mut w = Walker::new(opts, self.msgs, false);
-                w.held_warnings = Some(Vec::new());
-                w.walk_root(root, dir, canonical_roots, false);
-                w
-            })
-            .collect();
-        for w in walked {
-            self.absorb(w);
-        }
-    }
-
-    /// Takes what the walker of a subtree found (before any file was admitted).
-    fn absorb(&mut self, w: Walker) {
-        for text in w.held_warnings.into_iter().flatten() {
-            self.warn(text);
-        }
-        self.pending.extend(w.pending);
-        let (out, skipped) = (&mut self.out, w.out.skipped);
-        out.files_seen += w.out.files_seen;
-        out.errors.extend(w.out.errors);
-        out.skipped.not_regular += skipped.not_regular;
-        out.skipped.symlink += skipped.symlink;
-        out.skipped.outside_roots += skipped.outside_roots;
-        out.skipped.too_short += skipped.too_short;
-        out.skipped.too_large += skipped.too_large;
     }
 
     fn walk_error(&mut self, err: walkdir::Error) {
         let path = err.path().map(Path::to_path_buf).unwrap_or_default();
         if err.loop_ancestor().is_some() {
             self.out.skipped.outside_roots += 1;
-            self.warn(format!(
+            self.msgs.warn(&format!(
                 "{}: symbolic link loop, not followed",
                 display_path(&path)
             ));
@@ -376,7 +317,8 @@ impl<'a> Walker<'a> {
             .io_error()
             .map(crate::messages::io_reason)
             .unwrap_or_else(|| err.to_string());
-        self.warn(format!("{}: {reason}", display_path(&path)));
+        self.msgs
+            .warn(&format!("{}: {reason}", display_path(&path)));
         self.out.errors.push(InputError {
             path,
             line: None,
@@ -393,7 +335,8 @@ impl<'a> Walker<'a> {
                 Ok(meta) => ft = meta.file_type(),
                 Err(e) => {
                     let reason = crate::messages::io_reason(&e);
-                    self.warn(format!("{}: {reason}", display_path(entry.path())));
+                    self.msgs
+                        .warn(&format!("{}: {reason}", display_path(entry.path())));
                     self.out.errors.push(InputError {
                         path: entry.into_path(),
                         line: None,
@@ -407,9 +350,9 @@ impl<'a> Walker<'a> {
             return;
         }
         let path = entry.into_path();
+        let rel = path.strip_prefix(root).unwrap_or(&path);
         if let Some(include) = &self.opts.include {
             // A file is included when its path, or a directory above it, matches.
-            let rel = path.strip_prefix(root).unwrap_or(&path);
             let included = rel.as_os_str().is_empty()
                 || rel
                     .ancestors()

@@ -614,44 +614,6 @@ fn unreadable_file_gives_exit_2_and_the_rest_is_reported() {
 }
 
 #[test]
-fn warnings_from_directories_read_in_parallel_come_in_walk_order() {
-    let Some(runner) = Unprivileged::get() else {
-        eprintln!("note: running as root and cannot drop privileges; unreadable-dir test skipped");
-        return;
-    };
-    // Each directory below the root is walked on its own thread; their warnings still reach
-    // stderr in path order.
-    let t = TestDir::new();
-    let names: Vec<String> = (0..16).map(|i| format!("d{i:02}")).collect();
-    for (i, n) in names.iter().enumerate() {
-        for f in 0..40 {
-            t.write(
-                format!("{n}/{f:02}.txt"),
-                text(500 + i as u64 * 100 + f, 20),
-            );
-        }
-        t.write(format!("{n}/locked/y.txt"), text(499, 20));
-    }
-    open_to_others(t.path());
-    for n in &names {
-        chmod(&t.join(n).join("locked"), 0o000);
-    }
-    let expected: Vec<String> = names
-        .iter()
-        .map(|n| format!("dupfind: warning: ./{n}/locked: permission denied"))
-        .collect();
-    for _ in 0..3 {
-        let r = run_command(runner.command(t.path(), &["scan", "-j4", "."]));
-        assert_eq!(r.code(), 2, "{}", r.stderr);
-        assert_eq!(r.warnings(), expected);
-        assert_eq!(r.json()["stats"]["documents"], 640);
-    }
-    for n in &names {
-        chmod(&t.join(n).join("locked"), 0o755);
-    }
-}
-
-#[test]
 fn size_limits_skip_files_and_too_large_ones_are_named() {
     let t = TestDir::new();
     let a = text(97, 100);
