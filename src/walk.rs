@@ -276,9 +276,10 @@ impl Walker<'_> {
                 if e.depth() == 0 {
                     return true;
                 }
-                let rel = e.path().strip_prefix(root).unwrap_or(e.path());
-                if opts.exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
-                    return false;
+                if let Some(exclude) = &opts.exclude {
+                    if exclude.is_match(e.path().strip_prefix(root).unwrap_or(e.path())) {
+                        return false;
+                    }
                 }
                 if e.file_type().is_dir() && is_skipped(&opts.skip_dirs, e.path()) {
                     return false;
@@ -350,9 +351,9 @@ impl Walker<'_> {
             return;
         }
         let path = entry.into_path();
-        let rel = path.strip_prefix(root).unwrap_or(&path);
         if let Some(include) = &self.opts.include {
             // A file is included when its path, or a directory above it, matches.
+            let rel = path.strip_prefix(root).unwrap_or(&path);
             let included = rel.as_os_str().is_empty()
                 || rel
                     .ancestors()
