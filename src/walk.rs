@@ -206,14 +206,18 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     // stay together), whatever the order of the roots; the first path of an inode names it.
     let mut pending = std::mem::take(&mut w.pending);
     pending.sort_unstable();
-    let metas: Vec<Option<std::io::Result<std::fs::Metadata>>> = pending
-        .par_iter()
-        .map(|p| (!defer || opts.dumps.is_dump(p)).then(|| std::fs::metadata(p)))
-        .collect();
-    for (path, meta) in pending.into_iter().zip(metas) {
-        match meta {
-            Some(meta) => w.admit(path, meta),
-            None => w.out.files.push(FileEntry {
+    w.out.files.reserve(pending.len());
+    if defer {
+        // Only dumps are stat-ed (their size sizes the set cache and goes into their records'
+        // reports); there are few, so one at a time. A vector of every file's metadata, mostly
+        // empty, would be 160 bytes a file.
+        for path in pending {
+            if opts.dumps.is_dump(&path) {
+                let meta = std::fs::metadata(&path);
+                w.admit(path, meta);
+                continue;
+            }
+            w.out.files.push(FileEntry {
                 path,
                 aliases: Vec::new(),
                 size: 0,
@@ -222,7 +226,13 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
                 dump: false,
                 record: None,
                 deferred: true,
-            }),
+            });
+        }
+    } else {
+        let metas: Vec<std::io::Result<std::fs::Metadata>> =
+            pending.par_iter().map(std::fs::metadata).collect();
+        for (path, meta) in pending.into_iter().zip(metas) {
+            w.admit(path, meta);
         }
     }
     if opts.include.is_some() && w.out.files_seen == 0 {
