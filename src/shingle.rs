@@ -188,13 +188,15 @@ fn packed_windows(norm: &[u8], len: usize, n: usize, out: &mut Vec<u64>) {
 
 /// [`packed_windows`]' `count` windows of `n` bytes, one at a time.
 fn packed_windows_portable(norm: &[u8], count: usize, n: usize, out: &mut Vec<u64>) {
-    let shift = 64 - 8 * n as u32;
-    let tag = packed_tag(n);
-    out.extend(norm[..count + 7].windows(8).map(|w| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(w);
-        mix64((u64::from_be_bytes(b) >> shift) ^ tag)
-    }));
+    out.extend(norm[..count + 7].windows(8).map(|w| window_hash(w, n)));
+}
+
+/// [`char_hash`] of the first `n <= 7` of the 8 bytes `w`, from one big-endian load.
+#[inline]
+fn window_hash(w: &[u8], n: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    packed_hash(u64::from_be_bytes(b) >> (64 - 8 * n as u32), n)
 }
 
 /// [`packed_windows`]' `count` windows of `n` bytes into `out[..count]`, four at a time: one
@@ -233,12 +235,8 @@ fn packed_windows_avx2(
             _mm256_storeu_si256(out.as_mut_ptr().add(4 * q) as *mut __m256i, h);
         }
     }
-    let shift = 64 - 8 * n as u32;
-    let tag = packed_tag(n);
     for i in 4 * quads..count {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&norm[i..i + 8]);
-        out[i].write(mix64((u64::from_be_bytes(b) >> shift) ^ tag));
+        out[i].write(window_hash(&norm[i..i + 8], n));
     }
 }
 
@@ -387,16 +385,6 @@ pub fn into_set(hashes: &mut Vec<u64>) {
     hashes.truncate(kept);
 }
 
-/// Sorts uniformly distributed 64-bit hashes (repeats allowed), with
-/// [`sort_by_uniform_key`]'s method.
-pub fn sort_hashes(hashes: &mut Vec<u64>) {
-    if hashes.len() < SMALL_SORT {
-        hashes.sort_unstable();
-        return;
-    }
-    *hashes = bucket_sort(hashes, |&h| h);
-}
-
 /// Inputs shorter than this take the comparison sort.
 const SMALL_SORT: usize = 256;
 
@@ -499,7 +487,7 @@ mod tests {
             let mut expected = v.clone();
             expected.sort_unstable();
             let mut set = v.clone();
-            sort_hashes(&mut v);
+            sort_by_uniform_key(&mut v, |&h| h);
             assert_eq!(v, expected);
             expected.dedup();
             into_set(&mut set);
@@ -514,7 +502,7 @@ mod tests {
             let mut expected = v.clone();
             expected.sort_unstable();
             let mut set = v.clone();
-            sort_hashes(&mut v);
+            sort_by_uniform_key(&mut v, |&h| h);
             assert_eq!(v, expected);
             expected.dedup();
             into_set(&mut set);
