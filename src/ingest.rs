@@ -71,13 +71,16 @@ pub struct Ingest<'a> {
 }
 
 impl Ingest<'_> {
-    /// Sketches every input: plain files in parallel, dumps record by record.
-    pub fn run(&self, files: &[FileEntry]) -> Ingested {
+    /// Sketches every input: plain files in parallel, dumps record by record. The walk's
+    /// entries become [`Ingested::entries`]: updated in place when there is no dump, moved
+    /// otherwise (at a million files, cloning them kept two copies of every path until the end
+    /// of the pass, and moving them still kept two vectors of entries).
+    pub fn run(&self, mut files: Vec<FileEntry>) -> Ingested {
         let distinct = Mutex::new(Kmv::new(DEFAULT_KMV_K));
         let workers = Workers::new(self.engine, &distinct);
         let claims = Claims::default();
         let mut out = Ingested {
-            entries: Vec::with_capacity(files.len()),
+            entries: Vec::new(),
             docs: Vec::with_capacity(files.len()),
             sigs: Vec::new(),
             bottom: Sketches::default(),
@@ -90,44 +93,54 @@ impl Ingest<'_> {
         let mut bottom = Vec::new();
         // Documents whose file has other names, found when read.
         let mut linked = Vec::new();
-        let mut start = 0;
-        while start < files.len() {
-            if files[start].dump {
-                self.dump(&files[start], &claims, &workers, &mut out, &mut bottom);
+        let mut plain = |run: &mut [FileEntry], out: &mut Ingested, bottom: &mut Vec<u64>| {
+            let docs = self.sketch_each(run, &workers, &mut out.sigs, bottom, |w, file, sig| {
+                let r = w.process(file, sig, &claims, self.cache);
                 bar.inc(1);
-                start += 1;
-                continue;
-            }
-            let end = files[start..]
-                .iter()
-                .position(|f| f.dump)
-                .map_or(files.len(), |p| start + p);
-            // A chunk at a time: a chunk's results wait beside the growing per-document
-            // vectors until they are appended, and for a whole run of a million files they were
-            // 130 MB at the peak.
-            for run in files[start..end].chunks(FILE_CHUNK) {
-                let docs =
-                    self.sketch_each(run, &workers, &mut out.sigs, &mut bottom, |w, file, sig| {
-                        let r = w.process(file, sig, &claims, self.cache);
-                        bar.inc(1);
-                        (r, w.take_meta())
-                    });
-                for ((file, (doc, meta)), d) in run.iter().zip(docs).zip(out.entries.len()..) {
-                    let mut entry = file.clone();
-                    if let Some(m) = meta.filter(|_| file.deferred) {
-                        entry.size = m.size;
-                        entry.id = m.id;
-                        entry.modified = m.modified;
-                        entry.deferred = false;
-                        if m.linked {
-                            linked.push(d);
-                        }
+                (r, w.take_meta())
+            });
+            for ((entry, (doc, meta)), d) in run.iter_mut().zip(docs).zip(out.docs.len()..) {
+                if let Some(m) = meta.filter(|_| entry.deferred) {
+                    entry.size = m.size;
+                    entry.id = m.id;
+                    entry.modified = m.modified;
+                    entry.deferred = false;
+                    if m.linked {
+                        linked.push(d);
                     }
-                    out.entries.push(entry);
-                    out.docs.push(doc);
                 }
+                out.docs.push(doc);
             }
-            start = end;
+        };
+        // A chunk at a time: a chunk's results wait beside the growing per-document vectors
+        // until they are appended, and for a whole run of a million files they were 130 MB at
+        // the peak.
+        if !files.iter().any(|f| f.dump) {
+            for run in files.chunks_mut(FILE_CHUNK) {
+                plain(run, &mut out, &mut bottom);
+            }
+            out.entries = files;
+        } else {
+            out.entries.reserve(files.len());
+            let mut pending = files.into_iter().peekable();
+            while let Some(next) = pending.peek() {
+                if next.dump {
+                    if let Some(file) = pending.next() {
+                        self.dump(&file, &claims, &workers, &mut out, &mut bottom);
+                    }
+                    bar.inc(1);
+                    continue;
+                }
+                let mut run = Vec::new();
+                while run.len() < FILE_CHUNK {
+                    match pending.next_if(|f| !f.dump) {
+                        Some(f) => run.push(f),
+                        None => break,
+                    }
+                }
+                plain(&mut run, &mut out, &mut bottom);
+                out.entries.append(&mut run);
+            }
         }
         bar.finish_and_clear();
         merge_links(&mut out, &mut bottom, &linked, self.lanes, self.slot_len());

@@ -11,7 +11,7 @@ use crate::edit::edit_similarity;
 use crate::material::{Loaded, Want};
 use crate::messages::InputError;
 use crate::oracle::{simhash_cosine, simhash_similarity, Oracle};
-use crate::report::{ClusterOut, DuplicateOut, MemberOut, PairOut};
+use crate::report::{ClusterOut, DuplicateOut, MemberOut, PairMore, PairOut};
 use crate::verify::intersection;
 use crate::walk::FileEntry;
 
@@ -75,11 +75,9 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         m
     };
     let estimated_mode = oracle.verify() == Some(crate::config::Verify::Estimate);
-    let duplicates = c
-        .members
-        .iter()
-        .filter(|&&d| d != rep)
-        .map(|&d| {
+    let duplicates = (c.members.iter().zip(0u32..))
+        .filter(|&(&d, _)| d != rep)
+        .map(|(&d, at)| {
             // A pair of the representative with `d`, or with a byte-identical copy of `d`
             // (which has the same similarity to it).
             let direct = c
@@ -111,7 +109,7 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
                 }
             };
             DuplicateOut {
-                member: member(d),
+                member: at,
                 similarity,
                 distance,
                 exact,
@@ -125,8 +123,8 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         .iter()
         .map(|&(a, b, p)| {
             let mut out = PairOut {
-                a,
-                b,
+                a: a as u32,
+                b: b as u32,
                 similarity: p.similarity,
                 distance: p.distance,
                 exact: p.exact,
@@ -139,12 +137,13 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
                 } else {
                     (b, a)
                 };
-                out.contained = Some(contained);
-                out.container = Some(container);
-                out.containment = Some(p.similarity);
+                let more = out.more();
+                more.contained = Some(contained as u32);
+                more.container = Some(container as u32);
+                more.containment = Some(p.similarity);
             }
             if inputs.evidence {
-                add_evidence(&mut out, oracle, p.lo, p.hi, loaded);
+                add_evidence(out.more(), oracle, p.lo, p.hi, loaded);
             }
             out
         })
@@ -154,7 +153,7 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         size: c.members.len(),
         min_similarity: c.min_similarity(),
         max_similarity: c.max_similarity(),
-        representative: member(rep),
+        representative: c.members.iter().position(|&d| d == rep).unwrap_or(0),
         duplicates,
         members: c.members.iter().map(|&d| member(d)).collect(),
         pairs,
@@ -172,7 +171,7 @@ fn distance_of(oracle: &Oracle, a: u32, b: u32) -> Option<u32> {
     }
 }
 
-fn add_evidence(out: &mut PairOut, oracle: &Oracle, lo: u32, hi: u32, loaded: &Loaded) {
+fn add_evidence(out: &mut PairMore, oracle: &Oracle, lo: u32, hi: u32, loaded: &Loaded) {
     let canon = |d: u32| oracle.canon[d as usize];
     let (x, y) = (loaded.get(canon(lo)), loaded.get(canon(hi)));
     if let Some((a, b)) = x.tokens.zip(y.tokens) {

@@ -52,6 +52,7 @@ pub struct ScanOutput {
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let msgs = &cfg.messages;
     let walked = walk(&cfg.walk, msgs)?;
+
     settings::note_banding(cfg);
     let files = walked.files;
     let mut errors = walked.errors;
@@ -85,8 +86,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     };
     let first_new = files.len() as u32;
     let engine = engine(cfg, indexed.clone());
-    let ingested = ingest(cfg, &to_read, &engine, lanes);
-    drop(to_read);
+    let ingested = ingest(cfg, to_read, &engine, lanes);
     // Without an index the first pass's vectors are taken as they are (signatures are most of
     // the memory, and extending an empty vector would copy them).
     append(&mut files, ingested.entries);
@@ -442,7 +442,7 @@ fn needs_texts(cfg: &Config) -> bool {
         )
 }
 
-fn ingest(cfg: &Config, files: &[FileEntry], engine: &Engine, lanes: usize) -> Ingested {
+fn ingest(cfg: &Config, files: Vec<FileEntry>, engine: &Engine, lanes: usize) -> Ingested {
     // Only exact MinHash verification needs shingle sets again. A dump's documents are not
     // counted until it is read, so its share of the cache's bitmap is estimated from its size.
     let cache = match &cfg.method {

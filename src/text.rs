@@ -49,15 +49,15 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
             out,
             "  {}  {}  ({} bytes)",
             paint(BOLD_GREEN, "keep"),
-            paint(BOLD_GREEN, &name(&c.representative)),
-            c.representative.bytes
+            paint(BOLD_GREEN, &name(c.representative())),
+            c.representative().bytes
         )?;
         for d in &c.duplicates {
             writeln!(
                 out,
                 "  {}  {}  {}",
                 paint(YELLOW, "dup "),
-                name(&d.member),
+                name(c.member(d)),
                 similarity(d)
             )?;
         }
@@ -78,8 +78,8 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
     let s = &report.stats;
     // New documents only: with --against, an indexed duplicate is no copy made by this run.
     let duplicates = (report.clusters.iter())
-        .flat_map(|c| &c.duplicates)
-        .filter(|d| !d.member.indexed)
+        .flat_map(|c| c.duplicates.iter().map(|d| c.member(d)))
+        .filter(|m| !m.indexed)
         .count() as u64;
     writeln!(
         out,
@@ -105,7 +105,7 @@ fn count(n: u64, noun: &str) -> String {
 /// indexed member's marked `[indexed]`.
 fn name(m: &MemberOut) -> String {
     let path = escape_controls(&m.path);
-    let name = match (m.line, &m.id) {
+    let name = match (m.line(), m.id()) {
         (Some(line), Some(id)) => format!("{path}:{line} (id {})", escape_controls(id)),
         (Some(line), None) => format!("{path}:{line}"),
         _ => path,
