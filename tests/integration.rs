@@ -1362,6 +1362,95 @@ fn thread_count_does_not_change_a_byte() {
 }
 
 #[test]
+fn a_walk_split_by_subdirectory_keeps_the_order_and_counts_of_one_walker() {
+    // With more than one thread, one root and no -L, the root's subdirectories are walked in
+    // parallel; their files must still interleave with the root's own in path order.
+    let t = TestDir::new();
+    let base = text(90, 120);
+    let names = [
+        "a.txt",
+        "a b/1.txt",
+        "a/x/2.txt",
+        "a/3.txt",
+        "b.txt",
+        "c/4.txt",
+        "d/e/f/5.txt",
+        "d/6.txt",
+        "z.txt",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        t.write(name, edit(&base, &[10 * i + 3]));
+    }
+    mkfifo(&t.join("d/e/fifo"));
+    symlink("../a.txt", t.join("c/link.txt")).unwrap();
+    // A hard link is named by its first path in walk order, the root's own a.txt.
+    fs::hard_link(t.join("a.txt"), t.join("c/hard.txt")).unwrap();
+    let walk_order = dots(&[
+        "a/3.txt",
+        "a/x/2.txt",
+        "a b/1.txt",
+        "a.txt",
+        "b.txt",
+        "c/4.txt",
+        "d/6.txt",
+        "d/e/f/5.txt",
+        "z.txt",
+    ]);
+    for args in [
+        &["-t", "0.5"][..],
+        &["-t", "0.5", "--exclude", "d/e"],
+        &["-t", "0.5", "--include", "a/**"],
+        &["-t", "0.5", "--keep", "shortest-path"],
+    ] {
+        let one = t.run(&[&["scan", "-j", "1"][..], args, &["."]].concat());
+        assert_eq!(one.code(), 0, "{args:?}: {}", one.stderr);
+        for threads in ["2", "4"] {
+            let more = t.run(&[&["scan", "-j", threads][..], args, &["."]].concat());
+            assert_eq!(one.stdout, more.stdout, "{args:?} -j {threads}");
+        }
+        let report = one.json();
+        let seen = report["stats"]["files_seen"].as_u64().unwrap();
+        let paths: Vec<String> = clusters(&report)
+            .iter()
+            .flat_map(|c| c["members"].as_array().unwrap())
+            .map(|m| m["path"].as_str().unwrap().to_string())
+            .collect();
+        match args[2..] {
+            [] => {
+                assert_eq!(
+                    seen, 12,
+                    "nine files, a hard link, a FIFO and a symbolic link"
+                );
+                assert_eq!(report["stats"]["skipped"]["not_regular"], 1);
+                assert_eq!(report["stats"]["skipped"]["symlink"], 1);
+                assert_eq!(paths, walk_order);
+                let linked: Vec<&Value> = clusters(&report)
+                    .iter()
+                    .flat_map(|c| c["members"].as_array().unwrap())
+                    .filter(|m| m["aliases"] != json!([]))
+                    .collect();
+                assert_eq!(linked.len(), 1);
+                assert_eq!(linked[0]["path"], dot("a.txt"));
+                assert_eq!(linked[0]["aliases"], json!([dot("c/hard.txt")]));
+                // --keep first: the first document in walk order.
+                assert_eq!(
+                    clusters(&report)[0]["representative"]["path"],
+                    dot("a/3.txt")
+                );
+            }
+            ["--exclude", _] => {
+                assert_eq!(seen, 10);
+                assert_eq!(paths.len(), 8);
+                assert!(!paths.contains(&dot("d/e/f/5.txt")));
+            }
+            ["--include", _] => assert_eq!(paths, dots(&["a/3.txt", "a/x/2.txt"])),
+            // The shortest paths tie; the first in walk order wins.
+            _ => assert_eq!(clusters(&report)[0]["representative"]["path"], dot("a.txt")),
+        }
+    }
+}
+
+#[test]
 fn the_same_seed_gives_the_same_bytes() {
     let t = many_families();
     let first = t.run(&["scan", "--seed", "7", "."]);
