@@ -36,7 +36,7 @@ use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
 use crate::strict::split_component;
-use crate::verify::{all_buckets, connect, containment_at_least, jaccard_at_least, Score};
+use crate::verify::{all_buckets, connect, containment_verified, jaccard_at_least, Score};
 use crate::walk::{walk, FileEntry};
 use crate::{copies, settings};
 
@@ -166,7 +166,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 engine: &engine,
                 msgs,
                 threshold: *report_threshold,
-                measure: containment_at_least,
+                measure: containment_verified,
                 // The candidates passed the estimate prefilter already.
                 plausible: |_: u32, _: u32| true,
             };
