@@ -533,6 +533,10 @@ fn bucket(
             let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
             let scheme = containment::Scheme::new(*threshold, *num_perm);
             let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
+            let plausible: u64 = c.tables.iter().map(|t| t.len() as u64).sum();
+            if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
+                cfg.messages.note(&note);
+            }
             return (c.tables, c.implausible);
         }
         // Bands are keyed and sorted side by side: each table's counting sort is serial.
