@@ -38,6 +38,14 @@ impl Buckets {
         Buckets { docs, bounds }
     }
 
+    /// One two-document bucket per pair, in the order given (`--containment`, whose candidates
+    /// are pairs rather than buckets: see [`crate::containment::candidates`]).
+    pub fn from_pairs(pairs: &[(u32, u32)]) -> Self {
+        let docs = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let bounds = (0..=pairs.len() as u32).map(|i| 2 * i).collect();
+        Buckets { docs, bounds }
+    }
+
     /// Number of multi-document buckets.
     pub fn len(&self) -> usize {
         self.bounds.len() - 1
@@ -86,6 +94,12 @@ mod tests {
         assert_eq!(b.bucket(0), &[0, 4]);
         assert_eq!(b.bucket(1), &[1, 2, 3]);
         assert!(Buckets::from_keys(vec![(1, 0), (2, 1)]).is_empty());
+        let p = Buckets::from_pairs(&[(0, 4), (1, 2)]);
+        assert_eq!(
+            (p.len(), p.bucket(0), p.bucket(1)),
+            (2, &[0, 4][..], &[1, 2][..])
+        );
+        assert!(Buckets::from_pairs(&[]).is_empty());
         let mut kept = b.clone();
         kept.keep_from(4);
         assert_eq!(kept.len(), 1);

@@ -36,7 +36,7 @@ use crate::results;
 use crate::set_cache::SetCache;
 use crate::simhash;
 use crate::strict::split_component;
-use crate::verify::{all_buckets, connect, containment_at_least, jaccard_at_least, Score};
+use crate::verify::{all_buckets, connect, containment_verified, jaccard_at_least, Score};
 use crate::walk::{walk, FileEntry};
 use crate::{copies, settings};
 
@@ -116,7 +116,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         &mut bottom,
         &mut stats,
     );
-    let mut tables = bucket(cfg, &units, &sigs, lanes, &docs);
+    let (mut tables, ruled_out) = bucket(cfg, &units, &sigs, lanes, &docs);
     if first_new > 0 {
         tables.iter_mut().for_each(|t| t.keep_from(first_new));
     }
@@ -161,18 +161,14 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             containment: true,
             ..
         } => {
-            let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
-            let size = |d: u32| sizes[d as usize];
             let verifier = ExactVerifier {
                 files: &files,
                 engine: &engine,
                 msgs,
                 threshold: *report_threshold,
-                measure: containment_at_least,
-                plausible: |a: u32, b: u32| {
-                    let e = estimate(sig(a), sig(b));
-                    containment::plausible(e, size(a), size(b), lanes, *report_threshold)
-                },
+                measure: containment_verified,
+                // The candidates passed the estimate prefilter already.
+                plausible: |_: u32, _: u32| true,
             };
             verifier.run(&mut docs, &tables, &mut uf, &mut errors)
         }
@@ -230,7 +226,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             (d <= *report_distance).then_some((simhash_similarity(d), Some(d)) as Score)
         }),
     };
-    stats.candidate_pairs = verification.checked;
+    stats.candidate_pairs = verification.checked + ruled_out;
     stats.verified_pairs = verification.passed;
     drop(tables);
 
@@ -516,24 +512,32 @@ fn record_outcomes(
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
 }
 
-/// One `Buckets` per band (MinHash) or piece (SimHash).
+/// One `Buckets` per band (MinHash) or piece (SimHash); with `--containment`, the plausible
+/// candidate pairs as two-document buckets, and the number of candidate pairs the estimate
+/// prefilter ruled out on the way (0 otherwise: verification counts those).
 fn bucket(
     cfg: &Config,
     units: &[u32],
     sigs: &[u32],
     lanes: usize,
     docs: &[DocResult],
-) -> Vec<Buckets> {
-    match &cfg.method {
+) -> (Vec<Buckets>, u64) {
+    let tables = match &cfg.method {
         MethodConfig::MinHash {
             containment: true,
             threshold,
+            report_threshold,
             num_perm,
             ..
         } => {
             let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
             let scheme = containment::Scheme::new(*threshold, *num_perm);
-            containment::tables(&scheme, units, sigs, lanes, &sizes)
+            let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
+            let plausible: u64 = c.tables.iter().map(|t| t.len() as u64).sum();
+            if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
+                cfg.messages.note(&note);
+            }
+            return (c.tables, c.implausible);
         }
         // Bands are keyed and sorted side by side: each table's counting sort is serial.
         MethodConfig::MinHash { banding, .. } => (0..banding.bands)
@@ -560,7 +564,8 @@ fn bucket(
                 Buckets::from_keys(entries)
             })
             .collect(),
-    }
+    };
+    (tables, 0)
 }
 
 /// `v` followed by `more`, moving `more` when `v` is empty.

@@ -368,3 +368,30 @@ fn an_exact_copy_of_the_source_joins_with_containment_one() {
     assert_eq!(report["stats"]["exact_copies"], 1);
     assert_eq!(c["pairs"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn documents_of_one_size_sharing_a_paragraph_are_not_all_candidates() {
+    // Twelve documents of 440 words, each its own text and one 40-word paragraph they all
+    // share: about 0.04 Jaccard, 0.08 containment, and one size class (about 436 distinct word
+    // 5-shingles). Documents of one class are banded two values to a band (offset 0), where such
+    // a pair agrees by chance about once in ten. They also enter the single-value tables of the
+    // class pairs above and below theirs, which must not pair them with each other: there nearly
+    // every pair agrees somewhere.
+    let t = source_and_excerpt();
+    let paragraph = text(900, 40);
+    for i in 0..12 {
+        t.write(
+            format!("same/doc{i:02}.txt"),
+            text(910 + i, 400) + &paragraph,
+        );
+    }
+    let report = containment_scan(&t, &[]);
+    assert_eq!(
+        cluster_paths(&report),
+        vec![dots(&["excerpt.txt", "source.txt"])]
+    );
+    let candidates = report["stats"]["candidate_pairs"].as_u64().unwrap();
+    // 22 of the 136 pairs of the 17 documents (112 when documents of one class were paired in
+    // the single-value tables).
+    assert!(candidates < 40, "{candidates}");
+}
