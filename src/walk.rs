@@ -142,6 +142,16 @@ pub struct WalkSkips {
     pub too_large: u64,
 }
 
+impl WalkSkips {
+    fn add(&mut self, other: WalkSkips) {
+        self.not_regular += other.not_regular;
+        self.symlink += other.symlink;
+        self.outside_roots += other.outside_roots;
+        self.too_short += other.too_short;
+        self.too_large += other.too_large;
+    }
+}
+
 /// The walk's result.
 #[derive(Debug, Default)]
 pub struct Walked {
@@ -332,11 +342,7 @@ impl<'a> Walker<'a> {
     /// files spliced in at the place of their directory: the same files in the same order, with
     /// the directory reading (most of a walk that does not stat) on every thread.
     fn walk_root(&mut self, root: &Path, canonical_roots: &[PathBuf], split: bool) {
-        let listed = match split {
-            true => list_dir(root),
-            false => None,
-        };
-        let Some(entries) = listed else {
+        let Some(entries) = split.then(|| list_dir(root)).flatten() else {
             self.walk_tree(root, root, canonical_roots);
             return;
         };
@@ -373,12 +379,7 @@ impl<'a> Walker<'a> {
             self.pending.extend(own.by_ref().take(at - taken));
             taken = *at;
             self.pending.extend(sub.pending);
-            let (skips, from) = (&mut self.out.skipped, sub.out.skipped);
-            skips.not_regular += from.not_regular;
-            skips.symlink += from.symlink;
-            skips.outside_roots += from.outside_roots;
-            skips.too_short += from.too_short;
-            skips.too_large += from.too_large;
+            self.out.skipped.add(sub.out.skipped);
             self.out.files_seen += sub.out.files_seen;
             self.out.errors.extend(sub.out.errors);
         }
