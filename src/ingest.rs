@@ -82,7 +82,9 @@ impl Ingest<'_> {
         let mut out = Ingested {
             entries: Vec::new(),
             docs: Vec::with_capacity(files.len()),
-            sigs: Vec::new(),
+            // Reserved for every file at once: growing it chunk by chunk moved it each time
+            // (only the pages written are resident; a dump's records extend it further).
+            sigs: Vec::with_capacity(files.len() * self.lanes),
             bottom: Sketches::default(),
             distinct: Kmv::new(DEFAULT_KMV_K),
             errors: Vec::new(),
