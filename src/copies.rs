@@ -43,29 +43,18 @@ pub fn group_exact(
     keyed.par_sort_unstable();
     // Runs of one high half hold one content, unless two contents share those 64 bits: then
     // the run is ordered by the whole hash (stably, so ids stay increasing) and split.
+    let hash = |k: &(u64, u32)| docs[k.1 as usize].hash;
     let mut spans = Vec::new();
-    let mut start = 0;
-    while start < keyed.len() {
-        let high = keyed[start].0;
-        let end = start + keyed[start..].iter().take_while(|k| k.0 == high).count();
-        let run = &mut keyed[start..end];
-        if run
-            .iter()
-            .any(|k| docs[k.1 as usize].hash != docs[run[0].1 as usize].hash)
-        {
-            run.sort_by_key(|k| docs[k.1 as usize].hash);
+    let mut at = 0;
+    for run in keyed.chunk_by_mut(|x, y| x.0 == y.0) {
+        let first = hash(&run[0]);
+        if run.iter().any(|k| hash(k) != first) {
+            run.sort_by_key(hash);
         }
-        let mut at = start;
-        while at < end {
-            let hash = docs[keyed[at].1 as usize].hash;
-            let len = keyed[at..end]
-                .iter()
-                .take_while(|k| docs[k.1 as usize].hash == hash)
-                .count();
-            spans.push((keyed[at].1, at as u32, len as u32));
-            at += len;
+        for group in run.chunk_by(|x, y| hash(x) == hash(y)) {
+            spans.push((group[0].1, at as u32, group.len() as u32));
+            at += group.len();
         }
-        start = end;
     }
     // In order of each group's first document, as the pairs have always been listed.
     spans.sort_unstable_by_key(|s| s.0);

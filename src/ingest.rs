@@ -125,21 +125,15 @@ impl Ingest<'_> {
         } else {
             out.entries.reserve(files.len());
             let mut pending = files.into_iter().peekable();
-            while let Some(next) = pending.peek() {
-                if next.dump {
-                    if let Some(file) = pending.next() {
-                        self.dump(&file, &claims, &workers, &mut out, &mut bottom);
-                    }
+            while pending.peek().is_some() {
+                if let Some(dump) = pending.next_if(|f| f.dump) {
+                    self.dump(&dump, &claims, &workers, &mut out, &mut bottom);
                     bar.inc(1);
                     continue;
                 }
-                let mut run = Vec::new();
-                while run.len() < FILE_CHUNK {
-                    match pending.next_if(|f| !f.dump) {
-                        Some(f) => run.push(f),
-                        None => break,
-                    }
-                }
+                let mut run: Vec<FileEntry> = std::iter::from_fn(|| pending.next_if(|f| !f.dump))
+                    .take(FILE_CHUNK)
+                    .collect();
                 plain(&mut run, &mut out, &mut bottom);
                 out.entries.append(&mut run);
             }

@@ -52,7 +52,6 @@ pub struct ScanOutput {
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let msgs = &cfg.messages;
     let walked = walk(&cfg.walk, msgs)?;
-
     settings::note_banding(cfg);
     let files = walked.files;
     let mut errors = walked.errors;
