@@ -17,6 +17,7 @@
 //! partner in any of its buckets is never loaded.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
@@ -168,8 +169,11 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
             shingle: self.engine.shingle,
             msgs: self.msgs,
         };
+        // Documents found to need their sets. Batches hold disjoint components, so this is never
+        // reset.
+        let needed: Vec<AtomicBool> = (0..docs.len()).map(|_| AtomicBool::new(false)).collect();
         batches.run(docs, tables, |per_table, docs, bar| {
-            let sets = self.load_sets(per_table, docs, errors, bar);
+            let sets = self.load_sets(per_table, docs, &needed, errors, bar);
             connect(per_table, uf, |lo, hi| {
                 if !(self.plausible)(lo, hi) {
                     return None;
@@ -185,29 +189,43 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
         &self,
         per_table: &[Vec<&[u32]>],
         docs: &mut [DocResult],
+        needed: &[AtomicBool],
         errors: &mut Vec<InputError>,
         bar: &indicatif::ProgressBar,
     ) -> HashMap<u32, Set> {
-        let mut needed: Vec<u32> = Vec::new();
-        for bucket in per_table.iter().flatten() {
-            // A large bucket (many near-identical documents, nearly all needed) loads every
-            // member rather than testing m² pairs.
-            let small = bucket.len() <= 64;
-            for (j, &a) in bucket.iter().enumerate() {
-                let partner = || {
-                    bucket
-                        .iter()
-                        .enumerate()
-                        .any(|(k, &b)| k != j && (self.plausible)(a.min(b), a.max(b)))
-                };
-                if !small || partner() {
-                    needed.push(a);
+        // A document is needed once one pair of it passes in one bucket of any table, so a
+        // pair whose documents are both needed already is not tested again (a near-duplicate
+        // pair shares about five of 19 bands). Which documents end up needed does not depend
+        // on the order buckets are taken in, so they are taken in parallel.
+        let mark = |d: u32| !needed[d as usize].swap(true, Ordering::Relaxed);
+        let is_needed = |d: u32| needed[d as usize].load(Ordering::Relaxed);
+        let mut fresh: Vec<u32> = per_table
+            .par_iter()
+            .flat_map(|table| table.par_iter())
+            .flat_map_iter(|&bucket| {
+                let mut fresh = Vec::new();
+                // A large bucket (many near-identical documents, nearly all needed) loads every
+                // member rather than testing m² pairs.
+                if bucket.len() > 64 {
+                    fresh.extend(bucket.iter().copied().filter(|&d| mark(d)));
+                    return fresh;
                 }
-            }
-        }
-        needed.sort_unstable();
-        needed.dedup();
-        let kept: Vec<(u32, u128, Option<Set>)> = needed
+                for (j, &a) in bucket.iter().enumerate() {
+                    for &b in &bucket[j + 1..] {
+                        if is_needed(a) && is_needed(b) {
+                            continue;
+                        }
+                        if (self.plausible)(a.min(b), a.max(b)) {
+                            fresh.extend([a, b].into_iter().filter(|&d| mark(d)));
+                        }
+                    }
+                }
+                fresh
+            })
+            .collect();
+        // Each document once; in id order, so that errors are too.
+        fresh.sort_unstable();
+        let kept: Vec<(u32, u128, Option<Set>)> = fresh
             .iter()
             .map(|&d| {
                 let doc = &mut docs[d as usize];
