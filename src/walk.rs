@@ -312,6 +312,19 @@ fn list_dir(dir: &Path) -> Option<Vec<Listed>> {
     Some(entries)
 }
 
+/// The name of a walked entry, as bytes: its path after the last separator. For the paths
+/// walkdir builds (a directory joined with one entry's name) that is `file_name`, without
+/// `Path`'s parsing of components from the end, which took a tenth of the walk when sorting
+/// each directory's entries called it for both sides of every comparison.
+fn entry_name(path: &Path) -> &[u8] {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let start = bytes
+        .iter()
+        .rposition(|&b| std::path::is_separator(char::from(b)))
+        .map_or(0, |i| i + 1);
+    &bytes[start..]
+}
+
 /// True when `dir` is one of `skip` (compared by name first, so most directories cost no
 /// system call).
 fn is_skipped(skip: &[PathBuf], dir: &Path) -> bool {
@@ -415,7 +428,7 @@ impl<'a> Walker<'a> {
         let mut outside = 0u64;
         let mut walk = WalkDir::new(start)
             .follow_links(opts.follow_links)
-            .sort_by_file_name();
+            .sort_by(|a, b| entry_name(a.path()).cmp(entry_name(b.path())));
         if start != root {
             walk = walk.min_depth(1);
         }
@@ -626,6 +639,25 @@ pub fn inode(_meta: &std::fs::Metadata) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_name_is_its_file_name() {
+        for path in ["dir/sub/a.txt", "a.txt", "/a", "dir/.hidden", "x/y z"] {
+            let p = Path::new(path);
+            assert_eq!(
+                entry_name(p),
+                p.file_name().map_or(&b""[..], |n| n.as_encoded_bytes()),
+                "{path}"
+            );
+        }
+        // Not UTF-8, below a directory whose name holds a backslash (no separator on Unix).
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let p = Path::new(std::ffi::OsStr::from_bytes(b"d\\xff/caf\xe9"));
+            assert_eq!(entry_name(p), b"caf\xe9");
+        }
+    }
 
     #[test]
     fn dumps_are_recognised_by_name_or_all_with_jsonl() {
