@@ -49,6 +49,7 @@ pub mod material;
 pub mod messages;
 pub mod minhash;
 pub mod oracle;
+pub mod prefetch;
 pub mod read;
 pub mod report;
 pub mod results;

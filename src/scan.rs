@@ -548,7 +548,9 @@ fn bucket(
                     .enumerate()
                     .map(|(i, &u)| {
                         if let Some(&ahead) = units.get(i + PREFETCH_AHEAD) {
-                            prefetch(&sigs[ahead as usize * lanes + band * r..]);
+                            // A band's pass reads 24 bytes of each 512-byte signature, a
+                            // stride the hardware prefetchers did not follow.
+                            crate::prefetch::prefetch(&sigs[ahead as usize * lanes + band * r]);
                         }
                         let start = u as usize * lanes + band * r;
                         (band_key(band, &sigs[start..start + r]), u)
@@ -573,21 +575,6 @@ fn bucket(
 
 /// How many documents ahead a band's pass asks for the signature values it will key.
 const PREFETCH_AHEAD: usize = 16;
-
-/// Asks the CPU to bring the cache line holding `data[0]` in: a band's pass over every signature
-/// reads 24 bytes of each 512, a stride the hardware prefetchers did not follow (the key's
-/// first load took most of the bucketing time, a cache miss per document and band).
-#[inline]
-fn prefetch(data: &[u32]) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of x86-64; a prefetch only hints, and reads nothing.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
-}
 
 /// `v` followed by `more`, moving `more` when `v` is empty.
 fn append<T>(v: &mut Vec<T>, mut more: Vec<T>) {

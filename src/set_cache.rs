@@ -63,13 +63,10 @@ impl SetCache {
         h >> (64 - self.bits)
     }
 
-    /// Marks the signature's band keys and says whether to keep `bytes` of its shingles, taking
-    /// them from the budget if so.
-    pub fn admit(&self, signature: &[u32], bytes: usize) -> bool {
-        let r = self.banding.rows;
+    /// Sets the bitmap's `bits` and counts those already set.
+    fn mark(&self, bits: &[u64]) -> usize {
         let mut hits = 0;
-        for band in 0..self.banding.bands {
-            let bit = self.bit(band, &signature[band * r..(band + 1) * r]);
+        for &bit in bits {
             let word = &self.seen[(bit / 64) as usize];
             let flag = 1u64 << (bit % 64);
             // A load and a store, not an atomic read-modify-write (whose locked instruction
@@ -81,6 +78,26 @@ impl SetCache {
             } else {
                 word.store(old | flag, Ordering::Relaxed);
             }
+        }
+        hits
+    }
+
+    /// Marks the signature's band keys and says whether to keep `bytes` of its shingles, taking
+    /// them from the budget if so.
+    pub fn admit(&self, signature: &[u32], bytes: usize) -> bool {
+        let r = self.banding.rows;
+        let mut hits = 0;
+        // Every band's word is asked for before any is read: the bitmap (256 KB at 10k files)
+        // is out of cache by the time a document is sketched, and waiting for each band's miss
+        // in turn made this 3 % of a default run.
+        let mut bits = [0u64; 32];
+        for first in (0..self.banding.bands).step_by(bits.len()) {
+            let bands = first..self.banding.bands.min(first + bits.len());
+            for (band, bit) in bands.clone().zip(&mut bits) {
+                *bit = self.bit(band, &signature[band * r..(band + 1) * r]);
+                crate::prefetch::prefetch(&self.seen[(*bit / 64) as usize]);
+            }
+            hits += self.mark(&bits[..bands.len()]);
         }
         // One hit may be a bitmap collision (with 19 bands and an eighth of the bits set, most
         // documents would have one); two hits are rare by chance but usual for a near-duplicate,
