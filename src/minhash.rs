@@ -128,21 +128,17 @@ impl MinHasher {
         // that store. The filled bins are counted once at the end, not per shingle.
         scratch.clear();
         scratch.resize(COPIES * k, EMPTY);
-        let (a, rest) = scratch.split_at_mut(k);
-        let (b, rest) = rest.split_at_mut(k);
-        let (c, d) = rest.split_at_mut(k);
-        let quads = shingles.chunks_exact(COPIES);
-        let tail = quads.remainder();
-        for q in quads {
-            for (&x, bins) in q.iter().zip([&mut *a, &mut *b, &mut *c, &mut *d]) {
-                let (bin, v) = self.oph_bin(x);
-                bins[bin] = bins[bin].min(v);
-            }
+        if k.is_power_of_two() && k > 1 {
+            // The same bins with a shift for the multiply: for k = 2^m, ((h >> 32) · k) >> 32
+            // is h >> (64 − m). One multiply a shingle instead of two (the default K = 128).
+            let shift = 64 - k.trailing_zeros();
+            self.oph_fill(shingles, scratch, |h| (h >> shift) as usize);
+        } else {
+            self.oph_fill(shingles, scratch, |h| self.bin_of(h));
         }
-        for &x in tail {
-            let (bin, v) = self.oph_bin(x);
-            a[bin] = a[bin].min(v);
-        }
+        let (a, rest) = scratch.split_at(k);
+        let (b, rest) = rest.split_at(k);
+        let (c, d) = rest.split_at(k);
         for (i, slot) in out.iter_mut().enumerate() {
             *slot = a[i].min(b[i]).min(c[i]).min(d[i]);
         }
@@ -162,13 +158,42 @@ impl MinHasher {
         }
     }
 
+    /// The least value of each bin over the shingles, in the COPIES copies of the bins in
+    /// `scratch`; `bin` is [`MinHasher::bin_of`] or the same computed otherwise.
+    #[inline(always)]
+    fn oph_fill(&self, shingles: &[u64], scratch: &mut [u32], bin: impl Fn(u64) -> usize) {
+        let k = self.k;
+        let (a, rest) = scratch.split_at_mut(k);
+        let (b, rest) = rest.split_at_mut(k);
+        let (c, d) = rest.split_at_mut(k);
+        let quads = shingles.chunks_exact(COPIES);
+        let tail = quads.remainder();
+        for q in quads {
+            for (&x, bins) in q.iter().zip([&mut *a, &mut *b, &mut *c, &mut *d]) {
+                let h = oph_permute(x, self.seed);
+                let i = bin(h);
+                bins[i] = bins[i].min(h as u32);
+            }
+        }
+        for &x in tail {
+            let h = oph_permute(x, self.seed);
+            let i = bin(h);
+            a[i] = a[i].min(h as u32);
+        }
+    }
+
+    /// The OPH bin of a permuted hash: Lemire's multiply-shift maps its high half uniformly
+    /// onto 0..k without a division.
+    #[inline(always)]
+    fn bin_of(&self, h: u64) -> usize {
+        (((h >> 32) * self.k as u64) >> 32) as usize
+    }
+
     /// The OPH bin and value of a shingle hash.
     #[inline(always)]
     fn oph_bin(&self, x: u64) -> (usize, u32) {
         let h = oph_permute(x, self.seed);
-        // Lemire's multiply-shift maps the high half uniformly onto 0..k without a division.
-        let bin = (((h >> 32) * self.k as u64) >> 32) as usize;
-        (bin, h as u32)
+        (self.bin_of(h), h as u32)
     }
 
     /// Optimal densification: an empty bin takes the value of the first non-empty bin in its own
@@ -350,7 +375,7 @@ mod tests {
     fn oph_in_copies_equals_one_shingle_at_a_time() {
         let mut state = 9u64;
         let mut scratch = Vec::new();
-        for k in [1, 7, 64, 128, 200] {
+        for k in [1, 2, 7, 64, 128, 200, 256] {
             let h = MinHasher::new(SketchKind::Oph, k, k as u64);
             let mut out = vec![0; k];
             for len in [1usize, 2, 3, 5, 9, 50, 127, 300, 1000, 5000] {
