@@ -5,6 +5,8 @@
 
 use std::collections::HashSet;
 
+use rayon::prelude::*;
+
 use crate::cluster::Cluster;
 use crate::doc::Engine;
 use crate::edit::edit_similarity;
@@ -36,26 +38,31 @@ pub fn cluster_records(
     clusters: &[(u32, Cluster)],
     errors: &mut Vec<InputError>,
 ) -> Vec<ClusterOut> {
+    if !inputs.evidence {
+        // Nothing to load, so the records are built by the pool (1.3 ms for a 10k default scan
+        // on one thread, the last stage before writing).
+        return clusters
+            .par_iter()
+            .enumerate()
+            .map(|(id, (rep, c))| record(inputs, id, *rep, c, &Loaded::default()))
+            .collect();
+    }
     clusters
         .iter()
         .enumerate()
         .map(|(id, (rep, c))| {
-            let loaded = if inputs.evidence {
-                let want = Want {
-                    sets: true,
-                    tokens: inputs.oracle.needs_tokens(),
-                };
-                member_material(
-                    inputs.oracle,
-                    inputs.engine,
-                    inputs.files,
-                    &c.members,
-                    want,
-                    errors,
-                )
-            } else {
-                Loaded::default()
+            let want = Want {
+                sets: true,
+                tokens: inputs.oracle.needs_tokens(),
             };
+            let loaded = member_material(
+                inputs.oracle,
+                inputs.engine,
+                inputs.files,
+                &c.members,
+                want,
+                errors,
+            );
             record(inputs, id, *rep, c, &loaded)
         })
         .collect()
