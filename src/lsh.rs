@@ -314,8 +314,9 @@ mod tests {
             &[0, 1, 2, 5, 16, 33, 64, 100, 128, 200, 256]
         };
         for &k in ks {
-            for i in 1..=20 {
-                let t = f64::from(i) * 0.05 - 0.01 * f64::from(i % 3);
+            for i in 1..=21 {
+                // Twenty thresholds from 0.04 to 0.98, and 1.0.
+                let t = (f64::from(i) * 0.05 - 0.01 * f64::from(i % 3)).min(1.0);
                 for w in [1.0, 4.0, RECALL_WEIGHT] {
                     assert_eq!(
                         Banding::choose(t, k, w),

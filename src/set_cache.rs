@@ -135,4 +135,19 @@ mod tests {
         // Never beyond the budget.
         assert!(!cache.admit(&[1, 2, 3, 4, 5, 6, 7, 8], half));
     }
+
+    #[test]
+    fn bands_past_the_first_32_are_marked_and_counted() {
+        // Bands are taken 32 at a time: a document sharing only bands 32 and 39 with an
+        // earlier one has two hits.
+        let cache = SetCache::new(1000, Banding { bands: 40, rows: 1 });
+        let first: Vec<u32> = (0..40).collect();
+        assert!(cache.admit(&first, (SET_CACHE_BYTES / 2) as usize + 8));
+        let mut one: Vec<u32> = (1000..1040).collect();
+        one[32] = 32;
+        assert!(!cache.admit(&one, 100), "one shared band is not enough");
+        let mut two: Vec<u32> = (2000..2040).collect();
+        (two[32], two[39]) = (32, 39);
+        assert!(cache.admit(&two, 100));
+    }
 }

@@ -423,7 +423,7 @@ fn bucket_sort<T: Copy + Ord + Default>(items: &[T], key: impl Fn(&T) -> u64) ->
 
 /// Orders `out`, in which each item is at most a few places after its own (after [`scatter`],
 /// only items of one bucket are out of order). An insertion sort whose usual step takes no
-/// branch: the largest item so far stays in `carry`, and each step writes the smaller of it
+/// unpredictable branch: the largest item so far stays in `carry`, and each step writes the smaller of it
 /// and the next item one place back. Only an item two or more places after its own (three
 /// items in one bucket) goes back by a loop; the branch on the alternative, an unpredictable
 /// "is this item smaller than the one before", cost the old insertion sort 2.9 ns a hash.

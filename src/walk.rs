@@ -71,7 +71,7 @@ impl DumpNames {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return false;
         };
-        // Compared in place, without a lowercase copy: this runs once per file of the walk.
+        // Compared in place, without a lowercase copy: this runs for every file of the walk.
         let stem = [".gz", ".zst", ".zstd"]
             .iter()
             .find_map(|ext| strip_suffix_ignoring_case(name, ext))
