@@ -303,12 +303,14 @@ fn list_dir(dir: &Path) -> Option<Vec<Listed>> {
             }
         })
         .collect();
-    fn name(e: &Listed) -> Option<&std::ffi::OsStr> {
+    // The same key as walkdir's sort in `walk_tree`: a split walk must list the root's
+    // entries in the order an unsplit one does.
+    fn name(e: &Listed) -> &[u8] {
         match e {
-            Ok((p, _)) | Err((p, _)) => p.file_name(),
+            Ok((p, _)) | Err((p, _)) => entry_name(p),
         }
     }
-    entries.sort_by(|a, b| name(a).cmp(&name(b)));
+    entries.sort_by(|a, b| name(a).cmp(name(b)));
     Some(entries)
 }
 
