@@ -6,15 +6,17 @@
 #   benches/bench.sh --docs 100000      a bigger corpus
 #   benches/bench.sh --scale            10k, 100k (and 1M with --max-docs 1000000): linearity
 #   benches/bench.sh --corpus DIR       your own directory of text (no accuracy figures)
+#   benches/bench.sh --cold            defaults only, the page cache dropped before every run
+#                                       (root on Linux: writes /proc/sys/vm/drop_caches)
 #   BASELINE=path/to/old/dupfind benches/bench.sh   adds rows for another build, same run
 #
-# Options: --docs N, --runs R, --corpus DIR, --no-peers, --scale, --max-docs N, --work DIR.
+# Options: --docs N, --runs R, --corpus DIR, --no-peers, --scale, --max-docs N, --work DIR, --cold.
 # Prints MB/s, documents/s and peak RSS (from /usr/bin/time when present) for -j1 and -j2,
 # and recall/precision against the exact Jaccard reference (benches/corpus.rs) at J >= 0.8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-docs=10000 runs=3 corpus="" peers=1 scale=0 max_docs=100000 work=target/bench
+docs=10000 runs=3 corpus="" peers=1 scale=0 max_docs=100000 work=target/bench cold=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --docs) docs=$2; shift 2 ;;
@@ -24,9 +26,14 @@ while [ $# -gt 0 ]; do
         --scale) scale=1; shift ;;
         --max-docs) max_docs=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
+        --cold) cold=1; shift ;;
         *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+if [ "$cold" = 1 ] && ! [ -w /proc/sys/vm/drop_caches ]; then
+    echo "bench.sh: --cold drops the page cache, which needs root on Linux" >&2
+    exit 2
+fi
 
 cargo build --release --quiet --bin dupfind --example corpus
 bin=target/release/dupfind
@@ -56,6 +63,7 @@ measure() {
     best="" rss="n/a"
     for _ in $(seq "$runs"); do
         local start end secs
+        if [ "$cold" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
         start=$(date +%s.%N)
         "${time_cmd[@]}" "$@" > "$work/out.tmp" 2> "$work/err.tmp" || {
             local rc=$?
@@ -87,7 +95,9 @@ bench_corpus() {
     bytes=$(find "$dir" -type f -name '*.txt' -printf '%s\n' | awk '{ s += $1 } END { print s }')
     ndocs=$(find "$dir" -type f -name '*.txt' | wc -l)
     echo
-    echo "corpus: $dir ($ndocs documents, $bytes bytes); best of $runs runs"
+    local cache="hot page cache"
+    if [ "$cold" = 1 ]; then cache="page cache dropped before each run"; fi
+    echo "corpus: $dir ($ndocs documents, $bytes bytes); best of $runs runs, $cache"
     header
     local -a configs=(
         "default (word 5, oph)|"
@@ -96,6 +106,7 @@ bench_corpus() {
         "--verify estimate|--verify estimate"
         "--method simhash|--method simhash"
     )
+    if [ "$cold" = 1 ]; then configs=("default (word 5, oph)|"); fi
     local binaries=("dupfind|$bin")
     if [ -n "${BASELINE:-}" ]; then binaries+=("baseline|$BASELINE"); fi
     for b in "${binaries[@]}"; do
@@ -114,7 +125,7 @@ bench_corpus() {
             done
         done
     done
-    if [ "$peers" = 1 ]; then
+    if [ "$peers" = 1 ] && [ "$cold" = 0 ]; then
         for lib in datasketch rensa gaoya; do
             local line rc=0
             line=$(python3 benches/peers.py --lib "$lib" --ngram 5 --threshold 0.8 \

@@ -6,6 +6,7 @@
 //! copy gives the same signature, so the output does not.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
@@ -14,7 +15,8 @@ use crate::against::IndexedSets;
 use crate::dump::{open_stream, read_limited, sniff, Compression};
 use crate::kmv::Kmv;
 use crate::minhash::{MinHasher, SketchKind};
-use crate::read::{decode, read_file, Decoded, FileMeta, ReadFailure, SizeLimits};
+use crate::read::{decode, read_file, Decoded, FileMeta, ReadFailure, Residency, SizeLimits};
+use crate::readahead::Readahead;
 use crate::set_cache::SetCache;
 use crate::shingle::{into_set, ShingleKind, Shingler};
 use crate::simhash;
@@ -141,6 +143,9 @@ pub struct DocWorker<'a> {
     scratch: Vec<u32>,
     /// The metadata of the file last opened by [`DocWorker::process`].
     meta: Option<FileMeta>,
+    /// Whether the last file read had to wait for the disk, and what that asks to read ahead.
+    waited: bool,
+    readahead: Readahead,
     /// This worker's sketch of the corpus's distinct shingles, merged into the sink on drop.
     kmv: Option<(Kmv, &'a Mutex<Kmv>)>,
 }
@@ -178,6 +183,8 @@ impl<'a> DocWorker<'a> {
             buf: Vec::new(),
             scratch: Vec::new(),
             meta: None,
+            waited: false,
+            readahead: Readahead::default(),
             kmv: None,
         }
     }
@@ -210,6 +217,14 @@ impl<'a> DocWorker<'a> {
         };
         self.buf = buf;
         r
+    }
+
+    /// Called before file `i` of a run of `len` is read, when a run is read in order: once
+    /// reads wait for the disk, the files ahead (`path_of` their index) are advised
+    /// ([`crate::readahead`]).
+    pub fn read_ahead<'p>(&mut self, i: usize, len: usize, path_of: impl Fn(usize) -> &'p Path) {
+        let waited = std::mem::take(&mut self.waited);
+        self.readahead.before(i, len, waited, path_of);
     }
 
     /// The metadata of the file the last [`DocWorker::process`] opened, if it got that far.
@@ -254,13 +269,14 @@ impl<'a> DocWorker<'a> {
     /// gzip or zstd (recognised by their magic bytes), never more than the size limit either way.
     fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
         self.meta = None;
-        read_file(
+        let residency = read_file(
             &file.path,
             file.id,
             self.engine.limits,
             &mut self.buf,
             &mut self.meta,
         )?;
+        self.waited = residency == Residency::NotCached;
         if sniff(&self.buf[..self.buf.len().min(4)]) == Compression::None {
             return Ok(());
         }

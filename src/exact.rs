@@ -233,11 +233,15 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                 (d, doc.hash, doc.set.take())
             })
             .collect();
+        let path_of = |i: usize| self.files[fresh[i] as usize].path.as_path();
         let loaded: Vec<(u32, Result<Set, String>)> = kept
             .into_par_iter()
+            .enumerate()
             .map_init(
                 || DocWorker::new(self.engine),
-                |w, (d, hash, kept)| {
+                |w, (i, (d, hash, kept))| {
+                    // Called for kept sets too, so that the worker sees its run in order.
+                    w.read_ahead(i, fresh.len(), path_of);
                     let r = match kept {
                         Some(raw) => {
                             let mut v = raw.into_vec();

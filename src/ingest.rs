@@ -96,7 +96,8 @@ impl Ingest<'_> {
         // Documents whose file has other names, found when read.
         let mut linked = Vec::new();
         let mut plain = |run: &mut [FileEntry], out: &mut Ingested, bottom: &mut Vec<u64>| {
-            let docs = self.sketch_each(run, &workers, &mut out.sigs, bottom, |w, file, sig| {
+            let docs = self.sketch_each(run, &workers, &mut out.sigs, bottom, |w, i, file, sig| {
+                w.read_ahead(i, run.len(), |j| &run[j].path);
                 let r = w.process(file, sig, &claims, self.cache);
                 bar.inc(1);
                 (r, w.take_meta())
@@ -158,7 +159,7 @@ impl Ingest<'_> {
         workers: &Workers,
         sigs: &mut Vec<u32>,
         bottom: &mut Vec<u64>,
-        process: impl Fn(&mut DocWorker, &T, &mut [u32]) -> (DocResult, M) + Sync,
+        process: impl Fn(&mut DocWorker, usize, &T, &mut [u32]) -> (DocResult, M) + Sync,
     ) -> Vec<(DocResult, M)> {
         let first = sigs.len();
         // Zeroed in parallel: the pages are first touched here.
@@ -166,13 +167,14 @@ impl Ingest<'_> {
         let mut slots = self.bottom_slots(bottom, items.len());
         items
             .par_iter()
+            .enumerate()
             .zip(sigs[first..].par_chunks_mut(self.lanes))
             .zip(slots.par_chunks_mut(self.slot_len()))
             .map_init(
                 || workers.lease(),
-                |lease, ((item, sig), slot)| {
+                |lease, (((i, item), sig), slot)| {
                     let (w, scratch) = lease.get();
-                    let r = process(w, item, sig);
+                    let r = process(w, i, item, sig);
                     self.sketch_bottom(w, &r.0, slot, scratch);
                     r
                 },
@@ -308,7 +310,7 @@ impl Ingest<'_> {
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) {
-        let docs = self.sketch_each(batch, workers, &mut out.sigs, bottom, |w, p, sig| {
+        let docs = self.sketch_each(batch, workers, &mut out.sigs, bottom, |w, _, p, sig| {
             (w.process_text(&p.text, sig, claims, self.cache), ())
         });
         for (Pending { line, id, text, at }, (doc, ())) in batch.drain(..).zip(docs) {

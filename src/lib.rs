@@ -51,6 +51,7 @@ pub mod minhash;
 pub mod oracle;
 pub mod prefetch;
 pub mod read;
+pub mod readahead;
 pub mod report;
 pub mod results;
 pub mod scan;

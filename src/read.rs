@@ -14,7 +14,6 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use crate::walk::inode;
@@ -80,7 +79,7 @@ pub struct SizeLimits {
     pub max: u64,
 }
 
-/// Reads `path` into `buf`. `expected` is the (device, inode) the walk saw, or (0, 0) to accept
+/// Reads `path` into `buf`, and says whether it had to wait for the disk. `expected` is the (device, inode) the walk saw, or (0, 0) to accept
 /// any. `meta` receives the open file's metadata as soon as it is known, even when the file is
 /// then refused.
 pub fn read_file(
@@ -89,10 +88,10 @@ pub fn read_file(
     limits: SizeLimits,
     buf: &mut Vec<u8>,
     meta: &mut Option<FileMeta>,
-) -> Result<(), ReadFailure> {
+) -> Result<Residency, ReadFailure> {
     let io = |e: std::io::Error| ReadFailure::Error(crate::messages::io_reason(&e));
     let max_size = limits.max;
-    let mut file = open_nonblocking(path).map_err(io)?;
+    let file = open_nonblocking(path).map_err(io)?;
     let opened = file.metadata().map_err(io)?;
     if !opened.file_type().is_file() {
         return Err(ReadFailure::NotRegular);
@@ -118,9 +117,22 @@ pub fn read_file(
     // clearing would zero the whole buffer for every file; the read overwrites what it uses and
     // the rest is cut off below.
     buf.resize(want, 0);
-    let mut filled = 0;
+    let mut residency = Residency::Cached;
+    let mut filled = match read_if_cached(&file, buf) {
+        Some(Ok(n)) => n,
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::Interrupted => return Err(io(e)),
+        Some(Err(_)) => 0,
+        None => {
+            residency = Residency::NotCached;
+            0
+        }
+    };
+    if filled > 0 && filled < m.size as usize {
+        // Part of it was cached; the rest has to come from the disk.
+        residency = Residency::NotCached;
+    }
     while filled < m.size as usize {
-        match file.read(&mut buf[filled..]) {
+        match read_at(&file, &mut buf[filled..], filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -136,7 +148,57 @@ pub fn read_file(
             "file changed while it was being read".into(),
         ));
     }
-    Ok(())
+    Ok(residency)
+}
+
+/// Whether a file's bytes were all in the page cache when [`read_file`] read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residency {
+    /// Cached, or the platform cannot tell.
+    Cached,
+    /// Some or all of it had to come from the disk.
+    NotCached,
+}
+
+/// The first read of a file, from offset 0, that returns only what the page cache holds:
+/// `None` when it holds none of the file (the read would wait for the disk). Where the kernel
+/// or filesystem cannot tell, this is an ordinary read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    use std::os::fd::AsRawFd;
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: the one iovec describes `buf`, writable for its whole length during the call.
+    let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+    if n >= 0 {
+        return Some(Ok(n as usize));
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => None,
+        // A kernel before 4.14, or a filesystem without non-blocking buffered reads.
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Some(read_at(file, buf, 0)),
+        _ => Some(Err(e)),
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    Some(read_at(file, buf, 0))
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// Reads on from the file's position, which is `offset`: every read of a file goes through
+/// here, from the start.
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], _offset: u64) -> std::io::Result<usize> {
+    std::io::Read::read(&mut file, buf)
 }
 
 #[cfg(unix)]
@@ -210,6 +272,30 @@ mod tests {
             Decoded::Text(t) => t.into_owned(),
             Decoded::Binary => panic!("binary"),
         }
+    }
+
+    fn read(path: &Path, buf: &mut Vec<u8>) -> Result<Residency, ReadFailure> {
+        let limits = SizeLimits {
+            min: 0,
+            max: 1 << 20,
+        };
+        read_file(path, (0, 0), limits, buf, &mut None)
+    }
+
+    #[test]
+    fn reads_a_file_whole_into_a_reused_buffer() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (long, short) = (dir.path().join("long"), dir.path().join("short"));
+        let text: Vec<u8> = (0..20_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        std::fs::write(&long, &text)?;
+        std::fs::write(&short, b"tiny")?;
+        let mut buf = Vec::new();
+        // Just written, so in the page cache: the first read takes it all.
+        assert_eq!(read(&long, &mut buf), Ok(Residency::Cached));
+        assert_eq!(buf, text);
+        assert_eq!(read(&short, &mut buf), Ok(Residency::Cached));
+        assert_eq!(buf, b"tiny");
+        Ok(())
     }
 
     #[test]
