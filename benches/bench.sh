@@ -30,8 +30,17 @@ while [ $# -gt 0 ]; do
         *) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-if [ "$cold" = 1 ] && ! [ -w /proc/sys/vm/drop_caches ]; then
-    echo "bench.sh: --cold drops the page cache, which needs root on Linux" >&2
+# --cold drops the page cache before every run: as root directly, otherwise through sudo -n.
+drop_caches() {
+    sync
+    if [ -w /proc/sys/vm/drop_caches ]; then
+        echo 3 > /proc/sys/vm/drop_caches
+    else
+        echo 3 | sudo -n tee /proc/sys/vm/drop_caches > /dev/null
+    fi
+}
+if [ "$cold" = 1 ] && ! drop_caches 2> /dev/null; then
+    echo "bench.sh: --cold drops the page cache (/proc/sys/vm/drop_caches): run as root or with sudo -n" >&2
     exit 2
 fi
 
@@ -63,7 +72,7 @@ measure() {
     best="" rss="n/a"
     for _ in $(seq "$runs"); do
         local start end secs
-        if [ "$cold" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+        if [ "$cold" = 1 ]; then drop_caches; fi
         start=$(date +%s.%N)
         "${time_cmd[@]}" "$@" > "$work/out.tmp" 2> "$work/err.tmp" || {
             local rc=$?
@@ -125,7 +134,9 @@ bench_corpus() {
             done
         done
     done
-    if [ "$peers" = 1 ] && [ "$cold" = 0 ]; then
+    if [ "$peers" = 1 ] && [ "$cold" = 1 ]; then
+        echo "peers: skipped with --cold (they are timed on a hot page cache only)"
+    elif [ "$peers" = 1 ]; then
         for lib in datasketch rensa gaoya; do
             local line rc=0
             line=$(python3 benches/peers.py --lib "$lib" --ngram 5 --threshold 0.8 \
@@ -150,7 +161,7 @@ bench_corpus() {
 if [ -n "$corpus" ]; then
     bench_corpus "$corpus"
 elif [ "$scale" = 1 ]; then
-    echo "scaling, default settings, -j1 and -j2 (time and peak RSS should grow ~10x per step)"
+    echo "scaling, default settings, -j1 and -j2 (time and peak RSS should grow ~10x per step)$([ "$cold" = 1 ] && echo ", page cache dropped before each run")"
     header
     n=10000
     while [ "$n" -le "$max_docs" ]; do

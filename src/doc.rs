@@ -219,12 +219,16 @@ impl<'a> DocWorker<'a> {
         r
     }
 
-    /// Called before file `i` of a run of `len` is read, when a run is read in order: once
-    /// reads wait for the disk, the files ahead (`path_of` their index) are advised
-    /// ([`crate::readahead`]).
-    pub fn read_ahead<'p>(&mut self, i: usize, len: usize, path_of: impl Fn(usize) -> &'p Path) {
+    /// Called before item `i` of a run of `len` (`run` tells runs apart) is read, when a run is
+    /// read in order: once reads wait for the disk, the files ahead (`path_of` their index, None
+    /// for an item not read from its path) are advised ([`crate::readahead`]).
+    pub fn read_ahead<'p>(
+        &mut self,
+        run_i_len: (usize, usize, usize),
+        path_of: impl Fn(usize) -> Option<&'p Path>,
+    ) {
         let waited = std::mem::take(&mut self.waited);
-        self.readahead.before(i, len, waited, path_of);
+        self.readahead.before(run_i_len, waited, path_of);
     }
 
     /// The metadata of the file the last [`DocWorker::process`] opened, if it got that far.

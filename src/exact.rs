@@ -233,7 +233,16 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                 (d, doc.hash, doc.set.take())
             })
             .collect();
-        let path_of = |i: usize| self.files[fresh[i] as usize].path.as_path();
+        // Only sets derived again from their file are read from its path: not kept ones, nor
+        // dump records (read from the spill) or indexed documents.
+        let indexed = self.engine.indexed.as_ref().map_or(0, |ix| ix.count());
+        let from_file: Vec<bool> = kept
+            .iter()
+            .map(|(d, _, set)| {
+                set.is_none() && *d >= indexed && self.files[*d as usize].record.is_none()
+            })
+            .collect();
+        let path_of = |i: usize| from_file[i].then(|| self.files[fresh[i] as usize].path.as_path());
         let loaded: Vec<(u32, Result<Set, String>)> = kept
             .into_par_iter()
             .enumerate()
@@ -241,7 +250,7 @@ impl<P: Fn(u32, u32) -> bool + Sync> ExactVerifier<'_, P> {
                 || DocWorker::new(self.engine),
                 |w, (i, (d, hash, kept))| {
                     // Called for kept sets too, so that the worker sees its run in order.
-                    w.read_ahead(i, fresh.len(), path_of);
+                    w.read_ahead((fresh.as_ptr() as usize, i, fresh.len()), path_of);
                     let r = match kept {
                         Some(raw) => {
                             let mut v = raw.into_vec();

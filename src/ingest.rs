@@ -97,7 +97,9 @@ impl Ingest<'_> {
         let mut linked = Vec::new();
         let mut plain = |run: &mut [FileEntry], out: &mut Ingested, bottom: &mut Vec<u64>| {
             let docs = self.sketch_each(run, &workers, &mut out.sigs, bottom, |w, i, file, sig| {
-                w.read_ahead(i, run.len(), |j| &run[j].path);
+                w.read_ahead((run.as_ptr() as usize, i, run.len()), |j| {
+                    Some(&run[j].path)
+                });
                 let r = w.process(file, sig, &claims, self.cache);
                 bar.inc(1);
                 (r, w.take_meta())

@@ -111,7 +111,9 @@ pub fn read_file(
     }
     // One byte more than the size seen is asked for, so a single read both fills the buffer
     // and shows whether the file grew since: on a regular file a read returns fewer bytes than
-    // asked only at the end (short reads before it are tolerated and read on).
+    // asked only at the end (short reads before it are tolerated and read on). The first read
+    // may also stop where the page cache does; a file that grew just past such a point reads
+    // as its old size, one version of it.
     let want = m.size as usize + 1;
     // Not cleared first: resizing from the last file's length zeroes only the growth, where
     // clearing would zero the whole buffer for every file; the read overwrites what it uses and
@@ -178,9 +180,9 @@ fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>>
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
         Some(libc::EAGAIN) => None,
-        // A kernel before 4.14, or a filesystem without non-blocking buffered reads.
-        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Some(read_at(file, buf, 0)),
-        _ => Some(Err(e)),
+        // A kernel before 4.14, a filesystem without non-blocking buffered reads, a sandbox that
+        // refuses the call: an ordinary read, which reports the file's own errors.
+        _ => Some(read_at(file, buf, 0)),
     }
 }
 

@@ -25,8 +25,10 @@ pub const SPELL: usize = 256;
 /// One worker's readahead state over a run of files indexed from 0.
 #[derive(Debug, Default)]
 pub struct Readahead {
-    /// The index this worker is expected to read next; another means rayon handed it a new
-    /// range, and what was advised before does not carry over.
+    /// The run (an identity its caller chooses) and the index this worker is expected to read
+    /// next in it; anything else means rayon handed it a new range, and what was advised before
+    /// does not carry over.
+    run: usize,
     next: usize,
     /// Files before this index have been advised already.
     advised: usize,
@@ -35,17 +37,17 @@ pub struct Readahead {
 }
 
 impl Readahead {
-    /// Called before file `i` of a run of `len` files is read; `waited` says whether the
+    /// Called before file `i` of run `run` (`len` files) is read; `waited` says whether the
     /// previous read of this worker had to wait for the disk. Advises what the spell wants
-    /// advised, through `path_of`.
+    /// advised: the paths `path_of` gives (None for an item that will not be read from a file).
     pub fn before<'p>(
         &mut self,
-        i: usize,
-        len: usize,
+        (run, i, len): (usize, usize, usize),
         waited: bool,
-        path_of: impl Fn(usize) -> &'p Path,
+        path_of: impl Fn(usize) -> Option<&'p Path>,
     ) {
-        if i != self.next {
+        if run != self.run || i != self.next {
+            self.run = run;
             self.advised = 0;
             self.spell = 0;
         }
@@ -61,7 +63,9 @@ impl Readahead {
         // File i itself is read next anyway: advising it would not save the wait.
         let mut j = self.advised.max(i + 1);
         while j < end {
-            advise(path_of(j));
+            if let Some(path) = path_of(j) {
+                advise(path);
+            }
             j += 1;
         }
         self.advised = self.advised.max(end);
@@ -100,9 +104,9 @@ mod tests {
         let seen = std::cell::RefCell::new(Vec::new());
         let mut r = Readahead::default();
         for &(i, waited) in calls {
-            r.before(i, len, waited, |j| {
+            r.before((1, i, len), waited, |j| {
                 seen.borrow_mut().push(j);
-                names[j].as_path()
+                Some(names[j].as_path())
             });
         }
         seen.into_inner()
@@ -136,9 +140,10 @@ mod tests {
         let got = advised(&calls, 100_000);
         // The spell covers SPELL calls, each keeping DEPTH files ahead of its own.
         assert_eq!(got, (1..SPELL + DEPTH).collect::<Vec<_>>());
-        assert!(advised(&[(90, true), (91, false)], 100)
-            .iter()
-            .all(|&j| (91..100).contains(&j)));
+        assert_eq!(
+            advised(&[(90, true), (91, false)], 100),
+            (91..100).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -147,5 +152,23 @@ mod tests {
         let calls = [(10, true), (500, false), (501, false)];
         let got = advised(&calls, 1000);
         assert_eq!(got, (11..43).collect::<Vec<_>>());
+        // And backwards: files advised in the first range are advised again in the second.
+        let got = advised(&[(50, true), (10, true)], 1000);
+        let expected: Vec<usize> = (51..83).chain(11..43).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn another_run_starts_afresh_at_the_same_index() {
+        let names: Vec<std::path::PathBuf> = (0..100).map(|i| i.to_string().into()).collect();
+        let seen = std::cell::RefCell::new(Vec::new());
+        let mut r = Readahead::default();
+        r.before((1, 5, 100), true, |_| None);
+        r.before((2, 6, 100), false, |j| {
+            seen.borrow_mut().push(j);
+            Some(names[j].as_path())
+        });
+        let seen = seen.into_inner();
+        assert!(seen.is_empty(), "the spell of run 1 carried over: {seen:?}");
     }
 }
