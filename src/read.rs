@@ -79,7 +79,8 @@ pub struct SizeLimits {
     pub max: u64,
 }
 
-/// Reads `path` into `buf`, and says whether it had to wait for the disk. `expected` is the (device, inode) the walk saw, or (0, 0) to accept
+/// Reads `path` into `buf`, and says whether it had to wait for the disk. `expected` is the
+/// (device, inode) the walk saw, or (0, 0) to accept
 /// any. `meta` receives the open file's metadata as soon as it is known, even when the file is
 /// then refused.
 pub fn read_file(
@@ -203,8 +204,9 @@ fn read_at(mut file: &File, buf: &mut [u8], _offset: u64) -> std::io::Result<usi
     std::io::Read::read(&mut file, buf)
 }
 
+/// Opens a file for reading without blocking on a FIFO or claiming a terminal.
 #[cfg(unix)]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
@@ -213,7 +215,7 @@ fn open_nonblocking(path: &Path) -> std::io::Result<File> {
 }
 
 #[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     File::open(path)
 }
 

@@ -77,13 +77,8 @@ impl Readahead {
 #[cfg(target_os = "linux")]
 fn advise(path: &Path) {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking, as the reader opens it: a FIFO must not hang the scan here either.
-    if let Ok(file) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
+    // Opened as the reader opens it: a FIFO must not hang the scan here either.
+    if let Ok(file) = crate::read::open_nonblocking(path) {
         // SAFETY: a plain system call on a descriptor that `file` keeps open during it.
         unsafe {
             libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
