@@ -205,13 +205,17 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
     pub color: ColorWhen,
 
-    /// components: every document linked by a chain of verified pairs; strict: every member
-    /// verified against its cluster's representative.
-    #[arg(long, value_enum, default_value_t = ClusterArg::Components)]
-    pub cluster: ClusterArg,
+    /// strict: every member verified against its cluster's representative; components: every
+    /// document linked by a chain of verified pairs, for exploring groups (members not verified
+    /// against the representative are listed as `linked`, never as `duplicates`) [default:
+    /// strict; components with --containment].
+    #[arg(long, value_enum)]
+    pub cluster: Option<ClusterArg>,
 
     /// Which member represents a cluster (the one to keep); the others are its `duplicates`.
-    #[arg(long, value_enum, default_value_t = KeepArg::First)]
+    /// oldest: the earliest modification time, since a copy is made after its original; ties
+    /// (and files without a time) in path order.
+    #[arg(long, value_enum, default_value_t = KeepArg::Oldest)]
     pub keep: KeepArg,
 
     /// Evidence for each reported pair: exact and estimated similarity, shared shingles, the

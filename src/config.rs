@@ -230,7 +230,14 @@ impl Config {
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
                 }
             },
-            cluster: args.cluster,
+            // Strict by default: `duplicates` then lists only documents verified against the
+            // representative, so deleting them is safe. Containment clusters are components
+            // represented by their container.
+            cluster: args.cluster.unwrap_or(if args.containment {
+                ClusterArg::Components
+            } else {
+                ClusterArg::Strict
+            }),
             keep: args.keep,
             pairs: args.pairs,
             exit_code: args.exit_code,
@@ -444,7 +451,7 @@ fn containment_conflicts(args: &ScanArgs) -> Result<()> {
              of size classes"
         );
     }
-    if args.cluster == ClusterArg::Strict {
+    if args.cluster == Some(ClusterArg::Strict) {
         bail!(
             "--cluster strict does not apply to --containment: containment clusters are the \
              connected components of containment pairs, each represented by its largest document"

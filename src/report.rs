@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::cli::Format;
 
 /// Version of the output schema; bumped only when a field changes meaning or disappears.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole `json` report.
 #[derive(Debug, Serialize)]
@@ -180,8 +180,13 @@ pub struct ClusterOut {
     /// Index into `members` of the member to keep, chosen by `--keep` (with `--cluster
     /// strict`, the center every other member was verified against).
     pub representative: usize,
-    /// The other members, in path order: the files a user could remove.
+    /// The members verified against the representative (at the threshold, by the active
+    /// verification), in path order: the files a user could remove in favour of it.
     pub duplicates: Vec<DuplicateOut>,
+    /// `--cluster components`: the other members, joined to the cluster through a chain of
+    /// other members but not verified against the representative; never safe to remove in its
+    /// favour. Written only when not empty.
+    pub linked: Vec<DuplicateOut>,
     /// The documents, in path order.
     pub members: Vec<MemberOut>,
     /// The verified pairs that joined the cluster: size − 1 of them, a spanning tree.
@@ -202,25 +207,29 @@ impl ClusterOut {
 
 impl Serialize for ClusterOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_struct("ClusterOut", 8)?;
+        let mut out = s.serialize_struct("ClusterOut", 9)?;
         out.serialize_field("id", &self.id)?;
         out.serialize_field("size", &self.size)?;
         out.serialize_field("min_similarity", &self.min_similarity)?;
         out.serialize_field("max_similarity", &self.max_similarity)?;
         out.serialize_field("representative", self.representative())?;
-        out.serialize_field("duplicates", &Duplicates(self))?;
+        out.serialize_field("duplicates", &Duplicates(self, &self.duplicates))?;
+        if !self.linked.is_empty() {
+            out.serialize_field("linked", &Duplicates(self, &self.linked))?;
+        }
         out.serialize_field("members", &self.members)?;
         out.serialize_field("pairs", &self.pairs)?;
         out.end()
     }
 }
 
-/// A cluster's duplicates, each written as its member's fields followed by its own.
-struct Duplicates<'a>(&'a ClusterOut);
+/// A cluster's duplicates (or linked members), each written as its member's fields followed by
+/// its own.
+struct Duplicates<'a>(&'a ClusterOut, &'a [DuplicateOut]);
 
 impl Serialize for Duplicates<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.duplicates.iter().map(|d| DuplicateFields {
+        s.collect_seq(self.1.iter().map(|d| DuplicateFields {
             member: self.0.member(d),
             duplicate: d,
         }))
@@ -325,8 +334,8 @@ impl Serialize for MemberOut {
     }
 }
 
-/// A member other than the representative, with its similarity to the representative. Written
-/// with its member's fields first.
+/// A member other than the representative (a duplicate, or a linked member), with its similarity
+/// to the representative. Written with its member's fields first.
 #[derive(Debug)]
 pub struct DuplicateOut {
     /// Index into the cluster's `members`.
@@ -339,7 +348,7 @@ pub struct DuplicateOut {
     /// True when byte-identical to the representative.
     pub exact: bool,
     /// True when `similarity` is the MinHash signature estimate (`--verify estimate`, or a
-    /// member joined through another member and not compared with the representative itself).
+    /// linked member whose shingle sets could not be read again).
     pub estimated: bool,
     /// `--containment`: the share of this document's shingles found in the representative,
     /// the largest member (the same value as `similarity`).

@@ -31,40 +31,75 @@ pub struct Inputs<'a> {
     pub first_new: u32,
 }
 
-/// The cluster records, in the order given; sets that cannot be read again for `--pairs` add
-/// to `errors`.
+/// The cluster records, in the order given; sets that cannot be read again add to `errors`.
+///
+/// A cluster needs its members' sets (or token sequences) loaded again for `--pairs` evidence,
+/// and for a member that is not a direct pair of the representative (a component's chain):
+/// it is a duplicate only once verified against the representative.
 pub fn cluster_records(
     inputs: &Inputs,
     clusters: &[(u32, Cluster)],
     errors: &mut Vec<InputError>,
 ) -> Vec<ClusterOut> {
-    if !inputs.evidence {
-        // Nothing to load, so the records are built by the pool (1.3 ms for a 10k default scan
-        // on one thread, the last stage before writing).
-        return clusters
-            .par_iter()
-            .enumerate()
-            .map(|(id, (rep, c))| record(inputs, id, *rep, c, &Loaded::default()))
-            .collect();
-    }
-    clusters
-        .iter()
+    let oracle = inputs.oracle;
+    let judge_loads = oracle.needs_sets() || oracle.needs_tokens();
+    let needs_material = |(rep, c): &(u32, Cluster)| {
+        inputs.evidence || (judge_loads && !undecided(oracle, *rep, c).is_empty())
+    };
+    // Clusters with nothing to load are built by the pool (1.3 ms for a 10k default scan on
+    // one thread, the last stage before writing); the others load their members one cluster at
+    // a time, so memory stays that of the largest.
+    let mut records: Vec<Option<ClusterOut>> = clusters
+        .par_iter()
         .enumerate()
-        .map(|(id, (rep, c))| {
-            let want = Want {
-                sets: true,
-                tokens: inputs.oracle.needs_tokens(),
-            };
-            let loaded = member_material(
-                inputs.oracle,
-                inputs.engine,
-                inputs.files,
-                &c.members,
-                want,
-                errors,
-            );
-            record(inputs, id, *rep, c, &loaded)
+        .map(|(id, found)| {
+            (!needs_material(found))
+                .then(|| record(inputs, id, found.0, &found.1, &Loaded::default()))
         })
+        .collect();
+    for (id, (found, slot)) in clusters.iter().zip(&mut records).enumerate() {
+        if slot.is_some() {
+            continue;
+        }
+        let want = Want {
+            sets: inputs.evidence || oracle.needs_sets(),
+            tokens: oracle.needs_tokens(),
+        };
+        let loaded = member_material(
+            oracle,
+            inputs.engine,
+            inputs.files,
+            &found.1.members,
+            want,
+            errors,
+        );
+        *slot = Some(record(inputs, id, found.0, &found.1, &loaded));
+    }
+    records.into_iter().flatten().collect()
+}
+
+/// The pair of the representative with `d`, or with a byte-identical copy of `d` (which has the
+/// same similarity to it): its score.
+fn direct_pair(oracle: &Oracle, rep: u32, d: u32, c: &Cluster) -> Option<(f64, Option<u32>)> {
+    c.pairs
+        .iter()
+        .find(|p| {
+            let other = match (p.2.lo, p.2.hi) {
+                (x, y) if x == rep => y,
+                (x, y) if y == rep => x,
+                _ => return false,
+            };
+            oracle.same_content(other, d)
+        })
+        .map(|p| (p.2.similarity, p.2.distance))
+}
+
+/// Members whose verdict against the representative is not known from the cluster's pairs: no
+/// direct pair with it and not byte-identical to it.
+fn undecided(oracle: &Oracle, rep: u32, c: &Cluster) -> Vec<u32> {
+    (c.members.iter().copied())
+        .filter(|&d| d != rep && !oracle.same_content(rep, d))
+        .filter(|&d| direct_pair(oracle, rep, d, c).is_none())
         .collect()
 }
 
@@ -82,49 +117,47 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         m
     };
     let estimated_mode = oracle.verify() == Some(crate::config::Verify::Estimate);
-    let duplicates = (c.members.iter().zip(0u32..))
-        .filter(|&(&d, _)| d != rep)
-        .map(|(&d, at)| {
-            // A pair of the representative with `d`, or with a byte-identical copy of `d`
-            // (which has the same similarity to it).
-            let direct = c
-                .pairs
-                .iter()
-                .find(|p| {
-                    let other = match (p.2.lo, p.2.hi) {
-                        (x, y) if x == rep => y,
-                        (x, y) if y == rep => x,
-                        _ => return false,
-                    };
-                    oracle.same_content(other, d)
-                })
-                .map(|p| (p.2.similarity, p.2.distance));
-            let exact = oracle.same_content(rep, d);
-            let canon = |x: u32| oracle.canon[x as usize];
-            let (similarity, distance, estimated) = match (direct, distance_of(oracle, rep, d)) {
-                (Some((s, dist)), _) => (s, dist, estimated_mode && !exact),
-                (None, Some(dist)) => (simhash_similarity(dist), Some(dist), false),
-                (None, None) if exact => (1.0, None, false),
-                (None, None) => {
-                    // Tokens are loaded only under --verify edit, and kept up to the cap.
-                    let (x, y) = (loaded.get(canon(rep)), loaded.get(canon(d)));
-                    match (x.tokens.zip(y.tokens), x.set.zip(y.set)) {
-                        (Some((a, b)), _) => (edit_similarity(a, b), None, false),
-                        (None, Some((a, b))) => (oracle.set_similarity(a, b), None, false),
-                        (None, None) => (oracle.estimated_similarity(rep, d), None, true),
-                    }
+    let (mut duplicates, mut linked) = (Vec::new(), Vec::new());
+    for (&d, at) in c.members.iter().zip(0u32..).filter(|&(&d, _)| d != rep) {
+        let exact = oracle.same_content(rep, d);
+        let canon = |x: u32| oracle.canon[x as usize];
+        // (similarity, distance, estimated, verified against the representative)
+        let (similarity, distance, estimated, verified) =
+            match (direct_pair(oracle, rep, d, c), distance_of(oracle, rep, d)) {
+                (Some((s, dist)), _) => (s, dist, estimated_mode && !exact, true),
+                (None, Some(dist)) => {
+                    let passes = oracle.check(rep, d, loaded).is_some();
+                    (simhash_similarity(dist), Some(dist), false, passes)
                 }
+                (None, None) if exact => (1.0, None, false, true),
+                (None, None) => match oracle.check(rep, d, loaded) {
+                    Some((s, _)) => (s, None, estimated_mode, true),
+                    None => {
+                        // Tokens are loaded only under --verify edit, and kept up to the cap.
+                        let (x, y) = (loaded.get(canon(rep)), loaded.get(canon(d)));
+                        let (s, estimated) = match (x.tokens.zip(y.tokens), x.set.zip(y.set)) {
+                            (Some((a, b)), _) => (edit_similarity(a, b), false),
+                            (None, Some((a, b))) => (oracle.set_similarity(a, b), false),
+                            (None, None) => (oracle.estimated_similarity(rep, d), true),
+                        };
+                        (s, None, estimated, false)
+                    }
+                },
             };
-            DuplicateOut {
-                member: at,
-                similarity,
-                distance,
-                exact,
-                estimated,
-                containment: oracle.is_containment().then_some(similarity),
-            }
-        })
-        .collect();
+        let out = DuplicateOut {
+            member: at,
+            similarity,
+            distance,
+            exact,
+            estimated,
+            containment: oracle.is_containment().then_some(similarity),
+        };
+        if verified {
+            duplicates.push(out);
+        } else {
+            linked.push(out);
+        }
+    }
     let pairs = c
         .pairs
         .iter()
@@ -162,6 +195,7 @@ fn record(inputs: &Inputs, id: usize, rep: u32, c: &Cluster, loaded: &Loaded) ->
         max_similarity: c.max_similarity(),
         representative: c.members.iter().position(|&d| d == rep).unwrap_or(0),
         duplicates,
+        linked,
         members: c.members.iter().map(|&d| member(d)).collect(),
         pairs,
     }

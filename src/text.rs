@@ -1,5 +1,6 @@
 //! `--format text`: the report for people reading in a terminal. One block per cluster, the
-//! representative first (`keep`), then each duplicate with its similarity to it; unreadable
+//! representative first (`keep`), then each duplicate with its similarity to it (`dup`), then,
+//! with `--cluster components`, the members only linked to it through others (`link`); unreadable
 //! inputs and a one-line summary at the end. With `--containment` each duplicate shows how much
 //! of it is contained in the representative. Names are escaped like warnings, so a file name
 //! cannot drive the terminal. Colour only when asked (`--color`, decided in config).
@@ -57,6 +58,15 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
                 out,
                 "  {}  {}  {}",
                 paint(YELLOW, "dup "),
+                name(c.member(d)),
+                similarity(d)
+            )?;
+        }
+        for d in &c.linked {
+            writeln!(
+                out,
+                "  {}  {}  {}",
+                paint(DIM, "link"),
                 name(c.member(d)),
                 similarity(d)
             )?;

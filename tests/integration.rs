@@ -245,7 +245,7 @@ fn a_chain_is_one_cluster_whose_similarities_show_the_spread() {
     assert!(word_jaccard(&b, &c, 5) >= 0.8);
     assert!(word_jaccard(&a, &c, 5) < 0.8);
     t.write("a.txt", &a).write("b.txt", &b).write("c.txt", &c);
-    let report = t.run(&["scan", "."]).json();
+    let report = t.run(&["scan", "--cluster", "components", "."]).json();
     assert_eq!(
         cluster_paths(&report),
         vec![dots(&["a.txt", "b.txt", "c.txt"])]
@@ -1125,7 +1125,7 @@ fn a_small_report_matches_its_snapshot() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let expected = format!(
         r#"{{
-  "schema_version": 1,
+  "schema_version": 2,
   "dupfind_version": "{version}",
   "params": {{
     "method": "minhash",
@@ -1138,8 +1138,8 @@ fn a_small_report_matches_its_snapshot() {
     "threshold": 0.8,
     "verify": "exact",
     "seed": 0,
-    "cluster": "components",
-    "keep": "first"
+    "cluster": "strict",
+    "keep": "oldest"
   }},
   "stats": {{
     "files_seen": 7,
@@ -1277,7 +1277,7 @@ fn params_reflect_the_flags() {
         json!({
             "method": "simhash", "shingle": "word", "ngram": 4, "bits": 64,
             "max_distance": 5, "pieces": 6, "verify": "exact", "seed": 0,
-            "cluster": "components", "keep": "first"
+            "cluster": "strict", "keep": "oldest"
         })
     );
 }
@@ -1396,16 +1396,18 @@ fn a_walk_split_by_subdirectory_keeps_the_order_and_counts_of_one_walker() {
         "d/e/f/5.txt",
         "z.txt",
     ]);
+    // Components, so that every file is in one cluster whatever the representative.
     for args in [
-        &["-t", "0.5"][..],
+        &["-t", "0.5", "--keep", "first"][..],
         &["-t", "0.5", "--exclude", "d/e"],
         &["-t", "0.5", "--include", "a/**"],
         &["-t", "0.5", "--keep", "shortest-path"],
     ] {
-        let one = t.run(&[&["scan", "-j", "1"][..], args, &["."]].concat());
+        let scan = ["scan", "--cluster", "components", "-j"];
+        let one = t.run(&[&scan[..], &["1"], args, &["."]].concat());
         assert_eq!(one.code(), 0, "{args:?}: {}", one.stderr);
         for threads in ["2", "4"] {
-            let more = t.run(&[&["scan", "-j", threads][..], args, &["."]].concat());
+            let more = t.run(&[&scan[..], &[threads], args, &["."]].concat());
             assert_eq!(one.stdout, more.stdout, "{args:?} -j {threads}");
         }
         let report = one.json();
@@ -1416,7 +1418,7 @@ fn a_walk_split_by_subdirectory_keeps_the_order_and_counts_of_one_walker() {
             .map(|m| m["path"].as_str().unwrap().to_string())
             .collect();
         match args[2..] {
-            [] => {
+            ["--keep", "first"] => {
                 assert_eq!(
                     seen, 12,
                     "nine files, a hard link, a FIFO and a symbolic link"

@@ -59,8 +59,15 @@ fn assert_close(v: &Value, x: f64) {
     assert!((got - x).abs() < 1e-12, "{got} != {x}");
 }
 
+/// A `--containment` scan; ties between containers of one size go to path order (`--keep
+/// first`) unless `extra` names another policy.
 fn containment_scan(t: &TestDir, extra: &[&str]) -> Value {
-    let r = t.run(&[&["scan", "--containment"][..], extra, &["."]].concat());
+    let keep: &[&str] = if extra.contains(&"--keep") {
+        &[]
+    } else {
+        &["--keep", "first"]
+    };
+    let r = t.run(&[&["scan", "--containment"][..], keep, extra, &["."]].concat());
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(r.warnings().is_empty(), "{}", r.stderr);
     r.json()

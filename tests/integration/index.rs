@@ -213,7 +213,7 @@ fn index_new_documents_are_compared_with_indexed_ones_which_represent_their_clus
     assert_eq!(
         info(t, "idx"),
         json!({
-            "schema_version": 1,
+            "schema_version": 2,
             "format_version": 1,
             "generation": 1,
             "documents": 4,

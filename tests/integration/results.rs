@@ -44,25 +44,38 @@ fn duplicate_paths(cluster: &Value) -> Vec<String> {
 #[test]
 fn a_chain_is_one_component_and_two_strict_clusters() {
     let t = chain();
-    let components = t.run(&["scan", "."]).json();
+    let args = ["scan", "--cluster", "components", "--keep", "first", "."];
+    let components = t.run(&args).json();
     assert_eq!(
         cluster_paths(&components),
         vec![dots(&["a.txt", "b.txt", "c.txt", "d.txt"])]
     );
     let c = &components["clusters"][0];
     assert_eq!(c["representative"]["path"], "./a.txt");
-    assert_eq!(duplicate_paths(c), dots(&["b.txt", "c.txt", "d.txt"]));
-    // b was verified against a; c and d joined through the chain, so their similarity to a is
-    // the signature estimate, flagged as such, and it shows the chain: below the threshold.
+    // b was verified against a; c and d joined through the chain and are below the threshold
+    // to a, so they are `linked`, never `duplicates`: their exact similarity shows the chain.
+    assert_eq!(duplicate_paths(c), dots(&["b.txt"]));
     let dups = c["duplicates"].as_array().unwrap();
     assert_eq!(dups[0]["estimated"], false);
     assert!(dups[0]["similarity"].as_f64().unwrap() >= 0.8);
-    for d in &dups[1..] {
-        assert_eq!(d["estimated"], true, "{d}");
-        assert!(d["similarity"].as_f64().unwrap() < 0.8, "{d}");
+    let linked = c["linked"].as_array().unwrap();
+    let linked_paths: Vec<&str> = linked.iter().map(|d| d["path"].as_str().unwrap()).collect();
+    assert_eq!(linked_paths, ["./c.txt", "./d.txt"]);
+    let a = fs::read_to_string(t.join("a.txt")).unwrap();
+    for d in linked {
+        let other = fs::read_to_string(t.join(d["path"].as_str().unwrap())).unwrap();
+        assert_eq!(d["estimated"], false, "{d}");
+        let want = word_jaccard(&a, &other, 5);
+        assert!(want < 0.8, "{d}");
+        assert!(
+            (d["similarity"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{d}"
+        );
     }
 
-    let strict = t.run(&["scan", "--cluster", "strict", "."]).json();
+    let strict = t
+        .run(&["scan", "--cluster", "strict", "--keep", "first", "."])
+        .json();
     assert_eq!(strict["params"]["cluster"], "strict");
     assert_eq!(
         cluster_paths(&strict),
@@ -76,7 +89,16 @@ fn a_chain_is_one_component_and_two_strict_clusters() {
     }
 
     // --min-similarity above the weakest link breaks the chain there (b ~ c, 6 words edited).
-    let tight = t.run(&["scan", "--min-similarity", "0.85", "."]).json();
+    let tight = t
+        .run(&[
+            "scan",
+            "--cluster",
+            "components",
+            "--min-similarity",
+            "0.85",
+            ".",
+        ])
+        .json();
     assert_eq!(tight["params"]["min_similarity"], 0.85);
     assert_eq!(
         cluster_paths(&tight),
@@ -230,9 +252,10 @@ fn exit_code_reports_whether_duplicates_were_found() {
     let t = chain();
     let r = t.run(&["scan", "--exit-code", "."]);
     assert_eq!(r.code(), 1, "{}", r.stderr);
+    // Strict clusters by default: a ~ b and c ~ d.
     assert_eq!(
         r.json()["stats"]["clusters"],
-        1,
+        2,
         "the report is still printed"
     );
     assert_eq!(t.run(&["scan", "."]).code(), 0, "opt-in only");
@@ -253,7 +276,16 @@ fn text_format_is_one_block_per_cluster() {
         "copy-of-a.txt",
         fs::read_to_string(t.join("a.txt")).unwrap(),
     );
-    let r = t.run(&["scan", "--format", "text", "."]);
+    let r = t.run(&[
+        "scan",
+        "--format",
+        "text",
+        "--cluster",
+        "components",
+        "--keep",
+        "first",
+        ".",
+    ]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(
@@ -269,16 +301,17 @@ fn text_format_is_one_block_per_cluster() {
         lines[2],
         format!("  dup   ./b.txt  {:.3}", word_jaccard(&a, &b, 5))
     );
-    assert_eq!(lines[4], "  dup   ./copy-of-a.txt  1.000 exact");
-    // c joined through b: its similarity to a is the signature estimate (J ≈ 0.71).
-    assert!(
-        lines[3].starts_with("  dup   ./c.txt  ~0.") && lines[3].ends_with(" estimated"),
-        "{}",
-        r.stdout
+    assert_eq!(lines[3], "  dup   ./copy-of-a.txt  1.000 exact");
+    // c and d joined through b, below the threshold to a: linked, with their exact similarity.
+    let c = fs::read_to_string(t.join("c.txt")).unwrap();
+    assert_eq!(
+        lines[4],
+        format!("  link  ./c.txt  {:.3}", word_jaccard(&a, &c, 5))
     );
+    assert!(lines[5].starts_with("  link  ./d.txt  0."), "{}", r.stdout);
     assert_eq!(
         lines.last().unwrap(),
-        &"1 cluster, 4 duplicates among 6 documents (1 exact group); 0 unreadable"
+        &"1 cluster, 2 duplicates among 6 documents (1 exact group); 0 unreadable"
     );
     assert!(!r.stdout.contains('\x1b'), "no colour into a pipe");
 
@@ -427,7 +460,7 @@ fn stats_count_unique_and_copied_documents_and_distinct_shingles() {
         "copy2-of-a.txt",
         fs::read_to_string(t.join("a.txt")).unwrap(),
     );
-    let report = t.run(&["scan", "."]).json();
+    let report = t.run(&["scan", "--cluster", "components", "."]).json();
     let s = &report["stats"];
     // a, b, c, d and two copies of a in one cluster; other.txt alone.
     assert_eq!(s["documents"], 7);
@@ -468,4 +501,161 @@ fn a_copy_of_a_verified_duplicate_shares_its_exact_similarity() {
             "{d}"
         );
     }
+}
+
+/// Every duplicate of every cluster, with the representative it would be removed in favour of,
+/// checked against word 5-shingle Jaccard computed independently from the files.
+fn assert_duplicates_reach_the_threshold(t: &TestDir, report: &Value, threshold: f64) {
+    for c in report["clusters"].as_array().unwrap() {
+        let rep =
+            fs::read_to_string(t.join(c["representative"]["path"].as_str().unwrap())).unwrap();
+        for d in c["duplicates"].as_array().unwrap() {
+            let body = fs::read_to_string(t.join(d["path"].as_str().unwrap())).unwrap();
+            let j = word_jaccard(&rep, &body, 5);
+            assert!(
+                j >= threshold,
+                "{} is {j} to its representative: {c}",
+                d["path"]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_default_removal_list_holds_only_documents_verified_against_their_representative() {
+    // a ~ b ~ c ~ d, no other pair at 0.8: whichever document represents a group, nothing
+    // below the threshold to it may be listed for removal, under any policy or cluster mode.
+    let t = chain();
+    let set_time = |rel: &str, secs: u64| {
+        let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    };
+    // b is the oldest: the default keeps it, and a and c (both ~ b) are its duplicates.
+    for (name, secs) in [
+        ("a.txt", 3_000),
+        ("b.txt", 1_000),
+        ("c.txt", 2_000),
+        ("d.txt", 4_000),
+    ] {
+        set_time(name, secs);
+    }
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["params"]["cluster"], "strict");
+    assert_eq!(report["params"]["keep"], "oldest");
+    let c = &report["clusters"][0];
+    assert_eq!(c["representative"]["path"], "./b.txt");
+    assert_eq!(duplicate_paths(c), dots(&["a.txt", "c.txt"]));
+    // d is ~ c only, and c is taken: d stays, in no cluster.
+    assert_eq!(report["stats"]["clusters"], 1);
+    assert_duplicates_reach_the_threshold(&t, &report, 0.8);
+
+    for keep in [
+        "first",
+        "largest",
+        "smallest",
+        "newest",
+        "oldest",
+        "shortest-path",
+    ] {
+        for cluster in [
+            &[][..],
+            &["--cluster", "components"],
+            &["--cluster", "strict"],
+        ] {
+            for method in [&[][..], &["--verify", "edit"], &["--sketch", "kperm"]] {
+                let args = [&["scan", "--keep", keep][..], cluster, method, &["."]].concat();
+                let r = t.run(&args);
+                assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+                let report = r.json();
+                // Edit verification judges by edit similarity, which a substituted word
+                // lowers far less than Jaccard: the chain's ends are 0.97 alike by it.
+                if method.is_empty() || method[0] != "--verify" {
+                    assert_duplicates_reach_the_threshold(&t, &report, 0.8);
+                }
+                for c in report["clusters"].as_array().unwrap() {
+                    for d in c["duplicates"].as_array().unwrap() {
+                        assert_eq!(d["estimated"], false, "{args:?}: {d}");
+                        assert!(d["similarity"].as_f64().unwrap() >= 0.8, "{args:?}: {d}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readme_removal_recipe_lists_only_safe_copies() {
+    // The README's "what can I delete": every listed path is at J >= 0.8 to a kept file that is
+    // not itself listed.
+    let t = chain();
+    let r = t.run(&["scan", "--cluster", "components", "."]);
+    let components = r.json();
+    let listed: Vec<String> = components["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(duplicate_paths)
+        .collect();
+    assert_eq!(
+        listed.len(),
+        1,
+        "only one of the chain is verified against the kept file"
+    );
+    for report in [components, t.run(&["scan", "."]).json()] {
+        assert_duplicates_reach_the_threshold(&t, &report, 0.8);
+        let kept: HashSet<String> = report["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["representative"]["path"].as_str().unwrap().to_string())
+            .collect();
+        for c in report["clusters"].as_array().unwrap() {
+            for d in duplicate_paths(c) {
+                assert!(!kept.contains(&d), "{d} is both kept and listed");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_keeps_the_original_over_a_newer_copy_earlier_in_path_order() {
+    let t = TestDir::new();
+    let original = text(181, 300);
+    t.write("zz-original.txt", &original).write(
+        "aa-blog-copy.txt",
+        format!("{original}\nshared from my blog"),
+    );
+    let set_time = |rel: &str, secs: u64| {
+        let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    };
+    set_time("zz-original.txt", 1_000_000);
+    set_time("aa-blog-copy.txt", 2_000_000);
+    let c = &t.run(&["scan", "."]).json()["clusters"][0];
+    assert_eq!(c["representative"]["path"], "./zz-original.txt");
+    assert_eq!(duplicate_paths(c), dots(&["aa-blog-copy.txt"]));
+    // Same time: path order breaks the tie.
+    set_time("zz-original.txt", 2_000_000);
+    let c = &t.run(&["scan", "."]).json()["clusters"][0];
+    assert_eq!(c["representative"]["path"], "./aa-blog-copy.txt");
+}
+
+#[test]
+fn strict_cannot_be_asked_of_containment_which_defaults_to_components() {
+    let t = chain();
+    let r = t.run(&["scan", "--containment", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["params"]["cluster"], "components");
+    let r = t.run(&["scan", "--containment", "--cluster", "strict", "."]);
+    assert_eq!(r.code(), 2);
+    assert!(
+        r.stderr
+            .contains("--cluster strict does not apply to --containment"),
+        "{}",
+        r.stderr
+    );
 }

@@ -303,7 +303,7 @@ fn params_name_the_edit_verification_and_the_bottom_k_sketch() {
         json!({
             "method": "minhash", "shingle": "word", "ngram": 5, "sketch": "bottom-k",
             "num_perm": 64, "bands": 16, "rows": 4, "threshold": 0.8, "verify": "edit",
-            "seed": 0, "cluster": "components", "keep": "first"
+            "seed": 0, "cluster": "strict", "keep": "oldest"
         })
     );
     assert_close(

@@ -678,7 +678,7 @@ pub mod schema {
             "members",
             "pairs",
         ];
-        assert_keys(c, &[&keys[..], extra].concat(), &[], "cluster");
+        assert_keys(c, &[&keys[..], extra].concat(), &["linked"], "cluster");
         assert_u64s(c, &["id", "size"], "cluster");
         assert!(
             c["min_similarity"].is_f64() && c["max_similarity"].is_f64(),
@@ -689,12 +689,16 @@ pub mod schema {
         }
         assert_member_schema(&c["representative"], &[], &[]);
         let duplicates = c["duplicates"].as_array().unwrap();
+        // `linked` (components only) is written only when not empty; with `duplicates` it
+        // lists every member but the representative.
+        let linked = c.get("linked").map_or(&[][..], |l| l.as_array().unwrap());
+        assert!(c.get("linked").is_none() || !linked.is_empty(), "{c}");
         assert_eq!(
-            duplicates.len() + 1,
+            duplicates.len() + linked.len() + 1,
             c["members"].as_array().unwrap().len(),
             "{c}"
         );
-        for d in duplicates {
+        for d in duplicates.iter().chain(linked) {
             let optional: &[&str] = if simhash {
                 &[]
             } else {
@@ -780,7 +784,7 @@ pub mod schema {
             "errors",
         ];
         assert_keys(report, &top, &[], "report");
-        assert_eq!(report["schema_version"], 1);
+        assert_eq!(report["schema_version"], 2);
         assert_eq!(report["dupfind_version"], env!("CARGO_PKG_VERSION"));
         assert_params_schema(&report["params"]);
         assert_stats_schema(&report["stats"], indexed_clusters(clusters(report)));
