@@ -42,14 +42,16 @@
 //! as raw bytes and sets are read with `pread`.
 
 use std::fmt::Display;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{BufWriter, ErrorKind, Write};
-use std::os::unix::fs::FileExt;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
+
+use crate::index_dir::IndexDir;
 
 /// Version of the `index.dfx` layout this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -57,8 +59,14 @@ pub const FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"DUPFINDX";
 const HEADER_LEN: u64 = 80;
 const DATA: &str = "index.dfx";
-const TEMP: &str = "index.dfx.tmp";
 const LOCK: &str = "lock";
+
+/// True for the name of a generation being written: `index.dfx.<random>.tmp`, or the fixed
+/// `index.dfx.tmp` of earlier builds. One left behind was written by a killed writer.
+fn is_temp(name: &std::ffi::OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name.starts_with(b"index.dfx.") && name.ends_with(b".tmp")
+}
 
 /// Parameters that shaped the index; scanning with different ones is an error. Fields that do
 /// not apply to the method (bands for SimHash) should hold a fixed value such as 0.
@@ -183,7 +191,7 @@ impl Index {
     /// checksums.
     pub fn open(dir: &Path) -> Result<Index> {
         let path = dir.join(DATA);
-        let file = open_data(dir, &path)?;
+        let file = open_data(&open_dir(dir)?)?;
         let h = read_header(&file, &path)?;
         let corrupt = || format!("{}: corrupt index", path.display());
         let params = read_section(&file, &path, HEADER_LEN, h.params_len, h.params_sum)?;
@@ -265,9 +273,10 @@ where
 {
     // Checked before taking the lock, which creates a file, and again under it.
     check_fresh(dir)?;
-    let _lock = lock(dir)?;
-    check_fresh(dir)?;
-    commit(dir, 1, params, records, None)
+    let dir = IndexDir::create(dir)?;
+    let _lock = dir.lock(LOCK)?;
+    check_fresh_dir(&dir)?;
+    commit(&dir, 1, params, records, None, None)
 }
 
 /// Replaces the index in `dir` with `records` as the next generation, which it returns. Fails,
@@ -282,62 +291,81 @@ where
     I: IntoIterator<Item = Result<Record>>,
 {
     let path = dir.join(DATA);
-    read_header(&open_data(dir, &path)?, &path)?;
-    let _lock = lock(dir)?;
-    let current = read_header(&open_data(dir, &path)?, &path)?.generation;
+    let dir = open_dir(dir)?;
+    read_header(&open_data(&dir)?, &path)?;
+    let _lock = dir.lock(LOCK)?;
+    let data = open_data(&dir)?;
+    let current = read_header(&data, &path)?.generation;
     if current != expected_generation {
         bail!(
             "index {} changed during this run (generation {current}, expected {expected_generation}); run again",
-            dir.display()
+            dir.path().display()
         );
     }
-    commit(dir, current + 1, params, records, None)?;
+    // The next generation keeps the mode of the file it replaces (an index made private stays
+    // so), whatever the umask of this run.
+    let mode = data
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?
+        .mode();
+    commit(&dir, current + 1, params, records, Some(mode), None)?;
     Ok(current + 1)
 }
 
-/// Writes `generation` and makes it live. Each step ends at a state a killed writer can leave
-/// behind; `stop_after` ends the commit there, for the tests.
+/// Writes `generation` and makes it live; the caller holds the lock. Each step ends at a state a
+/// killed writer can leave behind; `stop_after` ends the commit there, for the tests. `mode`:
+/// the new file's permissions (None: 0666 less the umask).
 fn commit<I>(
-    dir: &Path,
+    dir: &IndexDir,
     generation: u64,
     params: &IndexParams,
     records: I,
+    mode: Option<u32>,
     stop_after: Option<u32>,
 ) -> Result<()>
 where
     I: IntoIterator<Item = Result<Record>>,
 {
-    let temp = dir.join(TEMP);
-    // 1: the new generation is complete and durable under the temp name.
-    if let Err(e) = write_data(&temp, generation, params, records) {
+    // Under the lock, any other generation being written was left by a killed writer.
+    for name in dir.names()? {
+        if is_temp(&name) {
+            if let Some(name) = name.to_str() {
+                dir.remove(name)?;
+            }
+        }
+    }
+    // 1: the new generation is complete and durable under a fresh temporary name.
+    let (temp, file) = dir.create_temp(DATA, mode)?;
+    if let Err(e) = write_data(&file, &dir.join(&temp), generation, params, records) {
         // A failed write (a full disk, a set that would not read) gives its space back; a
-        // killed one leaves the file for the next commit to truncate.
-        let _ = fs::remove_file(&temp);
+        // killed one leaves the file for the next commit to remove.
+        let _ = dir.remove(&temp);
         return Err(e);
     }
     if stop_after == Some(1) {
         return Ok(());
     }
     // 2: it is live.
-    let path = dir.join(DATA);
-    fs::rename(&temp, &path)
-        .with_context(|| format!("renaming {} to {}", temp.display(), path.display()))?;
+    dir.rename(&temp, DATA)?;
     if stop_after == Some(2) {
         return Ok(());
     }
     // 3: the rename survives a power loss.
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing {}", dir.display()))
+    dir.sync()
 }
 
-fn write_data<I>(path: &Path, generation: u64, params: &IndexParams, records: I) -> Result<()>
+fn write_data<I>(
+    file: &File,
+    path: &Path,
+    generation: u64,
+    params: &IndexParams,
+    records: I,
+) -> Result<()>
 where
     I: IntoIterator<Item = Result<Record>>,
 {
     let io = || format!("writing {}", path.display());
-    let file = File::create(path).with_context(io)?;
-    let mut out = BufWriter::with_capacity(1 << 20, &file);
+    let mut out = BufWriter::with_capacity(1 << 20, file);
     let params = serde_json::to_vec(params)?;
     // The header is written last, once the lengths and checksums are known.
     out.write_all(&[0; HEADER_LEN as usize]).with_context(io)?;
@@ -376,26 +404,21 @@ where
 /// Refuses a directory holding anything but an interrupted `create`'s leftovers; makes a
 /// missing one.
 pub fn check_fresh(dir: &Path) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
-        }
-        other => other.with_context(|| format!("reading {}", dir.display()))?,
-    };
-    for entry in entries {
-        let name = entry
-            .with_context(|| format!("reading {}", dir.display()))?
-            .file_name();
+    check_fresh_dir(&IndexDir::create(dir)?)
+}
+
+fn check_fresh_dir(dir: &IndexDir) -> Result<()> {
+    for name in dir.names()? {
         if name == DATA {
             bail!(
                 "{} already holds an index; not creating another over it",
-                dir.display()
+                dir.path().display()
             );
         }
-        if name != TEMP && name != LOCK {
+        if !is_temp(&name) && name != LOCK {
             bail!(
                 "{} is not a dupfind index and is not empty (it holds {}); not creating an index there",
-                dir.display(),
+                dir.path().display(),
                 Path::new(&name).display()
             );
         }
@@ -403,42 +426,27 @@ pub fn check_fresh(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Takes the writer's lock, held until the returned file is closed.
-fn lock(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => bail!(
-            "index {} is being updated by another process",
+/// The index directory, which must exist.
+fn open_dir(dir: &Path) -> Result<IndexDir> {
+    IndexDir::open(dir)?.with_context(|| {
+        format!(
+            "{} is not a dupfind index (no such directory)",
             dir.display()
-        ),
-        Err(TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("locking {}", path.display()))
-        }
-    }
+        )
+    })
 }
 
-fn open_data(dir: &Path, path: &Path) -> Result<File> {
-    match File::open(path) {
-        Ok(file) => Ok(file),
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            let why = if dir.join(TEMP).exists() {
-                format!("it has no {DATA}: building it was interrupted; build it again")
-            } else if dir.is_dir() {
-                format!("it has no {DATA}")
-            } else {
-                "no such directory".into()
-            };
-            bail!("{} is not a dupfind index ({why})", dir.display())
-        }
-        Err(e) => Err(e).with_context(|| format!("opening {}", path.display())),
+fn open_data(dir: &IndexDir) -> Result<File> {
+    if let Some(file) = dir.open_file(DATA)? {
+        return Ok(file);
     }
+    let interrupted = dir.names()?.iter().any(|n| is_temp(n));
+    let why = if interrupted {
+        format!("it has no {DATA}: building it was interrupted; build it again")
+    } else {
+        format!("it has no {DATA}")
+    };
+    bail!("{} is not a dupfind index ({why})", dir.path().display())
 }
 
 struct Header {
@@ -673,6 +681,7 @@ fn le64(b: &[u8]) -> u64 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn params() -> IndexParams {
         IndexParams {
@@ -907,7 +916,8 @@ mod tests {
         for stop in 1..=3 {
             let dir = tempfile::tempdir().unwrap();
             create(dir.path(), &params(), ok(&state_a())).unwrap();
-            commit(dir.path(), 2, &params(), ok(&state_b()), Some(stop)).unwrap();
+            let idir = IndexDir::open(dir.path()).unwrap().unwrap();
+            commit(&idir, 2, &params(), ok(&state_b()), None, Some(stop)).unwrap();
             let want = if stop == 1 {
                 (1, state_a())
             } else {
@@ -917,7 +927,10 @@ mod tests {
             assert_eq!((generation, records), want, "stopped after step {stop}");
             if stop == 1 {
                 // Killed mid-write: a partial temp file is ignored just the same.
-                let temp = dir.path().join(TEMP);
+                let temp = (names(dir.path()).into_iter())
+                    .find(|n| n.ends_with(".tmp"))
+                    .map(|n| dir.path().join(n))
+                    .unwrap();
                 let len = fs::metadata(&temp).unwrap().len();
                 fs::File::options()
                     .write(true)
@@ -936,7 +949,8 @@ mod tests {
     #[test]
     fn an_interrupted_create_can_be_run_again() {
         let dir = tempfile::tempdir().unwrap();
-        commit(dir.path(), 1, &params(), ok(&state_a()), Some(1)).unwrap();
+        let idir = IndexDir::open(dir.path()).unwrap().unwrap();
+        commit(&idir, 1, &params(), ok(&state_a()), None, Some(1)).unwrap();
         assert!(err(Index::open(dir.path())).contains("building it was interrupted"));
         create(dir.path(), &params(), ok(&state_b())).unwrap();
         assert_eq!(load(dir.path()).unwrap(), (1, params(), state_b()));
@@ -958,7 +972,11 @@ mod tests {
     fn a_second_writer_gets_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         create(dir.path(), &params(), ok(&state_a())).unwrap();
-        let held = lock(dir.path()).unwrap();
+        let held = IndexDir::open(dir.path())
+            .unwrap()
+            .unwrap()
+            .lock(LOCK)
+            .unwrap();
         let msg = err(replace(dir.path(), 1, &params(), ok(&state_b())));
         assert!(msg.contains("is being updated by another process"), "{msg}");
         assert_eq!(load(dir.path()).unwrap().0, 1);

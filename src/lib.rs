@@ -39,6 +39,7 @@ pub mod edit_verify;
 pub mod exact;
 pub mod exit;
 pub mod explain;
+pub mod index_dir;
 pub mod index_store;
 pub mod ingest;
 pub mod interrupt;

@@ -15,14 +15,26 @@ use serde_json::{json, Value};
 
 use super::util::schema::assert_schema;
 use super::util::{
-    cluster_members, cluster_paths, clusters, edit, run_command, text, word_jaccard, words,
-    TestDir, HANG_GUARD,
+    chmod, cluster_members, cluster_paths, clusters, edit, mkfifo, open_to_others, run_command,
+    text, word_jaccard, words, TestDir, Unprivileged, HANG_GUARD,
 };
 
 /// The data file of an index directory.
 const DATA: &str = "index.dfx";
-/// Where a commit writes the next generation before renaming it over [`DATA`].
-const TEMP: &str = "index.dfx.tmp";
+
+/// True for the name of a generation being written (`index.dfx.<random>.tmp`).
+fn is_temp(name: &str) -> bool {
+    name.starts_with("index.dfx.") && name.ends_with(".tmp")
+}
+
+/// Whether `dir` holds a generation being written.
+fn has_temp(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_str().is_some_and(is_temp))
+    })
+}
 
 /// Runs dupfind, which must succeed; returns its report, checked against the schema.
 fn report(t: &TestDir, args: &[&str]) -> Value {
@@ -773,7 +785,7 @@ fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
     // An uninterrupted run, to learn how long one takes and when it starts writing the new
     // generation (the temp file appears).
     copy_dir(&t.join("gen1"), &t.join("full"));
-    let temp = t.join("full").join(TEMP);
+    let temp = t.join("full");
     let start = Instant::now();
     let mut child = spawn("full");
     let mut writing = None;
@@ -782,7 +794,7 @@ fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
             break status;
         }
         assert!(start.elapsed() < HANG_GUARD, "the update hung");
-        if writing.is_none() && temp.exists() {
+        if writing.is_none() && has_temp(&temp) {
             writing = Some(start.elapsed());
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -808,8 +820,8 @@ fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
         copy_dir(&t.join("gen1"), &t.join(&dir));
         let mut child = spawn(&dir);
         if from_write {
-            let (temp, start) = (t.join(&dir).join(TEMP), Instant::now());
-            while !temp.exists() && child.try_wait().unwrap().is_none() {
+            let (temp, start) = (t.join(&dir), Instant::now());
+            while !has_temp(&temp) && child.try_wait().unwrap().is_none() {
                 assert!(start.elapsed() < HANG_GUARD, "the update hung");
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -821,7 +833,7 @@ fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
         match state(&dir) {
             Ok(s) if s == old_state => {
                 old += 1;
-                if t.join(&dir).join(TEMP).exists() {
+                if has_temp(&t.join(&dir)) {
                     old_writing += 1;
                     with_temp.get_or_insert_with(|| dir.clone());
                 }
@@ -833,9 +845,11 @@ fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
                 if from_write { "write began" } else { "start" }
             ),
         }
-        let allowed = [DATA, TEMP, "lock"];
         for name in names(&t.join(&dir)) {
-            assert!(allowed.contains(&name.as_str()), "{dir}: {name}");
+            assert!(
+                [DATA, "lock"].contains(&name.as_str()) || is_temp(&name),
+                "{dir}: {name}"
+            );
         }
     }
     eprintln!(
@@ -1015,4 +1029,100 @@ fn index_text_format_marks_indexed_members_and_counts_only_new_duplicates() {
         "{}",
         run.stdout
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A directory shared with other users
+
+#[test]
+fn index_links_and_fifos_planted_in_a_shared_directory_are_refused_and_their_targets_untouched() {
+    // The index's owner runs without root's privileges (as nobody when the tests run as root);
+    // the "other user" is this test, which can write the shared directory.
+    let Some(owner) = Unprivileged::get() else {
+        eprintln!("skipped: running as root without a way to drop privileges");
+        return;
+    };
+    let t = TestDir::new();
+    let base = text(1201, 300);
+    t.write("old/a.txt", &base)
+        .write("new/b.txt", edit(&base, &[5, 90]))
+        .write("victim.txt", "the owner's precious file\n")
+        .mkdir("shared");
+    open_to_others(t.path());
+    chmod(&t.join("victim.txt"), 0o666);
+    chmod(&t.join("shared"), 0o777);
+    let run = |args: &[&str]| run_command(owner.command(t.path(), args));
+    let built = run(&["index", "build", "old", "--index", "shared/idx"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let idx = t.join("shared/idx");
+    chmod(&idx, 0o777);
+    let data = fs::read(idx.join(DATA)).unwrap();
+    let victim = || fs::read_to_string(t.join("victim.txt")).unwrap();
+    let update = ["scan", "--against", "shared/idx", "--update", "new"];
+
+    // The lock and the old fixed temporary name, pointed at the owner's file.
+    fs::remove_file(idx.join("lock")).unwrap();
+    std::os::unix::fs::symlink(t.join("victim.txt"), idx.join("lock")).unwrap();
+    std::os::unix::fs::symlink(t.join("victim.txt"), idx.join("index.dfx.tmp")).unwrap();
+    let r = run(&update);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("lock is a symbolic link"), "{}", r.stderr);
+    assert_eq!(
+        r.json()["clusters"].as_array().unwrap().len(),
+        1,
+        "the report is printed"
+    );
+    assert_eq!(victim(), "the owner's precious file\n");
+    assert_eq!(
+        fs::read(idx.join(DATA)).unwrap(),
+        data,
+        "the index is untouched"
+    );
+
+    // A FIFO as the lock is refused at once, never waited on.
+    fs::remove_file(idx.join("lock")).unwrap();
+    mkfifo(&idx.join("lock"));
+    chmod(&idx.join("lock"), 0o666);
+    let r = run(&update);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("lock is not a regular file (it is a FIFO)"),
+        "{}",
+        r.stderr
+    );
+    fs::remove_file(idx.join("lock")).unwrap();
+
+    // With a sound lock, the planted temporary name is never written through: the update
+    // writes under a fresh name and removes the stale link (not its target). The owner's mode
+    // of the index, 0600, is kept.
+    chmod(&idx.join(DATA), 0o600);
+    let r = run(&update);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["index"]["updated_generation"], 2);
+    assert_eq!(victim(), "the owner's precious file\n");
+    assert_eq!(names(&idx), [DATA, "lock"]);
+    assert_eq!(fs::metadata(idx.join(DATA)).unwrap().mode() & 0o777, 0o600);
+
+    // The data file or the directory itself replaced by a link: refused.
+    fs::rename(idx.join(DATA), t.join("shared/moved.dfx")).unwrap();
+    std::os::unix::fs::symlink(t.join("shared/moved.dfx"), idx.join(DATA)).unwrap();
+    let r = run(&["scan", "--against", "shared/idx", "new"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("index.dfx is a symbolic link"),
+        "{}",
+        r.stderr
+    );
+    fs::remove_file(idx.join(DATA)).unwrap();
+    fs::rename(t.join("shared/moved.dfx"), idx.join(DATA)).unwrap();
+    std::os::unix::fs::symlink(&idx, t.join("shared/alias")).unwrap();
+    let r = run(&["scan", "--against", "shared/alias", "--update", "new"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("alias is a symbolic link"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(info(&t, "shared/idx")["generation"], 2);
 }

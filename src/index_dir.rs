@@ -1,0 +1,329 @@
+//! The index directory as a file descriptor: every file in it is opened, created, renamed and
+//! removed relative to that descriptor, never through a path that another user could redirect.
+//!
+//! An index may live in a directory other users can write to (a group-shared dedup index).
+//! Such a user could plant symbolic links where dupfind writes (`lock → ~/.ssh/authorized_keys`,
+//! a temp name → any file the runner may write) or FIFOs where it reads. So:
+//! - the directory itself is opened with `O_NOFOLLOW | O_DIRECTORY`: a symbolic link named as
+//!   the index is refused, and later renames cannot be redirected by swapping a path component;
+//! - files are opened with `O_NOFOLLOW | O_NONBLOCK` and must then be regular files, so a link
+//!   is an error and a FIFO never blocks;
+//! - a temporary file is created with `O_CREAT | O_EXCL` under a fresh name (a planted name is
+//!   never opened: the create fails and another name is tried), then renamed into place.
+//!
+//! Unix only (the raw system calls come from `rustix`).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{bail, Context, Result};
+use rustix::fs::{self as rfs, AtFlags, FileType, FlockOperation, Mode, OFlags, CWD};
+use rustix::io::Errno;
+
+/// An open index directory.
+pub struct IndexDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// How many fresh names a temporary file tries before giving up: each attempt fails only when
+/// its name exists already, which a planted file of a guessed name could make happen.
+const TEMP_ATTEMPTS: u32 = 64;
+
+impl IndexDir {
+    /// Opens `path`, which must be a directory and not a symbolic link. `Ok(None)` when it does
+    /// not exist.
+    pub fn open(path: &Path) -> Result<Option<IndexDir>> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rfs::openat(CWD, path, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(IndexDir {
+                fd,
+                path: path.to_path_buf(),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(Errno::LOOP) | Err(Errno::NOTDIR) if is_symlink(path) => bail!(
+                "{} is a symbolic link; an index directory is never reached through one (give \
+                 the directory it points to)",
+                path.display()
+            ),
+            Err(Errno::NOTDIR) => bail!("{} is not a directory", path.display()),
+            Err(e) => {
+                Err(std::io::Error::from(e)).with_context(|| format!("opening {}", path.display()))
+            }
+        }
+    }
+
+    /// Opens `path`, making it (and its parents) first when it does not exist.
+    pub fn create(path: &Path) -> Result<IndexDir> {
+        if let Some(dir) = IndexDir::open(path)? {
+            return Ok(dir);
+        }
+        std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+        IndexDir::open(path)?.with_context(|| format!("{} vanished", path.display()))
+    }
+
+    /// The directory's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `name` inside the directory, for messages.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Opens `name` for reading. `Ok(None)` when it does not exist; an error when it is a
+    /// symbolic link or anything but a regular file (a FIFO is never waited on).
+    pub fn open_file(&self, name: &str) -> Result<Option<File>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(self.regular(fd, name)?)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(self.refusal(e, name)),
+        }
+    }
+
+    /// Takes the writer's lock on `name` (made when missing), held until the returned file is
+    /// closed. A second writer gets a clear error rather than waiting.
+    pub fn lock(&self, name: &str) -> Result<File> {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rfs::openat(&self.fd, name, flags, Mode::from_bits_truncate(0o666))
+            .map_err(|e| self.refusal(e, name))?;
+        let file = self.regular(fd, name)?;
+        match rfs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(file),
+            Err(Errno::WOULDBLOCK) => bail!(
+                "index {} is being updated by another process",
+                self.path.display()
+            ),
+            Err(e) => Err(std::io::Error::from(e))
+                .with_context(|| format!("locking {}", self.join(name).display())),
+        }
+    }
+
+    /// Creates a new, empty file named `{stem}.{random}.tmp` that did not exist before. Its mode
+    /// is `mode` when given (an update keeps the mode of the file it replaces), else 0666 less
+    /// the umask, as for any new file.
+    pub fn create_temp(&self, stem: &str, mode: Option<u32>) -> Result<(String, File)> {
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        for _ in 0..TEMP_ATTEMPTS {
+            let name = format!("{stem}.{:016x}.tmp", fresh_token());
+            match rfs::openat(
+                &self.fd,
+                name.as_str(),
+                flags,
+                Mode::from_bits_truncate(0o666),
+            ) {
+                Ok(fd) => {
+                    if let Some(mode) = mode {
+                        rfs::fchmod(&fd, Mode::from_bits_truncate(mode & 0o7777)).with_context(
+                            || format!("setting the mode of {}", self.join(&name).display()),
+                        )?;
+                    }
+                    return Ok((name, File::from(fd)));
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => {
+                    return Err(std::io::Error::from(e))
+                        .with_context(|| format!("creating {}", self.join(&name).display()))
+                }
+            }
+        }
+        bail!(
+            "cannot create a temporary file in {}: {TEMP_ATTEMPTS} fresh names were all taken",
+            self.path.display()
+        )
+    }
+
+    /// Renames `from` to `to` within the directory, replacing `to` (the commit point).
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        rfs::renameat(&self.fd, from, &self.fd, to).map_err(|e| {
+            anyhow::Error::new(std::io::Error::from(e)).context(format!(
+                "renaming {} to {}",
+                self.join(from).display(),
+                self.join(to).display()
+            ))
+        })
+    }
+
+    /// Removes `name` (a symbolic link is removed itself, never its target).
+    pub fn remove(&self, name: &str) -> Result<()> {
+        match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(std::io::Error::from(e))
+                .with_context(|| format!("removing {}", self.join(name).display())),
+        }
+    }
+
+    /// Makes the directory's entries (a rename) durable.
+    pub fn sync(&self) -> Result<()> {
+        rfs::fsync(&self.fd)
+            .map_err(std::io::Error::from)
+            .with_context(|| format!("syncing {}", self.path.display()))
+    }
+
+    /// The names in the directory, `.` and `..` left out.
+    pub fn names(&self) -> Result<Vec<OsString>> {
+        let io = || format!("reading {}", self.path.display());
+        let dir = rfs::Dir::read_from(&self.fd)
+            .map_err(std::io::Error::from)
+            .with_context(io)?;
+        let mut names = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(std::io::Error::from).with_context(io)?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push(OsString::from_vec(name.to_vec()));
+            }
+        }
+        Ok(names)
+    }
+
+    /// `fd` as a file when it is a regular file; an error naming what it is otherwise.
+    fn regular(&self, fd: OwnedFd, name: &str) -> Result<File> {
+        let stat = rfs::fstat(&fd)
+            .map_err(std::io::Error::from)
+            .with_context(|| format!("reading {}", self.join(name).display()))?;
+        let kind = FileType::from_raw_mode(stat.st_mode);
+        if kind != FileType::RegularFile {
+            bail!(
+                "{} is not a regular file (it is {}); refusing to use it",
+                self.join(name).display(),
+                describe(kind)
+            );
+        }
+        // The descriptor was opened non-blocking so that a FIFO could not block the open; on a
+        // regular file the flag changes nothing.
+        Ok(File::from(fd))
+    }
+
+    fn refusal(&self, e: Errno, name: &str) -> anyhow::Error {
+        let path = self.join(name);
+        if e == Errno::LOOP {
+            return anyhow::anyhow!(
+                "{} is a symbolic link; refusing to follow it (another user may have planted \
+                 it)",
+                path.display()
+            );
+        }
+        if e == Errno::NXIO {
+            // Opening a FIFO without a reader for writing, without blocking, fails this way.
+            let kind = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map_or("not a regular file", |st| {
+                    describe(FileType::from_raw_mode(st.st_mode))
+                });
+            return anyhow::anyhow!(
+                "{} is not a regular file (it is {kind}); refusing to use it",
+                path.display()
+            );
+        }
+        anyhow::Error::new(std::io::Error::from(e)).context(format!("opening {}", path.display()))
+    }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+fn describe(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        _ => "not a regular file",
+    }
+}
+
+/// A token for a temporary name: different for every call in a process and, through the process
+/// id and the clock, across processes. Unpredictability is not what keeps the name safe (the
+/// exclusive create is); it only makes a planted name unlikely to be hit.
+fn fresh_token() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut seed = [0u8; 24];
+    seed[..8].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    seed[8..16].copy_from_slice(&nanos.to_le_bytes());
+    seed[16..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&seed)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    #[test]
+    fn refuses_a_symlinked_directory_and_symlinked_files() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        symlink(&real, t.path().join("link")).unwrap();
+        let e = IndexDir::open(&t.path().join("link")).err().unwrap();
+        assert!(format!("{e:#}").contains("is a symbolic link"), "{e:#}");
+        assert!(IndexDir::open(&t.path().join("missing")).unwrap().is_none());
+
+        let dir = IndexDir::open(&real).unwrap().unwrap();
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        symlink(&victim, real.join("lock")).unwrap();
+        symlink(&victim, real.join("data")).unwrap();
+        let e = dir.lock("lock").err().unwrap();
+        assert!(format!("{e:#}").contains("symbolic link"), "{e:#}");
+        let e = dir.open_file("data").err().unwrap();
+        assert!(format!("{e:#}").contains("symbolic link"), "{e:#}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("data");
+        rustix::fs::mkfifoat(CWD, &fifo, Mode::from_bits_truncate(0o600)).unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        let e = dir.open_file("data").err().unwrap();
+        assert!(format!("{e:#}").contains("a FIFO"), "{e:#}");
+        let e = dir.lock("data").err().unwrap();
+        assert!(format!("{e:#}").contains("a FIFO"), "{e:#}");
+    }
+
+    #[test]
+    fn temporaries_are_fresh_and_keep_a_given_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        let (a, mut fa) = dir.create_temp("data", Some(0o600)).unwrap();
+        let (b, _) = dir.create_temp("data", None).unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with("data.") && a.ends_with(".tmp"), "{a}");
+        fa.write_all(b"x").unwrap();
+        let mode = std::fs::metadata(dir.join(&a))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        dir.rename(&a, "data").unwrap();
+        let mut s = String::new();
+        dir.open_file("data")
+            .unwrap()
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "x");
+        dir.remove(&b).unwrap();
+        dir.sync().unwrap();
+        let mut names = dir.names().unwrap();
+        names.sort();
+        assert_eq!(names, [OsString::from("data")]);
+    }
+}
