@@ -40,9 +40,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
-use dupfind::minhash::splitmix64;
-use dupfind::read::{decode, Decoded};
-use dupfind::shingle::{into_set, ShingleKind, Shingler};
+use dupfind::input::read::{decode, Decoded};
+use dupfind::sketch::minhash::splitmix64;
+use dupfind::sketch::shingle::{into_set, ShingleKind, Shingler};
 use dupfind::verify::jaccard;
 
 fn main() -> ExitCode {

@@ -20,11 +20,11 @@ use criterion::{
     Throughput,
 };
 
-use dupfind::buckets::Buckets;
-use dupfind::lsh::{band_key, Banding, RECALL_WEIGHT};
-use dupfind::minhash::{splitmix64, MinHasher, SketchKind};
-use dupfind::shingle::{for_each_token, into_set, ShingleKind, Shingler};
-use dupfind::simhash;
+use dupfind::candidates::buckets::Buckets;
+use dupfind::candidates::lsh::{band_key, Banding, RECALL_WEIGHT};
+use dupfind::sketch::minhash::{splitmix64, MinHasher, SketchKind};
+use dupfind::sketch::shingle::{for_each_token, into_set, ShingleKind, Shingler};
+use dupfind::sketch::simhash;
 use dupfind::verify::{jaccard, jaccard_at_least};
 
 /// The command line's defaults: 5-word shingles, 128 values, threshold 0.8.

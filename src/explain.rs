@@ -11,9 +11,9 @@ use std::io::{self, Write};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::candidates::lsh::{estimate_floor, Banding, RECALL_WEIGHT};
 use crate::config::MAX_NUM_PERM;
-use crate::lsh::{estimate_floor, Banding, RECALL_WEIGHT};
-use crate::simhash;
+use crate::sketch::simhash;
 
 /// Version of the explain schema; bumped only when a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -507,8 +507,8 @@ fn memory_text(m: &Memory, what: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::lsh::band_key;
-    use crate::minhash::{MinHasher, SketchKind};
+    use crate::candidates::lsh::band_key;
+    use crate::sketch::minhash::{MinHasher, SketchKind};
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use serde_json::json;

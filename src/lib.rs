@@ -24,48 +24,22 @@
 //! saying what the scan reports of itself. `walk`, `read`, `ingest`, `spill`, `index_store` and
 //! `report` touch the OS; the middle is pure and is what the benches and unit tests call.
 
-pub mod against;
-pub mod bottomk;
-pub mod buckets;
+pub mod candidates;
 pub mod cli;
 pub mod cluster;
 pub mod config;
-pub mod containment;
-pub mod copies;
-pub mod doc;
-pub mod dump;
-pub mod edit;
-pub mod edit_verify;
-pub mod exact;
+pub mod cpu;
 pub mod exit;
 pub mod explain;
-pub mod index_dir;
-pub mod index_store;
+pub mod index;
 pub mod ingest;
+pub mod input;
 pub mod interrupt;
-pub mod keep;
-pub mod kmv;
-pub mod lsh;
-pub mod material;
 pub mod messages;
-pub mod minhash;
-pub mod oracle;
-pub mod prefetch;
-pub mod read;
-pub mod readahead;
 pub mod report;
-pub mod results;
 pub mod scan;
-pub mod set_cache;
-pub mod settings;
-pub mod shingle;
-pub mod simhash;
-pub mod spill;
-pub mod strict;
-pub mod text;
-pub mod tokenize;
+pub mod sketch;
 pub mod verify;
-pub mod walk;
 
 use std::io::{BufWriter, Write};
 
@@ -130,14 +104,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 /// `dupfind index info`: what an index holds, without its sets.
 fn index_info(dir: &std::path::Path) -> Result<serde_json::Value> {
     use anyhow::Context;
-    let index = index_store::Index::open(dir)
+    let index = crate::index::store::Index::open(dir)
         .with_context(|| format!("cannot use index {}", messages::display_path(dir)))?;
     let documents = index.entries().len();
     let files: std::collections::HashSet<&[u8]> =
         index.entries().iter().map(|e| &e.path[..]).collect();
     Ok(serde_json::json!({
         "schema_version": report::SCHEMA_VERSION,
-        "format_version": index_store::FORMAT_VERSION,
+        "format_version": crate::index::store::FORMAT_VERSION,
         "generation": index.generation(),
         "documents": documents,
         "files": files.len(),

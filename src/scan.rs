@@ -6,39 +6,40 @@
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature
 //! (K u32 values; with `--sketch bottom-k` also K + 1 u64 values) or fingerprint; sets are kept during the first pass only while a fixed budget
-//! lasts ([`crate::set_cache`]), and exact verification ([`crate::exact`]) loads the sets of
+//! lasts ([`crate::ingest::set_cache`]), and exact verification ([`crate::verify::sets`]) loads the sets of
 //! candidates a bounded batch at a time, deriving again from their files those not kept. Edit
-//! verification ([`crate::edit_verify`]) loads token sequences the same way.
+//! verification ([`crate::verify::edit`]) loads token sequences the same way.
 
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::against;
-use crate::buckets::Buckets;
+use crate::candidates::buckets::Buckets;
+use crate::candidates::containment;
+use crate::candidates::identical;
+use crate::candidates::lsh::{band_key, estimate_floor};
 use crate::cli::ClusterArg;
+use crate::cluster::representative;
+use crate::cluster::strict::split_component;
 use crate::cluster::{clusters, Cluster, UnionFind};
 use crate::config::{Config, MethodConfig, Verify};
-use crate::containment;
-use crate::doc::{DocResult, Engine, Outcome, Sketcher};
-use crate::edit_verify::EditVerifier;
-use crate::exact::ExactVerifier;
 use crate::exit::ExitCode;
+use crate::index::against;
+use crate::ingest::set_cache::SetCache;
+use crate::ingest::worker::{DocResult, Engine, Outcome, Sketcher};
 use crate::ingest::{spill_records, Ingest, Ingested};
-use crate::keep;
-use crate::lsh::{band_key, estimate_floor};
-use crate::material::{Loaded, Want};
+use crate::input::read::SizeLimits;
+use crate::input::walk::{walk, FileEntry};
 use crate::messages::{display_path, InputError, Messages};
-use crate::minhash::{estimate, MinHasher};
-use crate::oracle::{simhash_similarity, Oracle};
-use crate::read::SizeLimits;
+use crate::report::build;
+use crate::report::params;
 use crate::report::{ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
-use crate::results;
-use crate::set_cache::SetCache;
-use crate::simhash;
-use crate::strict::split_component;
+use crate::sketch::minhash::{estimate, MinHasher};
+use crate::sketch::simhash;
+use crate::verify::edit::EditVerifier;
+use crate::verify::judge::{simhash_similarity, Oracle};
+use crate::verify::reload::{Loaded, Want};
+use crate::verify::sets::ExactVerifier;
 use crate::verify::{all_buckets, connect, containment_verified, jaccard_at_least, Score};
-use crate::walk::{walk, FileEntry};
-use crate::{copies, settings};
 
 /// A finished scan: the report and the exit status it implies.
 pub struct ScanOutput {
@@ -52,7 +53,7 @@ pub struct ScanOutput {
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let msgs = &cfg.messages;
     let walked = walk(&cfg.walk, msgs)?;
-    settings::note_banding(cfg);
+    params::note_banding(cfg);
     let files = walked.files;
     let mut errors = walked.errors;
     let mut stats = Stats {
@@ -107,7 +108,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     );
 
     let mut bottom = ingested.bottom;
-    let (exact_pairs, units) = copies::group_exact(
+    let (exact_pairs, units) = identical::group_exact(
         &mut docs,
         &mut sigs,
         lanes,
@@ -229,7 +230,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.verified_pairs = verification.passed;
     drop(tables);
 
-    let canon = copies::canonical(files.len(), &exact_pairs);
+    let canon = identical::canonical(files.len(), &exact_pairs);
     let oracle = Oracle {
         method: &cfg.method,
         lanes,
@@ -241,7 +242,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let mut pairs = exact_pairs;
     pairs.extend(verification.pairs);
     let components = clusters(files.len(), &pairs);
-    let facts = |d: u32| keep::Facts {
+    let facts = |d: u32| representative::Facts {
         id: d,
         path: &files[d as usize].path,
         bytes: docs[d as usize].bytes,
@@ -253,7 +254,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             .into_iter()
             .map(|c| {
                 let mut order = c.members.clone();
-                keep::sort(cfg.keep, &mut order, facts);
+                representative::sort(cfg.keep, &mut order, facts);
                 if oracle.is_containment() {
                     containment::largest_first(&mut order, |d| oracle.size(d));
                 }
@@ -284,14 +285,14 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     stats.unique_documents = stats.documents.saturating_sub(clustered);
     stats.exact_copies = exact_copies;
     stats.near_copies = clustered.saturating_sub(originals + exact_copies);
-    let inputs = results::Inputs {
+    let inputs = build::Inputs {
         files: &files,
         oracle: &oracle,
         engine: &engine,
         evidence: cfg.pairs,
         first_new,
     };
-    let cluster_records = results::cluster_records(&inputs, &found, &mut errors);
+    let cluster_records = build::cluster_records(&inputs, &found, &mut errors);
     if let Some(against) = cfg.against.as_ref().filter(|a| a.update) {
         let update = against::Update {
             cfg,
@@ -337,7 +338,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let report = Report {
         schema_version: SCHEMA_VERSION,
         dupfind_version: env!("CARGO_PKG_VERSION"),
-        params: settings::params(cfg),
+        params: params::params(cfg),
         stats,
         clusters: cluster_records,
         errors: errors
@@ -365,19 +366,19 @@ fn strict_clusters<'a>(
     oracle: &Oracle,
     engine: &Engine,
     files: &'a [FileEntry],
-    facts: impl Fn(u32) -> keep::Facts<'a> + Copy,
+    facts: impl Fn(u32) -> representative::Facts<'a> + Copy,
     errors: &mut Vec<InputError>,
 ) -> Vec<(u32, Cluster)> {
     let mut out = Vec::new();
     for c in components {
         let mut order = c.members;
-        keep::sort(cfg.keep, &mut order, facts);
+        representative::sort(cfg.keep, &mut order, facts);
         let want = Want {
             sets: oracle.needs_sets(),
             tokens: oracle.needs_tokens(),
         };
         let loaded = if want.sets || want.tokens {
-            results::member_material(oracle, engine, files, &order, want, errors)
+            build::member_material(oracle, engine, files, &order, want, errors)
         } else {
             Loaded::default()
         };
@@ -550,7 +551,7 @@ fn bucket(
                         if let Some(&ahead) = units.get(i + PREFETCH_AHEAD) {
                             // A band's pass reads 24 bytes of each 512-byte signature, a
                             // stride the hardware prefetchers did not follow.
-                            crate::prefetch::prefetch(&sigs[ahead as usize * lanes + band * r]);
+                            crate::cpu::prefetch(&sigs[ahead as usize * lanes + band * r]);
                         }
                         let start = u as usize * lanes + band * r;
                         (band_key(band, &sigs[start..start + r]), u)

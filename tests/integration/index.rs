@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
-use dupfind::index_store::Index;
-use dupfind::minhash::mix64;
+use dupfind::index::store::Index;
+use dupfind::sketch::minhash::mix64;
 use serde_json::{json, Value};
 
 use super::util::schema::assert_schema;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use dupfind::minhash::mix64;
+use dupfind::sketch::minhash::mix64;
 use serde_json::Value;
 
 /// The dupfind binary under test.

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Byte-identity check: the current release build against a pinned earlier one, same inputs, same
+# seed, every mode a refactor must leave unchanged. Prints one line per case and exits 1 on the
+# first difference (with a diff of the two outputs).
+#
+#   BASELINE=path/to/old/dupfind benches/same-output.sh            10k benchmark corpus + example
+#   BASELINE=... benches/same-output.sh --docs 2000                 a smaller generated corpus
+#
+# Cases: defaults, --pairs, --cluster strict, --cluster components, -m simhash, --shingle char,
+# --containment, --verify edit, --verify estimate, --sketch bottom-k, --sketch kperm, --format
+# text, --format jsonl, -j1 and -j2, a JSON Lines dump (plain and gzip), and index build followed
+# by scan --against --update (reports, index info and the index's bytes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+docs=10000 work=target/same-output
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --docs) docs=$2; shift 2 ;;
+        --work) work=$2; shift 2 ;;
+        *) echo "same-output.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+if [ -z "${BASELINE:-}" ]; then
+    echo "same-output.sh: set BASELINE to the pinned build to compare with" >&2
+    exit 2
+fi
+baseline=$(realpath "$BASELINE")
+
+cargo build --release --quiet --bin dupfind --example corpus
+bin=$(realpath target/release/dupfind)
+gen=target/release/examples/corpus
+mkdir -p "$work"
+work=$(realpath "$work")
+corpus=$work/corpus-$docs
+if [ ! -d "$corpus" ]; then
+    "$gen" gen --out "$corpus.tmp" --docs "$docs" --seed 1 >&2
+    mv "$corpus.tmp" "$corpus"
+fi
+if [ ! -f "$work/dump-$docs.jsonl" ]; then
+    "$gen" gen --jsonl "$work/dump-$docs.jsonl.tmp" --docs "$docs" --seed 2 >&2
+    mv "$work/dump-$docs.jsonl.tmp" "$work/dump-$docs.jsonl"
+    gzip -1 -k -c "$work/dump-$docs.jsonl" > "$work/dump-$docs.jsonl.gz"
+fi
+
+cases=0
+# same NAME ARGS...: runs both builds from $work with ARGS and compares stdout and the status.
+same() {
+    local name=$1; shift
+    local rc_new=0 rc_old=0
+    (cd "$work" && "$bin" "$@" > "$work/new.out" 2> "$work/new.err") || rc_new=$?
+    (cd "$work" && "$baseline" "$@" > "$work/old.out" 2> "$work/old.err") || rc_old=$?
+    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out"; then
+        echo "DIFFERENT: $name (exit $rc_new, baseline $rc_old): $*"
+        diff "$work/old.out" "$work/new.out" | head -40
+        exit 1
+    fi
+    cases=$((cases + 1))
+    printf 'same  %-34s %8d bytes  exit %d\n' "$name" "$(wc -c < "$work/new.out")" "$rc_new"
+}
+
+c=$(basename "$corpus")
+example=$(realpath tests/data/corpus)
+for j in 1 2; do
+    same "defaults -j$j" scan -q -j "$j" "$c"
+    same "--pairs -j$j" scan -q -j "$j" --pairs "$c"
+done
+same "--cluster strict" scan -q --cluster strict "$c"
+same "--cluster components" scan -q --cluster components "$c"
+same "--cluster components --pairs" scan -q --cluster components --pairs "$c"
+same "-m simhash" scan -q -m simhash "$c"
+same "-m simhash --max-distance 6" scan -q -m simhash --max-distance 6 --pairs "$c"
+same "--shingle char -j1" scan -q -j1 --shingle char "$c"
+same "--shingle char -j2" scan -q -j2 --shingle char "$c"
+same "--containment" scan -q --containment "$c"
+same "--containment --pairs" scan -q --containment --pairs -t 0.7 "$c"
+same "--verify edit" scan -q --verify edit "$c"
+same "--verify edit --pairs" scan -q --verify edit --pairs --cluster components "$c"
+same "--verify estimate" scan -q --verify estimate "$c"
+same "--sketch bottom-k" scan -q --sketch bottom-k --verify estimate "$c"
+same "--sketch kperm" scan -q --sketch kperm "$c"
+same "--min-similarity 0.9" scan -q --min-similarity 0.9 --keep largest "$c"
+same "--format text" scan -q --format text "$c"
+same "--format jsonl" scan -q --format jsonl --cluster components "$c"
+same "example corpus" scan -q "$example"
+same "example corpus, text" scan -q --format text --pairs "$example"
+same "JSON Lines dump" scan -q "dump-$docs.jsonl"
+same "JSON Lines dump, gzip" scan -q --pairs "dump-$docs.jsonl.gz"
+
+# The index: built from the first half of the corpus, then the rest scanned against it and
+# added. Each build writes its own index; the reports, `index info` and the files must agree.
+rm -rf "$work/half-a" "$work/half-b" "$work/idx-new" "$work/idx-old"
+mkdir -p "$work/half-a" "$work/half-b"
+find "$corpus" -type f -name '*.txt' | sort | awk -v a="$work/half-a" -v b="$work/half-b" \
+    '{ printf "%s\t%s\n", $0, (NR % 2 ? a : b) }' | while IFS=$'\t' read -r f to; do
+    ln "$f" "$to/$(basename "$f")" 2> /dev/null || cp "$f" "$to/"
+done
+index_case() { # name build|update
+    local rc_new=0 rc_old=0
+    if [ "$2" = build ]; then
+        (cd "$work" && "$bin" index build -q --index idx-new half-a > new.out 2> new.err) || rc_new=$?
+        (cd "$work" && "$baseline" index build -q --index idx-old half-a > old.out 2> old.err) || rc_old=$?
+    else
+        (cd "$work" && "$bin" scan -q --against idx-new --update half-b > new.out 2> new.err) || rc_new=$?
+        (cd "$work" && "$baseline" scan -q --against idx-old --update half-b > old.out 2> old.err) || rc_old=$?
+    fi
+    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out"; then
+        echo "DIFFERENT: $1 (exit $rc_new, baseline $rc_old)"
+        diff "$work/old.out" "$work/new.out" | head -40
+        exit 1
+    fi
+    cases=$((cases + 1))
+    printf 'same  %-34s %8d bytes  exit %d\n' "$1" "$(wc -c < "$work/new.out")" "$rc_new"
+}
+index_case "index build" build
+index_case "scan --against --update" update
+(cd "$work" && "$bin" index info --index idx-new > new.out && "$baseline" index info --index idx-old > old.out)
+cmp -s "$work/new.out" "$work/old.out" || { echo "DIFFERENT: index info"; diff "$work/old.out" "$work/new.out"; exit 1; }
+cmp -s "$work/idx-new/index.dfx" "$work/idx-old/index.dfx" || { echo "DIFFERENT: index.dfx bytes"; exit 1; }
+cases=$((cases + 2))
+echo "same  index info and index.dfx bytes"
+echo "all $cases cases byte-identical to $BASELINE"

@@ -1,0 +1,460 @@
+//! Documents: one file → content hash, shingles, signature. The per-document work of a scan,
+//! run in parallel by `scan` with one `DocWorker` (and its reusable buffers) per rayon job.
+//!
+//! Byte-identical files are sketched once: the first worker to see a content hash claims it,
+//! and the others stop after hashing. Which copy is sketched varies with thread timing, but every
+//! copy gives the same signature, so the output does not.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::index::against::IndexedSets;
+use crate::ingest::set_cache::SetCache;
+use crate::input::dump::{open_stream, read_limited, sniff, Compression};
+use crate::input::read::{
+    decode, read_file, Decoded, FileMeta, ReadFailure, Residency, SizeLimits,
+};
+use crate::input::readahead::Readahead;
+use crate::input::spill::Spill;
+use crate::input::walk::FileEntry;
+use crate::sketch::kmv::Kmv;
+use crate::sketch::minhash::{MinHasher, SketchKind};
+use crate::sketch::shingle::{into_set, ShingleKind, Shingler};
+use crate::sketch::simhash;
+
+/// How documents are sketched.
+#[derive(Clone, Debug)]
+pub enum Sketcher {
+    /// MinHash signatures.
+    MinHash {
+        /// The hash family.
+        hasher: MinHasher,
+    },
+    /// SimHash fingerprints under a seed.
+    SimHash {
+        /// Seed mixed into every feature hash.
+        seed: u64,
+    },
+}
+
+/// Shared settings of the per-document work.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    /// Word or character shingles.
+    pub shingle: ShingleKind,
+    /// Shingle length.
+    pub ngram: usize,
+    /// Smallest and largest file read (the largest also bounds the decompressed content of a
+    /// compressed file).
+    pub limits: SizeLimits,
+    /// Count each document's distinct shingles (`--containment` needs every set's size).
+    pub sizes: bool,
+    /// Signature kind.
+    pub sketcher: Sketcher,
+    /// Texts of the dump records that verification reads again.
+    pub spill: Arc<Spill>,
+    /// With `--against`: the indexed documents (ids 0..count) and their stored sets.
+    pub indexed: Option<Arc<IndexedSets>>,
+}
+
+/// What became of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Shingled and sketched.
+    Sketched,
+    /// Byte-identical to a file another worker sketched.
+    Duplicate,
+    /// A NUL byte near the start.
+    Binary,
+    /// No token.
+    Empty,
+    /// No longer a regular file.
+    NotRegular,
+    /// Under `--min-size` when opened.
+    TooShort,
+    /// Over `--max-size` when opened: its size.
+    TooLarge(u64),
+    /// Grew past `--max-size` while read, or decompresses to more: at least this many bytes.
+    GrewTooLarge(u64),
+    /// Could not be read: the reason.
+    Failed(String),
+}
+
+/// The result for one file; its signature is written in place by the worker.
+#[derive(Clone, Debug)]
+pub struct DocResult {
+    /// What happened.
+    pub outcome: Outcome,
+    /// Bytes read.
+    pub bytes: u64,
+    /// xxh3-128 of the raw bytes.
+    pub hash: u128,
+    /// SimHash fingerprint (SimHash only).
+    pub fingerprint: u64,
+    /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
+    /// MinHash verification.
+    pub set: Option<Box<[u64]>>,
+    /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
+    /// or when the engine asks for sizes); 0 otherwise.
+    pub shingles: u64,
+}
+
+impl DocResult {
+    fn new(outcome: Outcome) -> Self {
+        DocResult {
+            outcome,
+            bytes: 0,
+            hash: 0,
+            fingerprint: 0,
+            set: None,
+            shingles: 0,
+        }
+    }
+}
+
+/// Content hashes already claimed for sketching, sharded to keep lock contention low.
+pub struct Claims(Vec<Mutex<HashSet<u128>>>);
+
+impl Default for Claims {
+    fn default() -> Self {
+        Claims((0..64).map(|_| Mutex::new(HashSet::new())).collect())
+    }
+}
+
+impl Claims {
+    /// True for the first caller with this hash.
+    pub fn claim(&self, hash: u128) -> bool {
+        let shard = &self.0[(hash as usize) % self.0.len()];
+        match shard.lock() {
+            Ok(mut set) => set.insert(hash),
+            // A poisoned shard means another worker panicked; sketching again is always correct.
+            Err(_) => true,
+        }
+    }
+}
+
+/// Per-job buffers, reused across documents.
+pub struct DocWorker<'a> {
+    engine: &'a Engine,
+    shingler: Shingler,
+    shingles: Vec<u64>,
+    buf: Vec<u8>,
+    scratch: Vec<u32>,
+    /// The metadata of the file last opened by [`DocWorker::process`].
+    meta: Option<FileMeta>,
+    /// Whether the last file read had to wait for the disk, and what that asks to read ahead.
+    waited: bool,
+    readahead: Readahead,
+    /// This worker's sketch of the corpus's distinct shingles, merged into the sink on drop.
+    kmv: Option<(Kmv, &'a Mutex<Kmv>)>,
+}
+
+impl Drop for DocWorker<'_> {
+    fn drop(&mut self) {
+        if let Some((kmv, sink)) = &self.kmv {
+            // Merging is order-independent, so which worker finishes first does not matter.
+            match sink.lock() {
+                Ok(mut total) => total.merge(kmv),
+                Err(poisoned) => poisoned.into_inner().merge(kmv),
+            }
+        }
+    }
+}
+
+impl<'a> DocWorker<'a> {
+    /// A worker that also counts distinct shingles into `sink`.
+    pub fn counting(engine: &'a Engine, sink: &'a Mutex<Kmv>) -> Self {
+        let mut w = DocWorker::new(engine);
+        let k = sink
+            .lock()
+            .map(|s| s.k())
+            .unwrap_or(crate::sketch::kmv::DEFAULT_KMV_K);
+        w.kmv = Some((Kmv::new(k), sink));
+        w
+    }
+
+    /// A worker with empty buffers.
+    pub fn new(engine: &'a Engine) -> Self {
+        DocWorker {
+            engine,
+            shingler: Shingler::new(engine.shingle, engine.ngram),
+            shingles: Vec::new(),
+            buf: Vec::new(),
+            scratch: Vec::new(),
+            meta: None,
+            waited: false,
+            readahead: Readahead::default(),
+            kmv: None,
+        }
+    }
+
+    /// Reads, hashes and sketches one file into `signature` (MinHash lanes; unused by SimHash).
+    /// `cache` decides whose shingles are kept (exact MinHash verification only).
+    pub fn process(
+        &mut self,
+        file: &FileEntry,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+    ) -> DocResult {
+        if let Err(f) = self.read(file) {
+            return DocResult::new(match f {
+                ReadFailure::NotRegular => Outcome::NotRegular,
+                ReadFailure::TooShort => Outcome::TooShort,
+                ReadFailure::TooLarge(n) => Outcome::TooLarge(n),
+                ReadFailure::GrewTooLarge(n) => Outcome::GrewTooLarge(n),
+                ReadFailure::Error(e) => Outcome::Failed(e),
+            });
+        }
+        let mut r = DocResult::new(Outcome::Sketched);
+        r.bytes = self.buf.len() as u64;
+        r.hash = xxh3_128(&self.buf);
+        let buf = std::mem::take(&mut self.buf);
+        r.outcome = match decode(&buf) {
+            Decoded::Binary => Outcome::Binary,
+            Decoded::Text(text) => self.claim_and_sketch(&text, &mut r, signature, claims, cache),
+        };
+        self.buf = buf;
+        r
+    }
+
+    /// Called before item `i` of a run of `len` (`run` tells runs apart) is read, when a run is
+    /// read in order: once reads wait for the disk, the files ahead (`path_of` their index, None
+    /// for an item not read from its path) are advised ([`crate::input::readahead`]).
+    pub fn read_ahead<'p>(
+        &mut self,
+        run_i_len: (usize, usize, usize),
+        path_of: impl Fn(usize) -> Option<&'p Path>,
+    ) {
+        let waited = std::mem::take(&mut self.waited);
+        self.readahead.before(run_i_len, waited, path_of);
+    }
+
+    /// The metadata of the file the last [`DocWorker::process`] opened, if it got that far.
+    pub fn take_meta(&mut self) -> Option<FileMeta> {
+        self.meta.take()
+    }
+
+    /// Hashes and sketches the text of one dump record, as `process` does a file's.
+    pub fn process_text(
+        &mut self,
+        text: &str,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+    ) -> DocResult {
+        let mut r = DocResult::new(Outcome::Sketched);
+        r.bytes = text.len() as u64;
+        r.hash = xxh3_128(text.as_bytes());
+        r.outcome = self.claim_and_sketch(text, &mut r, signature, claims, cache);
+        r
+    }
+
+    /// Shingles and sketches `text` when this worker is the first with its content hash
+    /// (`r.hash`); a copy another worker claimed is only a `Duplicate`.
+    fn claim_and_sketch(
+        &mut self,
+        text: &str,
+        r: &mut DocResult,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+    ) -> Outcome {
+        if !claims.claim(r.hash) {
+            return Outcome::Duplicate;
+        }
+        self.shingles.clear();
+        self.shingler.shingle(text, &mut self.shingles);
+        self.sketch(r, signature, cache)
+    }
+
+    /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
+    /// gzip or zstd (recognised by their magic bytes), never more than the size limit either way.
+    fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
+        self.meta = None;
+        let residency = read_file(
+            &file.path,
+            file.id,
+            self.engine.limits,
+            &mut self.buf,
+            &mut self.meta,
+        )?;
+        self.waited = residency == Residency::NotCached;
+        if sniff(&self.buf[..self.buf.len().min(4)]) == Compression::None {
+            return Ok(());
+        }
+        let raw = std::io::Cursor::new(std::mem::take(&mut self.buf));
+        let (_, mut stream) =
+            open_stream(raw).map_err(|e| ReadFailure::Error(crate::messages::io_reason(&e)))?;
+        let fits = read_limited(&mut stream, self.engine.limits.max, &mut self.buf)
+            .map_err(|e| ReadFailure::Error(e.to_string()))?;
+        if !fits {
+            return Err(ReadFailure::GrewTooLarge(self.buf.len() as u64));
+        }
+        Ok(())
+    }
+
+    fn sketch(
+        &mut self,
+        r: &mut DocResult,
+        signature: &mut [u32],
+        cache: Option<&SetCache>,
+    ) -> Outcome {
+        if self.shingles.is_empty() {
+            return Outcome::Empty;
+        }
+        if let Some((kmv, _)) = &mut self.kmv {
+            kmv.insert_set(&self.shingles);
+        }
+        match &self.engine.sketcher {
+            Sketcher::MinHash { hasher } => {
+                // K-permutation MinHash costs K multiplies per shingle, so repeats are removed
+                // first; OPH costs one, so it sketches without sorting.
+                let sorted = hasher.kind() == SketchKind::Kperm || self.engine.sizes;
+                if sorted {
+                    into_set(&mut self.shingles);
+                    r.shingles = self.shingles.len() as u64;
+                }
+                hasher.sketch(&self.shingles, signature, &mut self.scratch);
+                if cache.is_some_and(|c| c.admit(signature, self.shingles.len() * 8)) {
+                    // Kept as they are: only candidates are sorted, when they are verified.
+                    r.set = Some(self.shingles.as_slice().into());
+                }
+            }
+            Sketcher::SimHash { seed } => {
+                r.fingerprint = simhash::fingerprint(&self.shingles, *seed);
+            }
+        }
+        Outcome::Sketched
+    }
+
+    /// The shingle hashes of the document [`DocWorker::process`] last sketched (unsorted, maybe
+    /// repeated). Meaningful only when that document's outcome was `Sketched`.
+    pub fn shingles(&self) -> &[u64] {
+        &self.shingles
+    }
+
+    /// Reads a document's content again into the worker's buffer (a dump record's text from the
+    /// spill); it must still hash to `hash`.
+    fn reread(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<(), String> {
+        const CHANGED: &str = "file changed during the scan";
+        if file.record.is_some() {
+            self.engine.spill.read(doc, &mut self.buf)?;
+        } else {
+            self.read(file).map_err(|f| match f {
+                ReadFailure::Error(e) => e,
+                _ => CHANGED.to_string(),
+            })?;
+        }
+        if xxh3_128(&self.buf) != hash {
+            return Err(CHANGED.to_string());
+        }
+        Ok(())
+    }
+
+    /// Reads a document again for verification and returns its shingle set; the content must
+    /// still hash to `hash`. An indexed document's set comes from the index.
+    pub fn load_set(
+        &mut self,
+        doc: u32,
+        file: &FileEntry,
+        hash: u128,
+    ) -> Result<Box<[u64]>, String> {
+        if let Some(indexed) = &self.engine.indexed {
+            if doc < indexed.count() {
+                return indexed.read(doc);
+            }
+        }
+        self.reread(doc, file, hash)?;
+        let mut shingles = std::mem::take(&mut self.shingles);
+        shingles.clear();
+        if let Some(text) = text_of(&self.buf, file) {
+            self.shingler.shingle(&text, &mut shingles);
+        }
+        into_set(&mut shingles);
+        let set = shingles.as_slice().into();
+        self.shingles = shingles;
+        Ok(set)
+    }
+
+    /// Reads a document again for edit verification and returns its token sequence: the
+    /// xxh3-64 hash of each normalized token, in text order. The content must still hash to
+    /// `hash`. (An index stores sets, not sequences; `--verify edit` cannot be used with one.)
+    pub fn load_tokens(
+        &mut self,
+        doc: u32,
+        file: &FileEntry,
+        hash: u128,
+    ) -> Result<Box<[u64]>, String> {
+        if self
+            .engine
+            .indexed
+            .as_ref()
+            .is_some_and(|ix| doc < ix.count())
+        {
+            return Err("an indexed document has no token sequence".to_string());
+        }
+        self.reread(doc, file, hash)?;
+        let mut tokens = Vec::new();
+        if let Some(text) = text_of(&self.buf, file) {
+            crate::sketch::shingle::for_each_token(&text, &mut Vec::new(), |t| {
+                tokens.push(xxhash_rust::xxh3::xxh3_64(t))
+            });
+        }
+        Ok(tokens.into_boxed_slice())
+    }
+}
+
+/// A document's text read again: a record's as it is (it came from a JSON string, so it is
+/// UTF-8 and never sniffed for binary); a file's decoded as in the first pass.
+fn text_of<'b>(buf: &'b [u8], file: &FileEntry) -> Option<std::borrow::Cow<'b, str>> {
+    match file.record {
+        Some(_) => std::str::from_utf8(buf)
+            .ok()
+            .map(std::borrow::Cow::Borrowed),
+        None => match decode(buf) {
+            Decoded::Text(text) => Some(text),
+            Decoded::Binary => None,
+        },
+    }
+}
+
+/// A document's sorted shingle set (or token sequence), or why it could not be derived again.
+pub type LoadedSet = Result<Box<[u64]>, String>;
+
+/// Loads the shingle sets of `docs` (id and content hash) in parallel, in the order given; a
+/// file that cannot be read again or changed since it was sketched gives the reason instead.
+pub fn load_sets(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+) -> Vec<(u32, LoadedSet)> {
+    load_all(engine, files, docs, |w, d, f, h| w.load_set(d, f, h))
+}
+
+/// Loads the token sequences of `docs` ([`DocWorker::load_tokens`]) as [`load_sets`] loads sets.
+pub fn load_token_seqs(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+) -> Vec<(u32, LoadedSet)> {
+    load_all(engine, files, docs, |w, d, f, h| w.load_tokens(d, f, h))
+}
+
+fn load_all(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+    load: impl Fn(&mut DocWorker, u32, &FileEntry, u128) -> LoadedSet + Sync,
+) -> Vec<(u32, LoadedSet)> {
+    use rayon::prelude::*;
+    docs.par_iter()
+        .map_init(
+            || DocWorker::new(engine),
+            |w, &(d, hash)| (d, load(w, d, &files[d as usize], hash)),
+        )
+        .collect()
+}

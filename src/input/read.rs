@@ -1,0 +1,317 @@
+//! Read: one file → its bytes → decoded text.
+//!
+//! A file is opened non-blocking (so a file swapped for a FIFO after the walk cannot hang the
+//! scan) and checked through the open handle: still a regular file, still the inode the walk
+//! saw, within the size limits. Its metadata is taken there too, which is where it first comes
+//! from when the walk did not stat the file ([`crate::input::walk::WalkOptions::defer_metadata`]). It
+//! is read whole into a buffer the calling thread reuses, never more than `max_size + 1` bytes.
+//! A size that changed while reading is an error: the bytes would describe no version of the
+//! file.
+//!
+//! Decoding: a UTF-8 BOM is dropped; a UTF-16 BOM (LE or BE) selects UTF-16; otherwise a NUL
+//! byte in the first 8 KiB marks the file binary; anything else is UTF-8, with invalid
+//! sequences replaced by U+FFFD, so no document is ever dropped for its encoding.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+
+use crate::input::walk::inode;
+
+/// How much of a file is searched for a NUL byte.
+pub const BINARY_SNIFF: usize = 8 * 1024;
+
+/// Why a file was not turned into a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// It is no longer a regular file.
+    NotRegular,
+    /// Its size when opened is under the lower limit.
+    TooShort,
+    /// Its size when opened is over the limit.
+    TooLarge(u64),
+    /// It grew past the limit while it was read (at least this many bytes).
+    GrewTooLarge(u64),
+    /// Opening or reading failed, or the file changed: the reason, for the report.
+    Error(String),
+}
+
+/// What the open handle says about a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Size in bytes when opened.
+    pub size: u64,
+    /// Device and inode number ((0, 0) on platforms without them).
+    pub id: (u64, u64),
+    /// Modification time, if the platform has one.
+    pub modified: Option<std::time::SystemTime>,
+    /// More than one name (hard links) may lead to this inode.
+    pub linked: bool,
+}
+
+impl FileMeta {
+    fn of(meta: &std::fs::Metadata) -> FileMeta {
+        FileMeta {
+            size: meta.len(),
+            id: inode(meta),
+            modified: meta.modified().ok(),
+            linked: links(meta) > 1,
+        }
+    }
+}
+
+#[cfg(unix)]
+fn links(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn links(_meta: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// The sizes a file must be within, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeLimits {
+    /// Smaller files are skipped.
+    pub min: u64,
+    /// Larger files are skipped.
+    pub max: u64,
+}
+
+/// Reads `path` into `buf`, and says whether it had to wait for the disk. `expected` is the
+/// (device, inode) the walk saw, or (0, 0) to accept
+/// any. `meta` receives the open file's metadata as soon as it is known, even when the file is
+/// then refused.
+pub fn read_file(
+    path: &Path,
+    expected: (u64, u64),
+    limits: SizeLimits,
+    buf: &mut Vec<u8>,
+    meta: &mut Option<FileMeta>,
+) -> Result<Residency, ReadFailure> {
+    let io = |e: std::io::Error| ReadFailure::Error(crate::messages::io_reason(&e));
+    let max_size = limits.max;
+    let file = open_nonblocking(path).map_err(io)?;
+    let opened = file.metadata().map_err(io)?;
+    if !opened.file_type().is_file() {
+        return Err(ReadFailure::NotRegular);
+    }
+    let m = FileMeta::of(&opened);
+    *meta = Some(m);
+    if expected != (0, 0) && m.id != expected {
+        return Err(ReadFailure::Error(
+            "file was replaced during the scan".into(),
+        ));
+    }
+    if m.size < limits.min {
+        return Err(ReadFailure::TooShort);
+    }
+    if m.size > max_size {
+        return Err(ReadFailure::TooLarge(m.size));
+    }
+    // One byte more than the size seen is asked for, so a single read both fills the buffer
+    // and shows whether the file grew since: on a regular file a read returns fewer bytes than
+    // asked only at the end (short reads before it are tolerated and read on). The first read
+    // may also stop where the page cache does; a file that grew just past such a point reads
+    // as its old size, one version of it.
+    let want = m.size as usize + 1;
+    // Not cleared first: resizing from the last file's length zeroes only the growth, where
+    // clearing would zero the whole buffer for every file; the read overwrites what it uses and
+    // the rest is cut off below.
+    buf.resize(want, 0);
+    let mut residency = Residency::Cached;
+    let mut filled = match read_if_cached(&file, buf) {
+        Some(Ok(n)) => n,
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::Interrupted => return Err(io(e)),
+        Some(Err(_)) => 0,
+        None => {
+            residency = Residency::NotCached;
+            0
+        }
+    };
+    if filled > 0 && filled < m.size as usize {
+        // Part of it was cached; the rest has to come from the disk.
+        residency = Residency::NotCached;
+    }
+    while filled < m.size as usize {
+        match read_at(&file, &mut buf[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    buf.truncate(filled);
+    if buf.len() as u64 > max_size {
+        return Err(ReadFailure::GrewTooLarge(buf.len() as u64));
+    }
+    if buf.len() as u64 != m.size {
+        return Err(ReadFailure::Error(
+            "file changed while it was being read".into(),
+        ));
+    }
+    Ok(residency)
+}
+
+/// Whether a file's bytes were all in the page cache when [`read_file`] read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residency {
+    /// Cached, or the platform cannot tell.
+    Cached,
+    /// Some or all of it had to come from the disk.
+    NotCached,
+}
+
+/// The first read of a file, from offset 0, that returns only what the page cache holds:
+/// `None` when it holds none of the file (the read would wait for the disk). Where the kernel
+/// or filesystem cannot tell, this is an ordinary read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    use std::os::fd::AsRawFd;
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: the one iovec describes `buf`, writable for its whole length during the call.
+    let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+    if n >= 0 {
+        return Some(Ok(n as usize));
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => None,
+        // A kernel before 4.14, a filesystem without non-blocking buffered reads, a sandbox that
+        // refuses the call: an ordinary read, which reports the file's own errors.
+        _ => Some(read_at(file, buf, 0)),
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
+    Some(read_at(file, buf, 0))
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// Reads on from the file's position, which is `offset`: every read of a file goes through
+/// here, from the start.
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], _offset: u64) -> std::io::Result<usize> {
+    std::io::Read::read(&mut file, buf)
+}
+
+/// Opens a file for reading without blocking on a FIFO or claiming a terminal.
+#[cfg(unix)]
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+/// A file's contents as text, or the news that it is binary.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// Text, borrowed when the bytes were valid UTF-8.
+    Text(Cow<'a, str>),
+    /// A NUL byte in the first 8 KiB (and no UTF-16 BOM).
+    Binary,
+}
+
+/// Decodes file bytes as described in the module documentation.
+pub fn decode(bytes: &[u8]) -> Decoded<'_> {
+    if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        return Decoded::Text(utf8(rest));
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xFF\xFE") {
+        return Decoded::Text(Cow::Owned(utf16(rest, u16::from_le_bytes)));
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xFE\xFF") {
+        return Decoded::Text(Cow::Owned(utf16(rest, u16::from_be_bytes)));
+    }
+    let sniff = &bytes[..bytes.len().min(BINARY_SNIFF)];
+    if sniff.contains(&0) {
+        return Decoded::Binary;
+    }
+    Decoded::Text(utf8(bytes))
+}
+
+/// UTF-8 with invalid sequences replaced. `str::from_utf8` validates far faster than the lossy
+/// decoder walks valid text, so it goes first.
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+fn utf16(bytes: &[u8], unit: fn([u8; 2]) -> u16) -> String {
+    let units = bytes.chunks(2).map(|c| match c {
+        [a, b] => unit([*a, *b]),
+        // A dangling odd byte is not a code unit: decode it as an unpaired surrogate, so it
+        // becomes U+FFFD like any other invalid sequence.
+        _ => 0xD800,
+    });
+    char::decode_utf16(units)
+        .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(bytes: &[u8]) -> String {
+        match decode(bytes) {
+            Decoded::Text(t) => t.into_owned(),
+            Decoded::Binary => panic!("binary"),
+        }
+    }
+
+    fn read(path: &Path, buf: &mut Vec<u8>) -> Result<Residency, ReadFailure> {
+        let limits = SizeLimits {
+            min: 0,
+            max: 1 << 20,
+        };
+        read_file(path, (0, 0), limits, buf, &mut None)
+    }
+
+    #[test]
+    fn reads_a_file_whole_into_a_reused_buffer() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (long, short) = (dir.path().join("long"), dir.path().join("short"));
+        let text: Vec<u8> = (0..20_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        std::fs::write(&long, &text)?;
+        std::fs::write(&short, b"tiny")?;
+        let mut buf = Vec::new();
+        // Just written, so in the page cache: the first read takes it all.
+        assert_eq!(read(&long, &mut buf), Ok(Residency::Cached));
+        assert_eq!(buf, text);
+        assert_eq!(read(&short, &mut buf), Ok(Residency::Cached));
+        assert_eq!(buf, b"tiny");
+        Ok(())
+    }
+
+    #[test]
+    fn decodes_boms_and_invalid_utf8() {
+        assert_eq!(text(b"\xEF\xBB\xBFhello"), "hello");
+        assert_eq!(text(b"\xFF\xFEh\0i\0"), "hi");
+        assert_eq!(text(b"\xFE\xFF\0h\0i"), "hi");
+        assert_eq!(text(b"\xFF\xFEh\0i"), "h\u{FFFD}");
+        assert_eq!(text(b"caf\xE9"), "caf\u{FFFD}");
+        assert_eq!(decode(b"ab\0cd"), Decoded::Binary);
+        let mut late_nul = vec![b'a'; BINARY_SNIFF];
+        late_nul.push(0);
+        assert!(matches!(decode(&late_nul), Decoded::Text(_)));
+    }
+}

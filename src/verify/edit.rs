@@ -1,0 +1,181 @@
+//! Edit verification (`--verify edit`): MinHash candidates from the LSH bands, judged by token
+//! edit similarity ([`crate::verify::lcs`]) instead of shingle-set Jaccard, so that moved text counts
+//! (two documents with swapped halves keep nearly all their shingles but only half of their
+//! order).
+//!
+//! Candidates are taken a batch of candidate components at a time ([`Batches`]), as exact
+//! verification takes them, and the token sequences of a batch are loaded, compared and
+//! dropped. The cost is quadratic per pair (an LCS, O(n·m/64)): two documents at the cap of
+//! [`MAX_EDIT_TOKENS`] take about 6 M word steps. A pair where either document is over the cap
+//! is judged by exact Jaccard instead, and counted (`stats.edit_fallbacks`).
+//!
+//! No signature prefilter applies: the signature estimates Jaccard, which says nothing about
+//! order. Only the lengths rule a pair out early: L ≤ min(|a|, |b|), so the similarity is at
+//! most min/max.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::candidates::buckets::Buckets;
+use crate::cluster::UnionFind;
+use crate::ingest::worker::{DocResult, Engine};
+use crate::input::walk::FileEntry;
+use crate::messages::{display_path, InputError, Messages};
+use crate::verify::lcs::edit_similarity_capped;
+use crate::verify::reload::{Loaded, Material, Want};
+use crate::verify::sets::Batches;
+use crate::verify::{connect, jaccard_at_least, Verification};
+
+/// The verdict on one pair under `--verify edit`: the similarity when it reaches `threshold`,
+/// and whether it is a Jaccard fallback (a document over the cap). A pair whose material could
+/// not be loaded fails and is no fallback.
+pub fn check(a: Material, b: Material, threshold: f64) -> (Option<f64>, bool) {
+    if let (Some(x), Some(y)) = (a.tokens, b.tokens) {
+        let (short, long) = (x.len().min(y.len()), x.len().max(y.len()));
+        if long > 0 && (short as f64) < threshold * long as f64 - 1e-9 {
+            return (None, false);
+        }
+        if let Some(s) = edit_similarity_capped(x, y) {
+            return ((s >= threshold).then_some(s), false);
+        }
+    }
+    match (a.set, b.set) {
+        (Some(x), Some(y)) => (jaccard_at_least(x, y, threshold), true),
+        _ => (None, false),
+    }
+}
+
+/// What edit verification reads from the rest of the scan.
+pub struct EditVerifier<'a> {
+    /// Every document's file, by document id.
+    pub files: &'a [FileEntry],
+    /// How token sequences and sets are derived from files.
+    pub engine: &'a Engine,
+    /// Warnings and progress.
+    pub msgs: &'a Messages,
+    /// The edit similarity a pair must reach.
+    pub threshold: f64,
+}
+
+impl EditVerifier<'_> {
+    /// Verifies every candidate of `tables`, joining passing pairs in `uf`; returns what was
+    /// verified and how many checked pairs fell back to Jaccard. Files that cannot be read
+    /// again, or changed since the first pass, are added to `errors`; their pairs fail.
+    pub fn run(
+        &self,
+        docs: &mut [DocResult],
+        tables: &[Buckets],
+        uf: &mut UnionFind,
+        errors: &mut Vec<InputError>,
+    ) -> (Verification, u64) {
+        let batches = Batches {
+            files: self.files,
+            shingle: self.engine.shingle,
+            msgs: self.msgs,
+        };
+        // Each distinct pair is checked at most once (`connect`), so the count does not depend
+        // on the thread count.
+        let fallbacks = AtomicU64::new(0);
+        let v = batches.run(docs, tables, |per_table, docs, bar| {
+            let loaded = self.load(per_table, docs, errors);
+            bar.inc(loaded.1);
+            connect(per_table, uf, |lo, hi| {
+                let (score, fallback) = check(loaded.0.get(lo), loaded.0.get(hi), self.threshold);
+                if fallback {
+                    fallbacks.fetch_add(1, Ordering::Relaxed);
+                }
+                score.map(|s| (s, None))
+            })
+        });
+        (v, fallbacks.into_inner())
+    }
+
+    /// The token sequences of every document of the batch, and the sets of the documents that
+    /// share a bucket with one over the cap; with the number of documents.
+    fn load(
+        &self,
+        per_table: &[Vec<&[u32]>],
+        docs: &[DocResult],
+        errors: &mut Vec<InputError>,
+    ) -> (Loaded, u64) {
+        let mut ids: Vec<u32> = per_table
+            .iter()
+            .flatten()
+            .flat_map(|b| b.iter())
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let wanted: Vec<(u32, u128)> = ids.iter().map(|&d| (d, docs[d as usize].hash)).collect();
+        let partners = |over: &HashSet<u32>| {
+            per_table
+                .iter()
+                .flatten()
+                .filter(|b| b.iter().any(|d| over.contains(d)))
+                .flat_map(|b| b.iter().copied())
+                .collect()
+        };
+        let want = Want {
+            sets: false,
+            tokens: true,
+        };
+        let mut failed = Vec::new();
+        let loaded = Loaded::load(
+            self.engine,
+            self.files,
+            &wanted,
+            want,
+            partners,
+            &mut failed,
+        );
+        for (d, reason) in failed {
+            let file = &self.files[d as usize];
+            self.msgs
+                .warn(&format!("{}: {reason}", display_path(&file.path)));
+            errors.push(file.error(None, reason));
+        }
+        (loaded, ids.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(t: &[u64]) -> Material<'_> {
+        Material {
+            set: None,
+            tokens: Some(t),
+        }
+    }
+
+    #[test]
+    fn order_counts_and_lengths_rule_out_early() {
+        let a: Vec<u64> = (0..100).collect();
+        let swapped: Vec<u64> = (50..100).chain(0..50).collect();
+        assert_eq!(check(tokens(&a), tokens(&swapped), 0.8), (None, false));
+        assert_eq!(check(tokens(&a), tokens(&swapped), 0.5), (Some(0.5), false));
+        let mut edited = a.clone();
+        edited[10] = 1000;
+        assert_eq!(check(tokens(&a), tokens(&edited), 0.8), (Some(0.99), false));
+        assert_eq!(check(tokens(&a), tokens(&a[..70]), 0.8), (None, false));
+    }
+
+    #[test]
+    fn a_document_over_the_cap_falls_back_to_jaccard() {
+        let set_a = [1, 2, 3, 4, 5];
+        let set_b = [1, 2, 3, 4, 6];
+        let over = Material {
+            set: Some(&set_a),
+            tokens: None,
+        };
+        let under = Material {
+            set: Some(&set_b),
+            tokens: Some(&[1, 2, 3]),
+        };
+        assert_eq!(check(over, under, 0.6), (Some(4.0 / 6.0), true));
+        assert_eq!(check(over, under, 0.8), (None, true));
+        // Nothing loaded (the file failed): the pair fails and is no fallback.
+        assert_eq!(check(over, Material::default(), 0.1), (None, false));
+    }
+}

@@ -1,0 +1,105 @@
+//! Material: what is derived again from a few documents' files to judge their pairs exactly,
+//! a sorted shingle set (exact Jaccard) or a token sequence (edit similarity). Used for one
+//! batch of candidates, one component (`--cluster strict`) or one cluster (`--pairs`) at a time,
+//! never for the whole corpus.
+//!
+//! Token sequences longer than [`MAX_EDIT_TOKENS`] are not kept: a pair with such a document is
+//! judged by Jaccard instead, so the shingle sets of that document and of its possible partners
+//! are loaded.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ingest::worker::{load_sets, load_token_seqs, Engine, LoadedSet};
+use crate::input::walk::FileEntry;
+use crate::verify::lcs::MAX_EDIT_TOKENS;
+
+/// What was loaded of one document.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Material<'a> {
+    /// Its sorted, deduplicated shingle hashes.
+    pub set: Option<&'a [u64]>,
+    /// Its token hashes in text order (at most [`MAX_EDIT_TOKENS`]).
+    pub tokens: Option<&'a [u64]>,
+}
+
+/// Sets and token sequences by document id (the document holding each content).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    sets: HashMap<u32, Box<[u64]>>,
+    tokens: HashMap<u32, Box<[u64]>>,
+}
+
+/// What to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Want {
+    /// Every document's shingle set.
+    pub sets: bool,
+    /// Every document's token sequence (and the sets of documents over the cap and of their
+    /// partners).
+    pub tokens: bool,
+}
+
+impl Loaded {
+    /// What was loaded of document `d` (empty when nothing was, or its file failed).
+    pub fn get(&self, d: u32) -> Material<'_> {
+        Material {
+            set: self.sets.get(&d).map(|s| &s[..]),
+            tokens: self.tokens.get(&d).map(|t| &t[..]),
+        }
+    }
+
+    /// Loads `want` of `docs` (id and content hash, sorted by id) in parallel. When a document
+    /// has more tokens than the cap, the sets of `partners(over)` are loaded too, `over` being
+    /// the documents over the cap. Files that cannot be read again, or changed, are added to
+    /// `failed` with the reason.
+    pub fn load(
+        engine: &Engine,
+        files: &[FileEntry],
+        docs: &[(u32, u128)],
+        want: Want,
+        partners: impl FnOnce(&HashSet<u32>) -> Vec<u32>,
+        failed: &mut Vec<(u32, String)>,
+    ) -> Loaded {
+        let mut out = Loaded::default();
+        let mut over = HashSet::new();
+        if want.tokens {
+            for (d, r) in load_token_seqs(engine, files, docs) {
+                match r {
+                    Ok(t) if t.len() > MAX_EDIT_TOKENS => {
+                        over.insert(d);
+                    }
+                    Ok(t) => {
+                        out.tokens.insert(d, t);
+                    }
+                    Err(e) => failed.push((d, e)),
+                }
+            }
+        }
+        let set_docs: Vec<(u32, u128)> = if want.sets {
+            docs.to_vec()
+        } else if over.is_empty() {
+            Vec::new()
+        } else {
+            let mut ids = partners(&over);
+            ids.extend(&over);
+            ids.sort_unstable();
+            ids.dedup();
+            ids.iter()
+                .filter_map(|&d| {
+                    let i = docs.binary_search_by_key(&d, |&(id, _)| id).ok()?;
+                    Some(docs[i])
+                })
+                .collect()
+        };
+        let sets: Vec<(u32, LoadedSet)> = load_sets(engine, files, &set_docs);
+        for (d, r) in sets {
+            match r {
+                Ok(s) => {
+                    out.sets.insert(d, s);
+                }
+                Err(e) => failed.push((d, e)),
+            }
+        }
+        out
+    }
+}
