@@ -17,7 +17,7 @@ use crate::candidates::buckets::Buckets;
 use crate::candidates::containment;
 use crate::candidates::identical;
 use crate::candidates::lsh::{band_key, estimate_floor};
-use crate::cli::ClusterArg;
+use crate::config::ClusterMode;
 use crate::cluster::representative;
 use crate::cluster::strict::split_component;
 use crate::cluster::{clusters, Cluster, UnionFind};
@@ -250,7 +250,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         indexed: d < first_new,
     };
     let found: Vec<(u32, Cluster)> = match cfg.cluster {
-        ClusterArg::Components => components
+        ClusterMode::Components => components
             .into_iter()
             .map(|c| {
                 let mut order = c.members.clone();
@@ -261,7 +261,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
                 (order[0], c)
             })
             .collect(),
-        ClusterArg::Strict => strict_clusters(
+        ClusterMode::Strict => strict_clusters(
             cfg,
             components,
             &oracle,

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::cli::KeepArg;
+use crate::config::KeepPolicy;
 
 /// What the policies compare for one document.
 #[derive(Clone, Copy, Debug)]
@@ -27,7 +27,7 @@ pub struct Facts<'a> {
 }
 
 /// Compares two documents under `keep`: `Less` means `a` is preferred as representative.
-pub fn compare(keep: KeepArg, a: &Facts, b: &Facts) -> Ordering {
+pub fn compare(keep: KeepPolicy, a: &Facts, b: &Facts) -> Ordering {
     let by_time = |newest: bool| match (a.modified, b.modified) {
         (Some(x), Some(y)) if newest => y.cmp(&x),
         (Some(x), Some(y)) => x.cmp(&y),
@@ -36,12 +36,12 @@ pub fn compare(keep: KeepArg, a: &Facts, b: &Facts) -> Ordering {
         (None, None) => Ordering::Equal,
     };
     let primary = match keep {
-        KeepArg::First => Ordering::Equal,
-        KeepArg::Largest => b.bytes.cmp(&a.bytes),
-        KeepArg::Smallest => a.bytes.cmp(&b.bytes),
-        KeepArg::Newest => by_time(true),
-        KeepArg::Oldest => by_time(false),
-        KeepArg::ShortestPath => path_len(a.path).cmp(&path_len(b.path)),
+        KeepPolicy::First => Ordering::Equal,
+        KeepPolicy::Largest => b.bytes.cmp(&a.bytes),
+        KeepPolicy::Smallest => a.bytes.cmp(&b.bytes),
+        KeepPolicy::Newest => by_time(true),
+        KeepPolicy::Oldest => by_time(false),
+        KeepPolicy::ShortestPath => path_len(a.path).cmp(&path_len(b.path)),
     };
     // An indexed document was kept on an earlier night; the new ones are its duplicates.
     b.indexed
@@ -51,20 +51,8 @@ pub fn compare(keep: KeepArg, a: &Facts, b: &Facts) -> Ordering {
 }
 
 /// Sorts documents from most to least preferred.
-pub fn sort<'a>(keep: KeepArg, ids: &mut [u32], facts: impl Fn(u32) -> Facts<'a>) {
+pub fn sort<'a>(keep: KeepPolicy, ids: &mut [u32], facts: impl Fn(u32) -> Facts<'a>) {
     ids.sort_by(|&a, &b| compare(keep, &facts(a), &facts(b)));
-}
-
-/// The policy's name as on the command line.
-pub fn name(keep: KeepArg) -> &'static str {
-    match keep {
-        KeepArg::First => "first",
-        KeepArg::Largest => "largest",
-        KeepArg::Smallest => "smallest",
-        KeepArg::Newest => "newest",
-        KeepArg::Oldest => "oldest",
-        KeepArg::ShortestPath => "shortest-path",
-    }
 }
 
 fn path_len(p: &Path) -> usize {
@@ -100,19 +88,19 @@ mod tests {
             sort(keep, &mut ids, facts);
             ids
         };
-        assert_eq!(order(KeepArg::First), vec![0, 1, 2, 3]);
+        assert_eq!(order(KeepPolicy::First), vec![0, 1, 2, 3]);
         assert_eq!(
-            order(KeepArg::Largest),
+            order(KeepPolicy::Largest),
             vec![0, 2, 3, 1],
             "ties in path order"
         );
-        assert_eq!(order(KeepArg::Smallest), vec![1, 3, 0, 2]);
+        assert_eq!(order(KeepPolicy::Smallest), vec![1, 3, 0, 2]);
         assert_eq!(
-            order(KeepArg::Newest),
+            order(KeepPolicy::Newest),
             vec![1, 0, 3, 2],
             "no time comes last"
         );
-        assert_eq!(order(KeepArg::Oldest), vec![3, 0, 1, 2]);
-        assert_eq!(order(KeepArg::ShortestPath), vec![1, 3, 2, 0]);
+        assert_eq!(order(KeepPolicy::Oldest), vec![3, 0, 1, 2]);
+        assert_eq!(order(KeepPolicy::ShortestPath), vec![1, 3, 2, 0]);
     }
 }

@@ -1,23 +1,21 @@
-//! Config: the validated scan settings, free of clap types. Every check of the command line's
-//! values lives here, so a bad value is a clear error before any file is touched.
+//! Config: the validated settings of a scan, free of clap types. `validate` turns the command
+//! line into a `Config` (every check of a value lives there, so a bad value is a clear error
+//! before any file is touched); `inputs` reads what the command line points at (a file list,
+//! globs). Nothing below `app` sees the command line itself.
 
-use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+mod inputs;
+mod validate;
 
-use anyhow::{bail, Context, Result};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::path::PathBuf;
 
-use crate::candidates::lsh::{Banding, RECALL_WEIGHT};
-use crate::cli::{
-    ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
-    VerifyArg,
-};
-use crate::index::against::AgainstConfig;
-use crate::input::dump::{field_path, JsonlOptions};
-use crate::input::walk::{DumpNames, WalkOptions};
+use crate::candidates::lsh::Banding;
+use crate::input::dump::JsonlOptions;
+use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
 use crate::sketch::shingle::ShingleKind;
+
+pub use validate::given_banding;
 
 /// Default `--threshold`.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -90,6 +88,78 @@ impl Verify {
     }
 }
 
+/// How the report is written (`--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// One pretty-printed JSON document.
+    Json,
+    /// JSON Lines: header, clusters, errors, summary.
+    Jsonl,
+    /// Human-readable blocks, one per cluster.
+    Text,
+}
+
+/// How verified pairs become clusters (`--cluster`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterMode {
+    /// Connected components of verified pairs.
+    Components,
+    /// Greedy centers: each member verified against the representative.
+    Strict,
+}
+
+impl ClusterMode {
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterMode::Components => "components",
+            ClusterMode::Strict => "strict",
+        }
+    }
+}
+
+/// Which member represents a cluster (`--keep`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeepPolicy {
+    /// First in path order.
+    First,
+    /// Most bytes.
+    Largest,
+    /// Fewest bytes.
+    Smallest,
+    /// Latest modification time.
+    Newest,
+    /// Earliest modification time.
+    Oldest,
+    /// Shortest path.
+    ShortestPath,
+}
+
+impl KeepPolicy {
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeepPolicy::First => "first",
+            KeepPolicy::Largest => "largest",
+            KeepPolicy::Smallest => "smallest",
+            KeepPolicy::Newest => "newest",
+            KeepPolicy::Oldest => "oldest",
+            KeepPolicy::ShortestPath => "shortest-path",
+        }
+    }
+}
+
+/// What `--against` (or `index build`) asks of the scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexUse {
+    /// The index directory.
+    pub dir: PathBuf,
+    /// Write the new documents into the index after the scan.
+    pub update: bool,
+    /// `index build`: the index is created, and must not exist yet.
+    pub create: bool,
+}
+
 /// Everything a scan needs to know.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -98,7 +168,7 @@ pub struct Config {
     /// Where a JSON Lines record's text and id are.
     pub jsonl: JsonlOptions,
     /// The index to scan against, or to build.
-    pub against: Option<AgainstConfig>,
+    pub against: Option<IndexUse>,
     /// Word or character shingles.
     pub shingle: ShingleKind,
     /// Shingle length.
@@ -110,13 +180,13 @@ pub struct Config {
     /// Worker threads (None: all cores).
     pub threads: Option<usize>,
     /// Output format.
-    pub format: Format,
+    pub format: OutputFormat,
     /// Colour in the text format.
     pub color: bool,
     /// How verified pairs become clusters.
-    pub cluster: ClusterArg,
+    pub cluster: ClusterMode,
     /// Which member represents a cluster.
-    pub keep: KeepArg,
+    pub keep: KeepPolicy,
     /// Evidence for each reported pair.
     pub pairs: bool,
     /// Exit 1 when duplicates were found.
@@ -126,390 +196,31 @@ pub struct Config {
 }
 
 impl Config {
-    /// Validates the command line.
-    pub fn from_args(args: ScanArgs) -> Result<Config> {
-        if args.containment {
-            containment_conflicts(&args)?;
+    /// Signature values per document: K for MinHash, none kept for SimHash (one slot, unused,
+    /// so that rows of the signature vector line up with documents).
+    pub fn lanes(&self) -> usize {
+        match &self.method {
+            MethodConfig::MinHash { num_perm, .. } => *num_perm,
+            MethodConfig::SimHash { .. } => 1,
         }
-        if args.ngram == 0 || args.ngram > MAX_NGRAM {
-            bail!(
-                "--ngram must be between 1 and {MAX_NGRAM}, not {}",
-                args.ngram
-            );
-        }
-        let method = match args.method {
-            Method::Minhash => minhash_config(&args)?,
-            Method::Simhash => {
-                let minhash_only = [
-                    ("--bands", args.bands.is_some()),
-                    ("--rows", args.rows.is_some()),
-                    ("--threshold", args.threshold.is_some()),
-                    ("--num-perm", args.num_perm.is_some()),
-                    ("--sketch", args.sketch.is_some()),
-                    ("--verify", args.verify.is_some()),
-                ];
-                if let Some((flag, _)) = minhash_only.iter().find(|(_, given)| *given) {
-                    bail!(
-                        "{flag} applies to --method minhash; --method simhash is tuned with \
-                         --max-distance"
-                    );
-                }
-                let max_distance = args.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE);
-                if max_distance > 31 {
-                    bail!("--max-distance must be between 0 and 31, not {max_distance}");
-                }
-                let report_distance = match min_similarity(&args)? {
-                    // 1 − d/64 ≥ m  ⇔  d ≤ 64·(1 − m); the epsilon keeps 1 − 3/64 itself.
-                    Some(m) => max_distance.min(((1.0 - m) * 64.0 + 1e-9).floor() as u32),
-                    None => max_distance,
-                };
-                MethodConfig::SimHash {
-                    max_distance,
-                    report_distance,
-                }
+    }
+
+    /// True with `--containment`.
+    pub fn containment(&self) -> bool {
+        matches!(
+            self.method,
+            MethodConfig::MinHash {
+                containment: true,
+                ..
             }
-        };
-        if args.min_size > args.max_size {
-            bail!(
-                "--min-size ({}) is larger than --max-size ({})",
-                args.min_size,
-                args.max_size
-            );
+        )
+    }
+
+    /// The MinHash verification, None for SimHash.
+    pub fn verify(&self) -> Option<Verify> {
+        match &self.method {
+            MethodConfig::MinHash { verify, .. } => Some(*verify),
+            MethodConfig::SimHash { .. } => None,
         }
-        let progress = match args.progress {
-            ProgressWhen::Always => true,
-            ProgressWhen::Never => false,
-            ProgressWhen::Auto => std::io::stderr().is_terminal(),
-        };
-        let jsonl = JsonlOptions {
-            text_field: field_path(&args.text_field).context("--text-field")?,
-            id_field: field_path(&args.id_field).context("--id-field")?,
-            max_line: args.max_size,
-        };
-        let listed = match &args.files_from {
-            Some(list) => read_list(list, args.null)?,
-            None => Vec::new(),
-        };
-        let roots = if args.paths.is_empty() && args.files_from.is_none() {
-            vec![std::path::PathBuf::from(".")]
-        } else {
-            args.paths
-        };
-        let cfg = Config {
-            walk: WalkOptions {
-                roots,
-                follow_links: args.follow_links,
-                include: globs(&args.include, "--include")?,
-                exclude: globs(&args.exclude, "--exclude")?,
-                min_size: args.min_size,
-                max_size: args.max_size,
-                dumps: if args.jsonl {
-                    DumpNames::All
-                } else {
-                    DumpNames::ByName
-                },
-                listed,
-                skip_dirs: Vec::new(),
-                defer_metadata: true,
-            },
-            jsonl,
-            against: None,
-            shingle: match args.shingle {
-                ShingleArg::Word => ShingleKind::Word,
-                ShingleArg::Char => ShingleKind::Char,
-            },
-            ngram: args.ngram,
-            method,
-            seed: args.seed,
-            threads: args.threads.map(|t| t as usize),
-            format: args.format,
-            color: match args.color {
-                ColorWhen::Always => true,
-                ColorWhen::Never => false,
-                ColorWhen::Auto => {
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-                }
-            },
-            // Strict by default: `duplicates` then lists only documents verified against the
-            // representative, so deleting them is safe. Containment clusters are components
-            // represented by their container.
-            cluster: args.cluster.unwrap_or(if args.containment {
-                ClusterArg::Components
-            } else {
-                ClusterArg::Strict
-            }),
-            keep: args.keep,
-            pairs: args.pairs,
-            exit_code: args.exit_code,
-            messages: Messages {
-                quiet: args.quiet,
-                progress,
-            },
-        };
-        Ok(cfg)
     }
-}
-
-/// `dir` made canonical, or, when it does not exist yet, its parent's canonical form joined
-/// with its name.
-fn absolute_dir(dir: &Path) -> PathBuf {
-    if let Ok(c) = std::fs::canonicalize(dir) {
-        return c;
-    }
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    match (std::fs::canonicalize(parent), dir.file_name()) {
-        (Ok(p), Some(name)) => p.join(name),
-        _ => dir.to_path_buf(),
-    }
-}
-
-/// The inputs named in a `--files-from` list (`-` is standard input): one per line, or
-/// NUL-separated with `-0`. Empty entries are skipped; names are taken byte for byte.
-fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
-    let bytes = if list == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .context("cannot read the --files-from list from standard input")?;
-        buf
-    } else {
-        std::fs::read(list).with_context(|| {
-            format!(
-                "cannot read the --files-from list {}",
-                crate::messages::display_path(list)
-            )
-        })?
-    };
-    let sep = if null { 0 } else { b'\n' };
-    Ok(bytes
-        .split(|&b| b == sep)
-        // A list written on Windows ends its lines in CR LF; no sane file name ends in CR.
-        .map(|name| match name {
-            [rest @ .., b'\r'] if !null => rest,
-            name => name,
-        })
-        .filter(|name| !name.is_empty())
-        .map(path_from_bytes)
-        .collect())
-}
-
-#[cfg(unix)]
-fn path_from_bytes(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn path_from_bytes(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
-}
-
-impl Config {
-    /// The settings of `dupfind index build`: a scan whose documents go into a new index.
-    pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
-        let mut cfg = Config::from_args(args.scan)?;
-        // The index is not read as input, even when it lies below a root. It stores every
-        // file's size, inode and time, and compares them before reading: the walk takes them.
-        cfg.walk.skip_dirs = vec![absolute_dir(&args.index)];
-        cfg.walk.defer_metadata = false;
-        cfg.against = Some(AgainstConfig {
-            dir: args.index,
-            update: true,
-            create: true,
-        });
-        cfg.check_index_use()?;
-        Ok(cfg)
-    }
-
-    /// The settings of `dupfind scan`, with `--against`.
-    pub fn for_scan(cmd: crate::cli::ScanCommand) -> Result<Config> {
-        let mut cfg = Config::from_args(cmd.scan)?;
-        if let Some(dir) = cmd.against {
-            cfg.walk.skip_dirs = vec![absolute_dir(&dir)];
-            cfg.walk.defer_metadata = false;
-            cfg.against = Some(AgainstConfig {
-                dir,
-                update: cmd.update,
-                create: false,
-            });
-            cfg.check_index_use()?;
-        }
-        Ok(cfg)
-    }
-
-    /// An index stores K-value signatures and shingle sets: what exact or estimated Jaccard
-    /// needs, not the token sequences of `--verify edit` or the sketches of `--sketch bottom-k`.
-    fn check_index_use(&self) -> Result<()> {
-        if self.against.is_none() {
-            return Ok(());
-        }
-        if let MethodConfig::MinHash {
-            verify,
-            bottom_k,
-            containment,
-            ..
-        } = &self.method
-        {
-            if *containment {
-                bail!("--containment cannot be used with an index yet (it needs every set's size)");
-            }
-            if *verify == Verify::Edit {
-                bail!("--verify edit cannot be used with an index (it stores shingle sets, not token sequences)");
-            }
-            if *bottom_k {
-                bail!("--sketch bottom-k cannot be used with an index (it stores K-permutation or OPH signatures)");
-            }
-        }
-        Ok(())
-    }
-}
-
-fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
-    if args.max_distance.is_some() {
-        bail!("--max-distance applies to --method simhash; --method minhash is tuned with --threshold");
-    }
-    let t = args.threshold.unwrap_or(DEFAULT_THRESHOLD);
-    if !(t > 0.0 && t <= 1.0) {
-        bail!("--threshold must be in (0, 1], not {t}");
-    }
-    let k = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
-    if k == 0 || k > MAX_NUM_PERM {
-        bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
-    }
-    let verify = match args.verify.unwrap_or(VerifyArg::Exact) {
-        VerifyArg::Exact => Verify::Exact,
-        VerifyArg::Estimate => Verify::Estimate,
-        VerifyArg::Edit => Verify::Edit,
-    };
-    let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
-        Some(given) => (given, false),
-        None if args.containment => (
-            crate::candidates::containment::Scheme::new(t, k).offsets[0],
-            true,
-        ),
-        None => {
-            // Checking documents makes a false candidate cheap, so favour recall.
-            let weight = if verify == Verify::Estimate {
-                1.0
-            } else {
-                RECALL_WEIGHT
-            };
-            (Banding::choose(t, k, weight), true)
-        }
-    };
-    if banding.bands == 0 || banding.rows == 0 {
-        bail!(
-            "--bands and --rows must be at least 1 and --bands × --rows at most --num-perm ({k})"
-        );
-    }
-    if banding.bands * banding.rows > k {
-        bail!(
-            "--bands {} × --rows {} = {} is more than --num-perm {k}: a signature has only {k} values",
-            banding.bands,
-            banding.rows,
-            banding.bands * banding.rows
-        );
-    }
-    let report_threshold = min_similarity(args)?.map_or(t, |m| m.max(t));
-    Ok(MethodConfig::MinHash {
-        report_threshold,
-        sketch: match args.sketch.unwrap_or(SketchArg::Oph) {
-            SketchArg::Oph | SketchArg::BottomK => SketchKind::Oph,
-            SketchArg::Kperm => SketchKind::Kperm,
-        },
-        bottom_k: args.sketch == Some(SketchArg::BottomK),
-        num_perm: k,
-        banding,
-        banding_chosen: chosen,
-        threshold: t,
-        verify,
-        containment: args.containment,
-    })
-}
-
-/// Flags that make no sense with `--containment`.
-fn containment_conflicts(args: &ScanArgs) -> Result<()> {
-    if args.method == Method::Simhash {
-        bail!(
-            "--containment applies to --method minhash: a SimHash distance says nothing about how \
-             much of one document is inside another"
-        );
-    }
-    if args.verify.is_some_and(|v| v != VerifyArg::Exact) {
-        bail!(
-            "--containment needs --verify exact: containment is computed on the shingle sets, as \
-             a signature estimate at an excerpt's low Jaccard similarity is too coarse"
-        );
-    }
-    if args.sketch == Some(SketchArg::BottomK) {
-        bail!("--containment works on the OPH or K-permutation signature, not --sketch bottom-k");
-    }
-    if args.bands.is_some() || args.rows.is_some() {
-        bail!(
-            "--bands and --rows do not apply to --containment: its bands are chosen for each pair \
-             of size classes"
-        );
-    }
-    if args.cluster == Some(ClusterArg::Strict) {
-        bail!(
-            "--cluster strict does not apply to --containment: containment clusters are the \
-             connected components of containment pairs, each represented by its largest document"
-        );
-    }
-    Ok(())
-}
-
-/// The banding the user gave, if any: a lone `--bands` takes as many rows as fit in K, a lone
-/// `--rows` as many bands (0 when K is too small, which validation then rejects).
-pub fn given_banding(bands: Option<usize>, rows: Option<usize>, k: usize) -> Option<Banding> {
-    match (bands, rows) {
-        (None, None) => None,
-        (Some(b), None) => Some(Banding {
-            bands: b,
-            rows: k.checked_div(b).unwrap_or(0),
-        }),
-        (None, Some(r)) => Some(Banding {
-            bands: k.checked_div(r).unwrap_or(0),
-            rows: r,
-        }),
-        (Some(b), Some(r)) => Some(Banding { bands: b, rows: r }),
-    }
-}
-
-/// `--min-similarity`, checked.
-fn min_similarity(args: &ScanArgs) -> Result<Option<f64>> {
-    match args.min_similarity {
-        Some(m) if !(m > 0.0 && m <= 1.0) => bail!("--min-similarity must be in (0, 1], not {m}"),
-        m => Ok(m),
-    }
-}
-
-/// Builds a glob set with the rules of `--include`/`--exclude`: like .gitignore, a pattern
-/// without '/' matches a file or directory name at any depth, one with '/' the whole path below
-/// the root (a leading '/' is dropped), and '*' never matches '/'.
-fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
-    if patterns.is_empty() {
-        return Ok(None);
-    }
-    let mut b = GlobSetBuilder::new();
-    for p in patterns {
-        let anchored = match p.strip_prefix('/') {
-            Some(rest) => rest.to_string(),
-            None if p.contains('/') => p.clone(),
-            None => format!("**/{p}"),
-        };
-        let glob = GlobBuilder::new(&anchored)
-            .literal_separator(true)
-            .build()
-            .with_context(|| format!("{flag} {p:?} is not a valid glob"))?;
-        b.add(glob);
-    }
-    Ok(Some(
-        b.build()
-            .with_context(|| format!("building {flag} patterns"))?,
-    ))
 }

@@ -28,22 +28,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 
-use crate::config::{Config, MethodConfig};
+use crate::config::{Config, IndexUse, MethodConfig};
 use crate::index::store::{self, Entry, Index, IndexParams, Record as StoredRecord};
 use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, InputError};
-
-/// What `--against` (or `index build`) asks of the scan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgainstConfig {
-    /// The index directory.
-    pub dir: PathBuf,
-    /// Write the new documents into the index after the scan.
-    pub update: bool,
-    /// `index build`: the index is created, and must not exist yet.
-    pub create: bool,
-}
 
 /// The stored sets of the indexed documents taking part in a scan, by document id.
 pub struct IndexedSets {
@@ -131,7 +120,7 @@ pub struct Joined {
 
 /// Opens the index (unless it is being created), checks its parameters and splits `files`
 /// into those to read and those the index holds unchanged.
-pub fn join(against: &AgainstConfig, cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
+pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
     let mut joined = Joined {
         to_read: Vec::new(),
         unchanged: 0,
@@ -319,7 +308,7 @@ impl Update<'_> {
     /// returns. New documents whose set cannot be derived again are left out and reported.
     pub fn write(
         &self,
-        against: &AgainstConfig,
+        against: &IndexUse,
         generation: u64,
         errors: &mut Vec<InputError>,
     ) -> Result<u64> {

@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 
-use crate::cli::Format;
+use crate::config::OutputFormat;
 
 /// Version of the output schema; bumped only when a field changes meaning or disappears.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -513,13 +513,13 @@ enum Record<'a> {
 }
 
 /// Writes the report in `format` (`color`: ANSI colour in the text format) and flushes.
-pub fn write(report: &Report, format: Format, color: bool, out: &mut impl Write) -> Result<()> {
+pub fn write(report: &Report, format: OutputFormat, color: bool, out: &mut impl Write) -> Result<()> {
     match format {
-        Format::Json => {
+        OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, report)?;
             out.write_all(b"\n")?;
         }
-        Format::Jsonl => {
+        OutputFormat::Jsonl => {
             let mut line = |r: &Record| -> Result<()> {
                 serde_json::to_writer(&mut *out, r)?;
                 out.write_all(b"\n")?;
@@ -540,7 +540,7 @@ pub fn write(report: &Report, format: Format, color: bool, out: &mut impl Write)
                 stats: &report.stats,
             })?;
         }
-        Format::Text => crate::report::text::write(report, color, &mut *out)?,
+        OutputFormat::Text => crate::report::text::write(report, color, &mut *out)?,
     }
     out.flush()?;
     Ok(())

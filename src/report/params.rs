@@ -2,8 +2,6 @@
 //! (the banding chosen from `--threshold`, and a poor S-curve).
 
 use crate::candidates::containment;
-use crate::cli::ClusterArg;
-use crate::cluster::representative;
 use crate::config::{Config, MethodConfig};
 use crate::report::Params;
 use crate::sketch::simhash;
@@ -70,11 +68,8 @@ pub fn params(cfg: &Config) -> Params {
         verify: "exact",
         seed: cfg.seed,
         min_similarity: None,
-        cluster: match cfg.cluster {
-            ClusterArg::Components => "components",
-            ClusterArg::Strict => "strict",
-        },
-        keep: representative::name(cfg.keep),
+        cluster: cfg.cluster.name(),
+        keep: cfg.keep.name(),
         containment: false,
     };
     match &cfg.method {

@@ -1,0 +1,92 @@
+//! What the command line points at, read or resolved before the scan: a `--files-from` list,
+//! the `--include`/`--exclude` globs, the index directory's absolute form.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// `dir` made canonical, or, when it does not exist yet, its parent's canonical form joined
+/// with its name.
+pub(super) fn absolute_dir(dir: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(dir) {
+        return c;
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(parent), dir.file_name()) {
+        (Ok(p), Some(name)) => p.join(name),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// The inputs named in a `--files-from` list (`-` is standard input): one per line, or
+/// NUL-separated with `-0`. Empty entries are skipped; names are taken byte for byte.
+pub(super) fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
+    let bytes = if list == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut buf)
+            .context("cannot read the --files-from list from standard input")?;
+        buf
+    } else {
+        std::fs::read(list).with_context(|| {
+            format!(
+                "cannot read the --files-from list {}",
+                crate::messages::display_path(list)
+            )
+        })?
+    };
+    let sep = if null { 0 } else { b'\n' };
+    Ok(bytes
+        .split(|&b| b == sep)
+        // A list written on Windows ends its lines in CR LF; no sane file name ends in CR.
+        .map(|name| match name {
+            [rest @ .., b'\r'] if !null => rest,
+            name => name,
+        })
+        .filter(|name| !name.is_empty())
+        .map(path_from_bytes)
+        .collect())
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Builds a glob set with the rules of `--include`/`--exclude`: like .gitignore, a pattern
+/// without '/' matches a file or directory name at any depth, one with '/' the whole path below
+/// the root (a leading '/' is dropped), and '*' never matches '/'.
+pub(super) fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        let anchored = match p.strip_prefix('/') {
+            Some(rest) => rest.to_string(),
+            None if p.contains('/') => p.clone(),
+            None => format!("**/{p}"),
+        };
+        let glob = GlobBuilder::new(&anchored)
+            .literal_separator(true)
+            .build()
+            .with_context(|| format!("{flag} {p:?} is not a valid glob"))?;
+        b.add(glob);
+    }
+    Ok(Some(
+        b.build()
+            .with_context(|| format!("building {flag} patterns"))?,
+    ))
+}
