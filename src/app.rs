@@ -6,9 +6,9 @@ use std::io::{BufWriter, Write};
 use anyhow::Result;
 
 use crate::cli::{self, Cli, Command};
-use crate::{explain, interrupt, messages, report, scan};
 use crate::config::Config;
 use crate::exit::ExitCode;
+use crate::{explain, interrupt, messages, report, scan};
 
 /// Runs a parsed command line and returns the exit status. A broken pipe on stdout ends the run
 /// quietly with the status the scan would have had.

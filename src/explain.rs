@@ -11,8 +11,9 @@ use std::io::{self, Write};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::candidates::containment;
 use crate::candidates::lsh::{estimate_floor, Banding, RECALL_WEIGHT};
-use crate::config::MAX_NUM_PERM;
+use crate::config::{Config, MethodConfig, MAX_NUM_PERM};
 use crate::sketch::simhash;
 
 /// Version of the explain schema; bumped only when a field changes meaning or disappears.
@@ -501,6 +502,47 @@ fn memory_text(m: &Memory, what: &str) -> String {
         "{what} {} B + buckets {} × {BUCKET_ENTRY_BYTES} B + overhead {} B = {} B + path",
         m.signature_bytes, m.bucket_entries, m.overhead_bytes, m.total_bytes
     )
+}
+
+/// Says on stderr which banding `--threshold` chose and what it means for a pair at the
+/// threshold (after the roots are known to be there, so an error comes alone).
+pub fn note_banding(cfg: &Config) {
+    if let MethodConfig::MinHash {
+        containment: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages
+            .note(&containment::Scheme::new(*threshold, *num_perm).describe());
+        return;
+    }
+    if let MethodConfig::MinHash {
+        banding,
+        banding_chosen: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages.note(&format!(
+            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
+             the threshold becomes a candidate with probability {:.4}",
+            banding.bands,
+            banding.rows,
+            banding.candidate_probability(*threshold)
+        ));
+    }
+    if let MethodConfig::MinHash {
+        banding, threshold, ..
+    } = &cfg.method
+    {
+        if let Some(note) = poor_curve_note(banding, *threshold) {
+            cfg.messages
+                .note(&format!("{note} (see `dupfind explain`)"));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,33 @@
 use rayon::prelude::*;
 
 use crate::cluster::Pair;
-use crate::ingest::worker::{DocResult, Outcome};
-use crate::report::Stats;
-use crate::sketch::bottomk::Sketches;
+use crate::ingest::corpus::Corpus;
+use crate::ingest::worker::Outcome;
+
+/// The byte-identical groups of a corpus.
+#[derive(Debug, Default)]
+pub struct Identical {
+    /// Each copy paired with its group's first document (`exact: true`), in order of the
+    /// groups' first documents; copies among indexed documents are left out.
+    pub pairs: Vec<Pair>,
+    /// The documents to bucket: one per distinct content (its group's first), in increasing
+    /// order.
+    pub units: Vec<u32>,
+    /// For each document, the document holding its content's sketches.
+    pub canon: Vec<u32>,
+    /// Groups of two or more byte-identical documents with a new one among them.
+    pub groups: u64,
+    /// New documents that hold text (sketched, or a copy of one sketched).
+    pub documents: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// New documents without a token (including copies of one).
+    pub empty: u64,
+}
 
 /// For each document, the document that holds its content's sketches (itself unless it is a
 /// byte-identical copy).
-pub fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
+fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
     let mut canon: Vec<u32> = (0..n as u32).collect();
     for p in exact_pairs {
         canon[p.hi as usize] = p.lo;
@@ -21,17 +41,19 @@ pub fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
     canon
 }
 
-/// Groups byte-identical documents. Returns their pairs (each copy to the group's first
-/// document) and the ids of the distinct-content documents to bucket, in increasing order.
-/// Each group's signature, fingerprint and set are moved to its first document.
-pub fn group_exact(
-    docs: &mut [DocResult],
-    sigs: &mut [u32],
-    lanes: usize,
-    first_new: u32,
-    bottom: &mut Sketches,
-    stats: &mut Stats,
-) -> (Vec<Pair>, Vec<u32>) {
+/// Groups byte-identical documents. Each group's signature, fingerprint and set are moved to
+/// its first document, the one that represents the group from then on.
+pub fn group(corpus: &mut Corpus) -> Identical {
+    let Corpus {
+        docs,
+        sigs,
+        lanes,
+        bottom,
+        first_new,
+        ..
+    } = corpus;
+    let (lanes, first_new) = (*lanes, *first_new);
+    let mut out = Identical::default();
     // Groups from a sort of (high half of the hash, id): 16 B per document and no allocation
     // per group. A map from hash to a vector of ids took about 130 MB at a million documents.
     let mut keyed: Vec<(u64, u32)> = docs
@@ -93,7 +115,7 @@ pub fn group_exact(
         // Copies among indexed documents were reported when they were new.
         let new_members = members.iter().filter(|&&m| m >= first_new).count();
         if members.len() > 1 && new_members > 0 {
-            stats.exact_groups += 1;
+            out.groups += 1;
         }
         for &m in members[1..].iter().filter(|&&m| m >= first_new) {
             pairs.push(Pair {
@@ -109,20 +131,25 @@ pub fn group_exact(
     for d in &docs[first_new as usize..] {
         match d.outcome {
             Outcome::Sketched | Outcome::Duplicate => {
-                stats.documents += 1;
-                stats.bytes += d.bytes;
+                out.documents += 1;
+                out.bytes += d.bytes;
             }
-            Outcome::Empty => stats.skipped.empty += 1,
+            Outcome::Empty => out.empty += 1,
             _ => {}
         }
     }
     units.sort_unstable();
-    (pairs, units)
+    out.canon = canonical(docs.len(), &pairs);
+    out.pairs = pairs;
+    out.units = units;
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::worker::DocResult;
+    use crate::sketch::bottomk::Sketches;
 
     fn doc(hash: u128, outcome: Outcome) -> DocResult {
         DocResult {
@@ -148,24 +175,26 @@ mod tests {
             doc(9, Outcome::Empty),            // 6
             doc(high | 2, Outcome::Duplicate), // 7: another copy of 3
         ];
-        let lanes = 2;
-        let mut sigs: Vec<u32> = (0..docs.len() as u32 * 2).collect();
-        let mut stats = Stats::default();
-        let (pairs, units) = group_exact(
-            &mut docs,
-            &mut sigs,
-            lanes,
-            0,
-            &mut Sketches::default(),
-            &mut stats,
-        );
-        let listed: Vec<(u32, u32)> = pairs.iter().map(|p| (p.lo, p.hi)).collect();
+        let n = docs.len();
+        let mut corpus = Corpus {
+            files: Vec::new(),
+            sigs: (0..n as u32 * 2).collect(),
+            docs: std::mem::take(&mut docs),
+            lanes: 2,
+            bottom: Sketches::default(),
+            first_new: 0,
+        };
+        let found = group(&mut corpus);
+        let listed: Vec<(u32, u32)> = found.pairs.iter().map(|p| (p.lo, p.hi)).collect();
         assert_eq!(listed, [(0, 3), (0, 7), (1, 4)]);
-        assert_eq!(units, [0, 1, 2]);
-        assert_eq!(stats.exact_groups, 2);
-        assert_eq!(stats.documents, 6);
+        assert_eq!(found.units, [0, 1, 2]);
+        assert_eq!(found.canon, [0, 1, 2, 0, 1, 5, 6, 0]);
+        assert_eq!(found.groups, 2);
+        assert_eq!(found.documents, 6);
+        assert_eq!(found.empty, 2);
         // The group's first document took over the claimer's signature.
-        assert_eq!(&sigs[0..2], &[6, 7]);
+        assert_eq!(&corpus.sigs[0..2], &[6, 7]);
+        let docs = &corpus.docs;
         assert_eq!(docs[0].outcome, Outcome::Sketched);
         assert_eq!(docs[3].outcome, Outcome::Duplicate);
         assert_eq!(docs[5].outcome, Outcome::Empty);

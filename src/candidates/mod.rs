@@ -1,7 +1,97 @@
-//! Candidates: signatures → the pairs worth verifying (identical groups, LSH bands, SimHash
-//! pieces, containment classes).
+//! Candidates: signatures → the pairs worth verifying. Byte-identical documents are grouped
+//! first ([`identical`]), so only one document per distinct content (a *unit*) is bucketed: by
+//! LSH band ([`lsh`]), by SimHash piece, or, with `--containment`, per pair of size classes
+//! ([`containment`]). A bucket ([`buckets`]) holds the documents sharing a key in one table.
 
 pub mod buckets;
 pub mod containment;
 pub mod identical;
 pub mod lsh;
+
+use rayon::prelude::*;
+
+use crate::config::{Config, MethodConfig};
+use crate::ingest::corpus::Corpus;
+use crate::sketch::simhash;
+
+use buckets::Buckets;
+use lsh::band_key;
+
+/// The candidates of a scan.
+pub struct Candidates {
+    /// One table of buckets per band (MinHash) or piece (SimHash); with `--containment`, the
+    /// plausible candidate pairs as two-document buckets. With an index, only buckets holding a
+    /// new document are kept.
+    pub tables: Vec<Buckets>,
+    /// Candidate pairs the estimate prefilter ruled out on the way (`--containment`; 0
+    /// otherwise, where verification counts them).
+    pub ruled_out: u64,
+}
+
+/// Buckets the `units` (one document per distinct content, in increasing order).
+pub fn find(cfg: &Config, corpus: &Corpus, units: &[u32]) -> Candidates {
+    let (mut tables, ruled_out) = bucket(cfg, corpus, units);
+    if corpus.first_new > 0 {
+        tables
+            .iter_mut()
+            .for_each(|t| t.keep_from(corpus.first_new));
+    }
+    Candidates { tables, ruled_out }
+}
+
+fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
+    let (sigs, lanes, docs) = (&corpus.sigs, corpus.lanes, &corpus.docs);
+    let tables = match &cfg.method {
+        MethodConfig::MinHash {
+            containment: true,
+            threshold,
+            report_threshold,
+            num_perm,
+            ..
+        } => {
+            let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
+            let scheme = containment::Scheme::new(*threshold, *num_perm);
+            let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
+            let plausible: u64 = c.tables.iter().map(|t| t.len() as u64).sum();
+            if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
+                cfg.messages.note(&note);
+            }
+            return (c.tables, c.implausible);
+        }
+        // Bands are keyed and sorted side by side: each table's counting sort is serial.
+        MethodConfig::MinHash { banding, .. } => (0..banding.bands)
+            .into_par_iter()
+            .map(|band| {
+                let r = banding.rows;
+                let entries = units
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, &u)| {
+                        if let Some(&ahead) = units.get(i + PREFETCH_AHEAD) {
+                            // A band's pass reads 24 bytes of each 512-byte signature, a
+                            // stride the hardware prefetchers did not follow.
+                            crate::cpu::prefetch(&sigs[ahead as usize * lanes + band * r]);
+                        }
+                        let start = u as usize * lanes + band * r;
+                        (band_key(band, &sigs[start..start + r]), u)
+                    })
+                    .collect();
+                Buckets::from_keys(entries)
+            })
+            .collect(),
+        MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance)
+            .into_par_iter()
+            .map(|piece| {
+                let entries = units
+                    .par_iter()
+                    .map(|&u| (simhash::piece_key(piece, docs[u as usize].fingerprint), u))
+                    .collect();
+                Buckets::from_keys(entries)
+            })
+            .collect(),
+    };
+    (tables, 0)
+}
+
+/// How many documents ahead a band's pass asks for the signature values it will key.
+const PREFETCH_AHEAD: usize = 16;

@@ -7,6 +7,63 @@
 pub mod representative;
 pub mod strict;
 
+use crate::candidates::containment;
+use crate::config::{ClusterMode, Config};
+use crate::ingest::corpus::Corpus;
+use crate::ingest::worker::Engine;
+use crate::messages::InputError;
+use crate::verify::Judge;
+
+/// A cluster and the member that represents it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    /// The member to keep, chosen by `--keep` (with `--containment`, the container).
+    pub representative: u32,
+    /// Its members and the pairs that joined them.
+    pub cluster: Cluster,
+}
+
+/// The clusters of the verified `pairs`, in order of their first member: connected components,
+/// or with `--cluster strict` components split so that every member is verified against its
+/// representative. Members whose material cannot be read again add to `errors`.
+pub fn form(
+    cfg: &Config,
+    judge: &Judge,
+    engine: &Engine,
+    corpus: &Corpus,
+    pairs: &[Pair],
+    errors: &mut Vec<InputError>,
+) -> Vec<Found> {
+    let components = clusters(corpus.len(), pairs);
+    let files = &corpus.files;
+    let facts = |d: u32| representative::Facts {
+        id: d,
+        path: &files[d as usize].path,
+        bytes: corpus.docs[d as usize].bytes,
+        modified: files[d as usize].modified,
+        indexed: d < corpus.first_new,
+    };
+    match cfg.cluster {
+        ClusterMode::Components => components
+            .into_iter()
+            .map(|c| {
+                let mut order = c.members.clone();
+                representative::sort(cfg.keep, &mut order, facts);
+                if judge.is_containment() {
+                    containment::largest_first(&mut order, |d| judge.size(d));
+                }
+                Found {
+                    representative: order[0],
+                    cluster: c,
+                }
+            })
+            .collect(),
+        ClusterMode::Strict => {
+            strict::clusters(components, cfg.keep, judge, engine, files, facts, errors)
+        }
+    }
+}
+
 /// A verified pair of documents, by document id (`lo < hi`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pair {

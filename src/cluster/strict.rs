@@ -7,8 +7,53 @@
 //! its representative, which is the cluster's most preferred document. Only documents of one
 //! component can match, so components are split, never merged.
 
-use crate::cluster::{Cluster, Pair};
-use crate::verify::Score;
+use crate::cluster::representative::{self, Facts};
+use crate::cluster::{Cluster, Found, Pair};
+use crate::config::KeepPolicy;
+use crate::ingest::worker::Engine;
+use crate::input::walk::FileEntry;
+use crate::messages::InputError;
+use crate::verify::reload::{member_material, Loaded, Want};
+use crate::verify::{Judge, Score};
+
+/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
+/// edit verification load the component's sets or token sequences (one component at a time, so
+/// memory stays that of the largest component).
+pub fn clusters<'a>(
+    components: Vec<Cluster>,
+    keep: KeepPolicy,
+    judge: &Judge,
+    engine: &Engine,
+    files: &'a [FileEntry],
+    facts: impl Fn(u32) -> Facts<'a> + Copy,
+    errors: &mut Vec<InputError>,
+) -> Vec<Found> {
+    let mut out = Vec::new();
+    for c in components {
+        let mut order = c.members;
+        representative::sort(keep, &mut order, facts);
+        let want = Want {
+            sets: judge.needs_sets(),
+            tokens: judge.needs_tokens(),
+        };
+        let loaded = if want.sets || want.tokens {
+            member_material(judge, engine, files, &order, want, errors)
+        } else {
+            Loaded::default()
+        };
+        out.extend(split_component(&order, |rep, doc| {
+            judge.check(rep, doc, &loaded)
+        }));
+    }
+    for f in &mut out {
+        for p in &mut f.cluster.pairs {
+            p.2.exact = judge.same_content(p.2.lo, p.2.hi);
+        }
+    }
+    // Clusters in order of their first member, as with components.
+    out.sort_by_key(|f| f.cluster.members[0]);
+    out
+}
 
 /// Splits one component, given in `--keep` order, into strict clusters (singletons dropped).
 /// `matches(rep, doc)` is the verification check; each cluster's pairs form a star around its
@@ -16,11 +61,14 @@ use crate::verify::Score;
 pub fn split_component(
     ordered: &[u32],
     mut matches: impl FnMut(u32, u32) -> Option<Score>,
-) -> Vec<(u32, Cluster)> {
+) -> Vec<Found> {
     let mut groups: Vec<(u32, Vec<Pair>)> = Vec::new();
     for &doc in ordered {
         let joined = groups.iter_mut().find_map(|(rep, pairs)| {
-            let (similarity, distance) = matches(*rep, doc)?;
+            let Score {
+                similarity,
+                distance,
+            } = matches(*rep, doc)?;
             pairs.push(Pair {
                 lo: (*rep).min(doc),
                 hi: (*rep).max(doc),
@@ -50,13 +98,13 @@ pub fn split_component(
                 })
                 .collect();
             star.sort_by_key(|p| (p.0, p.1));
-            (
-                rep,
-                Cluster {
+            Found {
+                representative: rep,
+                cluster: Cluster {
                     members,
                     pairs: star,
                 },
-            )
+            }
         })
         .collect()
 }
@@ -69,7 +117,7 @@ mod tests {
     fn a_chain_splits_at_its_far_end() {
         // 0 ~ 1 and 1 ~ 2, but 0 ≁ 2: components would give {0, 1, 2}.
         let sim = |a: u32, b: u32| match (a.min(b), a.max(b)) {
-            (0, 1) | (1, 2) => Some((0.85, None)),
+            (0, 1) | (1, 2) => Some(Score::of(0.85)),
             _ => None,
         };
         let split = split_component(&[0, 1, 2], sim);
@@ -78,16 +126,20 @@ mod tests {
             1,
             "2 is alone: its only match, 1, is not a representative"
         );
-        assert_eq!(split[0].0, 0);
-        assert_eq!(split[0].1.members, vec![0, 1]);
+        assert_eq!(split[0].representative, 0);
+        assert_eq!(split[0].cluster.members, vec![0, 1]);
 
         // Visiting 1 first (another --keep order), it takes both ends.
         let split = split_component(&[1, 0, 2], sim);
         assert_eq!(split.len(), 1);
-        assert_eq!(split[0].0, 1);
-        assert_eq!(split[0].1.members, vec![0, 1, 2]);
-        assert_eq!(split[0].1.pairs.len(), 2);
-        assert!(split[0].1.pairs.iter().all(|p| p.2.lo == 1 || p.2.hi == 1));
+        assert_eq!(split[0].representative, 1);
+        assert_eq!(split[0].cluster.members, vec![0, 1, 2]);
+        assert_eq!(split[0].cluster.pairs.len(), 2);
+        assert!(split[0]
+            .cluster
+            .pairs
+            .iter()
+            .all(|p| p.2.lo == 1 || p.2.hi == 1));
     }
 
     #[test]
@@ -95,13 +147,17 @@ mod tests {
         // Documents are points on a line; similar when within 2 of each other.
         let pos = [0i32, 1, 2, 3, 4, 5, 6, 7, 20, 21];
         let sim = |a: u32, b: u32| {
-            ((pos[a as usize] - pos[b as usize]).abs() <= 2).then_some((0.9, None))
+            ((pos[a as usize] - pos[b as usize]).abs() <= 2).then_some(Score::of(0.9))
         };
         let order: Vec<u32> = (0..pos.len() as u32).collect();
         let split = split_component(&order, sim);
-        let reps: Vec<u32> = split.iter().map(|s| s.0).collect();
+        let reps: Vec<u32> = split.iter().map(|s| s.representative).collect();
         assert_eq!(reps, vec![0, 3, 6, 8]);
-        for (rep, c) in &split {
+        for Found {
+            representative: rep,
+            cluster: c,
+        } in &split
+        {
             for &m in &c.members {
                 assert!(sim(*rep, m).is_some() || m == *rep);
             }

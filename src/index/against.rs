@@ -30,9 +30,11 @@ use rayon::prelude::*;
 
 use crate::config::{Config, IndexUse, MethodConfig};
 use crate::index::store::{self, Entry, Index, IndexParams, Record as StoredRecord};
+use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, InputError};
+use crate::sketch::bottomk::Sketches;
 
 /// The stored sets of the indexed documents taking part in a scan, by document id.
 pub struct IndexedSets {
@@ -116,6 +118,23 @@ pub struct Joined {
     pub sets: Option<Arc<IndexedSets>>,
     /// The generation opened (0 when the index is being created).
     pub generation: u64,
+    /// Signature values per document.
+    pub lanes: usize,
+}
+
+impl Joined {
+    /// The indexed documents taking part, as the first documents of the scan's corpus (none
+    /// without an index); what is left of `self` keeps the sets and the counts.
+    pub fn take_documents(&mut self) -> Corpus {
+        Corpus {
+            files: std::mem::take(&mut self.entries),
+            docs: std::mem::take(&mut self.docs),
+            sigs: std::mem::take(&mut self.sigs),
+            lanes: self.lanes,
+            bottom: Sketches::default(),
+            first_new: 0,
+        }
+    }
 }
 
 /// Opens the index (unless it is being created), checks its parameters and splits `files`
@@ -129,6 +148,7 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
         sigs: Vec::new(),
         sets: None,
         generation: 0,
+        lanes: cfg.lanes(),
     };
     if against.create {
         // Refused before the scan, not after it.
@@ -167,10 +187,7 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
             None => joined.to_read.push(f),
         }
     }
-    let lanes = match &cfg.method {
-        MethodConfig::MinHash { num_perm, .. } => *num_perm,
-        MethodConfig::SimHash { .. } => 1,
-    };
+    let lanes = joined.lanes;
     let cwd = std::env::current_dir().ok();
     // Indexed documents in path order (then line), as documents of a walk are: clusters come in
     // the order of their first member, whatever order the updates wrote the records in.

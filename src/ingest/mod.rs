@@ -7,6 +7,7 @@
 //! dump's place, so the numbering (and the report) does not depend on threads. A bad line (invalid JSON, no text field, text not a string, too long)
 //! is an input error naming the dump and the line; the records around it are kept.
 
+pub mod corpus;
 pub mod set_cache;
 pub mod worker;
 
@@ -16,14 +17,162 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use crate::candidates::identical::Identical;
+use crate::candidates::Candidates;
+use crate::config::{Config, MethodConfig, Verify};
+use crate::index::against::IndexedSets;
 use crate::ingest::set_cache::SetCache;
+use crate::ingest::worker::Sketcher;
 use crate::ingest::worker::{Claims, DocResult, DocWorker, Engine, Outcome};
 use crate::input::dump::{open_stream, Compression, JsonlOptions, JsonlReader, Line, RawLine};
+use crate::input::read::SizeLimits;
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, InputError, Messages};
 use crate::sketch::bottomk::Sketches;
 use crate::sketch::kmv::{Kmv, DEFAULT_KMV_K};
+use crate::sketch::minhash::MinHasher;
+use corpus::Corpus;
+
+/// The per-document work of a scan under `cfg`. With an index, `indexed` holds the indexed
+/// documents' stored sets.
+pub fn engine(cfg: &Config, indexed: Option<std::sync::Arc<IndexedSets>>) -> Engine {
+    let sketcher = match &cfg.method {
+        MethodConfig::MinHash {
+            sketch, num_perm, ..
+        } => Sketcher::MinHash {
+            hasher: MinHasher::new(*sketch, *num_perm, cfg.seed),
+        },
+        MethodConfig::SimHash { .. } => Sketcher::SimHash { seed: cfg.seed },
+    };
+    Engine {
+        shingle: cfg.shingle,
+        ngram: cfg.ngram,
+        limits: SizeLimits {
+            min: cfg.walk.min_size,
+            max: cfg.walk.max_size,
+        },
+        sizes: cfg.containment(),
+        sketcher,
+        spill: Default::default(),
+        indexed,
+    }
+}
+
+/// What signing produced besides the documents.
+pub struct SignSummary {
+    /// The corpus's distinct shingles, estimated.
+    pub distinct: Kmv,
+    /// Dump lines that held no document, and dumps that could not be read to the end.
+    pub errors: Vec<InputError>,
+    /// Number of bad lines.
+    pub bad_lines: u64,
+    /// Dumps that held no record at all.
+    pub empty_dumps: u64,
+}
+
+/// The first pass's result.
+pub struct Signed {
+    /// The documents read now, with their signatures.
+    pub corpus: Corpus,
+    /// Counts and errors.
+    pub summary: SignSummary,
+}
+
+/// Signs `files`: reads, hashes, shingles and sketches every document in parallel (a dump's
+/// records a batch at a time).
+pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine) -> Signed {
+    // Only exact MinHash verification needs shingle sets again. A dump's documents are not
+    // counted until it is read, so its share of the cache's bitmap is estimated from its size.
+    let cache = match &cfg.method {
+        MethodConfig::MinHash {
+            banding,
+            verify: Verify::Exact,
+            ..
+        } => {
+            let documents: u64 = files
+                .iter()
+                .map(|f| if f.dump { f.size / 1024 + 1 } else { 1 })
+                .sum();
+            Some(SetCache::new(documents as usize, *banding))
+        }
+        _ => None,
+    };
+    let bottom_k = match &cfg.method {
+        MethodConfig::MinHash {
+            bottom_k: true,
+            num_perm,
+            ..
+        } => Some((*num_perm, cfg.seed)),
+        _ => None,
+    };
+    let lanes = cfg.lanes();
+    let ingested = Ingest {
+        engine,
+        lanes,
+        bottom_k,
+        jsonl: &cfg.jsonl,
+        cache: cache.as_ref(),
+        msgs: &cfg.messages,
+    }
+    .run(files);
+    Signed {
+        corpus: Corpus {
+            files: ingested.entries,
+            docs: ingested.docs,
+            sigs: ingested.sigs,
+            lanes,
+            bottom: ingested.bottom,
+            first_new: 0,
+        },
+        summary: SignSummary {
+            distinct: ingested.distinct,
+            errors: ingested.errors,
+            bad_lines: ingested.bad_lines,
+            empty_dumps: ingested.empty_dumps,
+        },
+    }
+}
+
+/// Makes the texts of the new dump records that the rest of the scan reads again available
+/// ([`spill_records`]): those of candidates and byte-identical groups when verification or
+/// `--pairs` needs texts, every new record when an index is updated.
+pub fn keep_record_texts(
+    cfg: &Config,
+    engine: &Engine,
+    corpus: &Corpus,
+    candidates: &Candidates,
+    identical: &Identical,
+) -> anyhow::Result<()> {
+    let (files, first_new) = (&corpus.files, corpus.first_new);
+    let updating = cfg.against.as_ref().is_some_and(|a| a.update);
+    let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
+    // Exact and edit verification and `--pairs` evidence read texts again.
+    let needs_texts = cfg.pairs || matches!(cfg.verify(), Some(Verify::Exact | Verify::Edit));
+    if new_records().next().is_none() || !(needs_texts || updating) {
+        return Ok(());
+    }
+    let mut wanted: Vec<u32> = if updating {
+        // Every new record goes into the index with its set.
+        new_records().map(|d| d as u32).collect()
+    } else {
+        let mut w: Vec<u32> = (candidates.tables.iter())
+            .flat_map(|t| t.docs().iter().copied())
+            .collect();
+        w.extend(identical.pairs.iter().map(|p| p.lo));
+        w
+    };
+    wanted.retain(|&d| d >= first_new);
+    wanted.sort_unstable();
+    wanted.dedup();
+    if let Err(e) = spill_records(engine, files, &wanted, &cfg.jsonl) {
+        anyhow::bail!(
+            "cannot store the texts of dump records for verification in a temporary file: {}",
+            crate::messages::io_reason(&e)
+        );
+    }
+    Ok(())
+}
 
 /// Records sketched together: enough to keep every thread busy, few enough that the texts of
 /// one batch stay small. A batch ends at this many records or [`BATCH_BYTES`] of lines,

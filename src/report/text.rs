@@ -7,8 +7,9 @@
 
 use std::io::{self, Write};
 
+use super::clusters::{DuplicateOut, MemberOut};
+use super::model::Report;
 use crate::messages::escape_controls;
-use crate::report::{DuplicateOut, MemberOut, Report};
 
 const BOLD_GREEN: &str = "\x1b[1;32m";
 const YELLOW: &str = "\x1b[33m";

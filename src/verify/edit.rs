@@ -18,13 +18,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::candidates::buckets::Buckets;
 use crate::cluster::UnionFind;
-use crate::ingest::worker::{DocResult, Engine};
+use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages};
-use crate::verify::lcs::edit_similarity_capped;
-use crate::verify::reload::{Loaded, Material, Want};
-use crate::verify::sets::Batches;
-use crate::verify::{connect, jaccard_at_least, Verification};
+
+use super::batches::{Batches, Set};
+use super::connect::{connect, Verification};
+use super::judge::Judge;
+use super::lcs::edit_similarity_capped;
+use super::measures::jaccard_at_least;
+use super::reload::{Loaded, Material, Want};
 
 /// The verdict on one pair under `--verify edit`: the similarity when it reaches `threshold`,
 /// and whether it is a Jaccard fallback (a document over the cap). A pair whose material could
@@ -51,10 +54,10 @@ pub struct EditVerifier<'a> {
     pub files: &'a [FileEntry],
     /// How token sequences and sets are derived from files.
     pub engine: &'a Engine,
+    /// Decides every pair.
+    pub judge: &'a Judge<'a>,
     /// Warnings and progress.
     pub msgs: &'a Messages,
-    /// The edit similarity a pair must reach.
-    pub threshold: f64,
 }
 
 impl EditVerifier<'_> {
@@ -63,7 +66,7 @@ impl EditVerifier<'_> {
     /// again, or changed since the first pass, are added to `errors`; their pairs fail.
     pub fn run(
         &self,
-        docs: &mut [DocResult],
+        kept: &mut [Option<Set>],
         tables: &[Buckets],
         uf: &mut UnionFind,
         errors: &mut Vec<InputError>,
@@ -76,15 +79,15 @@ impl EditVerifier<'_> {
         // Each distinct pair is checked at most once (`connect`), so the count does not depend
         // on the thread count.
         let fallbacks = AtomicU64::new(0);
-        let v = batches.run(docs, tables, |per_table, docs, bar| {
-            let loaded = self.load(per_table, docs, errors);
+        let v = batches.run(kept, tables, |per_table, _, bar| {
+            let loaded = self.load(per_table, errors);
             bar.inc(loaded.1);
             connect(per_table, uf, |lo, hi| {
-                let (score, fallback) = check(loaded.0.get(lo), loaded.0.get(hi), self.threshold);
-                if fallback {
+                let verdict = self.judge.candidate(lo, hi, &loaded.0);
+                if verdict.fallback {
                     fallbacks.fetch_add(1, Ordering::Relaxed);
                 }
-                score.map(|s| (s, None))
+                verdict.score
             })
         });
         (v, fallbacks.into_inner())
@@ -92,12 +95,8 @@ impl EditVerifier<'_> {
 
     /// The token sequences of every document of the batch, and the sets of the documents that
     /// share a bucket with one over the cap; with the number of documents.
-    fn load(
-        &self,
-        per_table: &[Vec<&[u32]>],
-        docs: &[DocResult],
-        errors: &mut Vec<InputError>,
-    ) -> (Loaded, u64) {
+    fn load(&self, per_table: &[Vec<&[u32]>], errors: &mut Vec<InputError>) -> (Loaded, u64) {
+        let docs = self.judge.docs;
         let mut ids: Vec<u32> = per_table
             .iter()
             .flatten()

@@ -1,9 +1,10 @@
-//! Oracle: the similarity of any two documents after sketching, the one place that knows how a
-//! pair is judged under each method. Verification, strict clusters, the representative's
+//! The judge: the one place that decides whether two documents are duplicates and how similar
+//! they are, under every method (exact Jaccard, containment, edit similarity, the signature
+//! estimate, SimHash distance). Verification, strict clusters, the representative's
 //! similarities and `--pairs` evidence all ask it, so they agree.
 //!
 //! Byte-identical documents are sketched once: `canon[d]` is the document holding the
-//! signature, fingerprint and set of `d`'s content.
+//! signature, fingerprint and material (set, tokens) of `d`'s content.
 
 use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
 use crate::candidates::lsh::{estimate_floor, Banding};
@@ -12,26 +13,59 @@ use crate::ingest::worker::DocResult;
 use crate::sketch::bottomk::Sketches;
 use crate::sketch::minhash::estimate;
 use crate::sketch::simhash;
-use crate::verify::reload::Loaded;
-use crate::verify::{containment_at_least, jaccard, jaccard_at_least, Score};
 
-/// Read-only view of the sketches.
-pub struct Oracle<'a> {
+use super::edit;
+use super::measures::{containment_at_least, containment_verified, jaccard, jaccard_at_least};
+use super::reload::Loaded;
+
+/// A pair that passed: its similarity, and its SimHash distance where there is one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Score {
+    /// Jaccard, containment, edit similarity, the estimate, or 1 − distance/64 (SimHash).
+    pub similarity: f64,
+    /// SimHash Hamming distance.
+    pub distance: Option<u32>,
+}
+
+impl Score {
+    /// A score without a distance (MinHash).
+    pub fn of(similarity: f64) -> Score {
+        Score {
+            similarity,
+            distance: None,
+        }
+    }
+}
+
+/// The verdict on a candidate pair during verification.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdict {
+    /// The score, when the pair passes.
+    pub score: Option<Score>,
+    /// `--verify edit`: the pair was judged by Jaccard because a document is over the token cap.
+    pub fallback: bool,
+}
+
+/// Read-only view of everything a decision needs.
+pub struct Judge<'a> {
     /// Method and its thresholds.
     pub method: &'a MethodConfig,
     /// Signature values per document.
     pub lanes: usize,
     /// All signatures, `lanes` per document.
     pub sigs: &'a [u32],
-    /// Per-document results.
+    /// Per-document results (fingerprint, distinct shingles).
     pub docs: &'a [DocResult],
     /// The document that holds each document's sketches.
     pub canon: &'a [u32],
     /// Bottom-k sketches (`--sketch bottom-k`; empty otherwise).
     pub bottom: &'a Sketches,
+    /// Documents below this id come from the index scanned against: a pair of two of them was
+    /// judged when the later was new, and is never a candidate again.
+    pub first_new: u32,
 }
 
-impl Oracle<'_> {
+impl Judge<'_> {
     /// MinHash signature of `d`'s content.
     pub fn sig(&self, d: u32) -> &[u32] {
         let c = self.canon[d as usize] as usize;
@@ -82,6 +116,11 @@ impl Oracle<'_> {
         )
     }
 
+    /// True under `--method simhash`.
+    pub fn is_simhash(&self) -> bool {
+        matches!(self.method, MethodConfig::SimHash { .. })
+    }
+
     /// The similarity of two sorted shingle sets: Jaccard, or the containment of the smaller.
     pub fn set_similarity(&self, a: &[u64], b: &[u64]) -> f64 {
         if self.is_containment() {
@@ -102,12 +141,12 @@ impl Oracle<'_> {
         }
     }
 
-    /// True when exact verification needs the two shingle sets to judge pairs.
+    /// True when the judge needs the documents' shingle sets ([`Judge::check`]'s `loaded`).
     pub fn needs_sets(&self) -> bool {
         self.verify() == Some(Verify::Exact)
     }
 
-    /// True when edit verification needs the two token sequences to judge pairs.
+    /// True when the judge needs the documents' token sequences.
     pub fn needs_tokens(&self) -> bool {
         self.verify() == Some(Verify::Edit)
     }
@@ -133,12 +172,69 @@ impl Oracle<'_> {
         }
     }
 
-    /// The scan's verdict on a pair: its score when it is reported as duplicates. `loaded` holds
-    /// the documents' shingle sets when [`Oracle::needs_sets`], their token sequences when
-    /// [`Oracle::needs_tokens`] (keyed by `canon`).
+    /// Whether verification should load the material of candidate pair `lo < hi`: not for a
+    /// pair of two indexed documents, nor one the signatures rule out. (`--containment`
+    /// candidates passed their prefilter when they were gathered.)
+    pub fn worth_loading(&self, lo: u32, hi: u32) -> bool {
+        hi >= self.first_new && (self.is_containment() || self.plausible(lo, hi))
+    }
+
+    /// The verification's verdict on candidate pair `lo < hi`. As [`Judge::check`], except
+    /// that a pair of two indexed documents never passes, `--containment` candidates are not
+    /// prefiltered again and may be turned away on a sample of the smaller set
+    /// ([`containment_verified`]), and an edit-verified pair says whether it fell back to
+    /// Jaccard.
+    pub fn candidate(&self, lo: u32, hi: u32, loaded: &Loaded) -> Verdict {
+        let no = Verdict {
+            score: None,
+            fallback: false,
+        };
+        if hi < self.first_new {
+            return no;
+        }
+        match self.method {
+            MethodConfig::MinHash {
+                report_threshold,
+                containment: true,
+                ..
+            } => {
+                let material = |d: u32| loaded.get(self.canon[d as usize]).set;
+                let (Some(a), Some(b)) = (material(lo), material(hi)) else {
+                    return no;
+                };
+                Verdict {
+                    score: containment_verified(a, b, *report_threshold).map(Score::of),
+                    fallback: false,
+                }
+            }
+            MethodConfig::MinHash {
+                report_threshold,
+                verify: Verify::Edit,
+                ..
+            } => {
+                let material = |d: u32| loaded.get(self.canon[d as usize]);
+                let (score, fallback) = edit::check(material(lo), material(hi), *report_threshold);
+                Verdict {
+                    score: score.map(Score::of),
+                    fallback,
+                }
+            }
+            _ => Verdict {
+                score: self.check(lo, hi, loaded),
+                fallback: false,
+            },
+        }
+    }
+
+    /// The verdict on any pair: its score when it is reported as duplicates. `loaded` holds the
+    /// documents' shingle sets when [`Judge::needs_sets`], their token sequences when
+    /// [`Judge::needs_tokens`] (keyed by `canon`).
     pub fn check(&self, a: u32, b: u32, loaded: &Loaded) -> Option<Score> {
         if self.same_content(a, b) {
-            return Some((1.0, self.is_simhash().then_some(0)));
+            return Some(Score {
+                similarity: 1.0,
+                distance: self.is_simhash().then_some(0),
+            });
         }
         let material = |d: u32| loaded.get(self.canon[d as usize]);
         match self.method {
@@ -156,32 +252,39 @@ impl Oracle<'_> {
                 } else {
                     jaccard_at_least
                 };
-                measure(sa, sb, *report_threshold).map(|j| (j, None))
+                measure(sa, sb, *report_threshold).map(Score::of)
             }
             MethodConfig::MinHash {
                 report_threshold,
                 verify: Verify::Edit,
                 ..
-            } => {
-                let (score, _) =
-                    crate::verify::edit::check(material(a), material(b), *report_threshold);
-                score.map(|s| (s, None))
-            }
+            } => edit::check(material(a), material(b), *report_threshold)
+                .0
+                .map(Score::of),
             MethodConfig::MinHash {
                 report_threshold,
                 verify: Verify::Estimate,
                 ..
             } => {
                 let e = self.estimate(a, b);
-                (e >= *report_threshold).then_some((e, None))
+                (e >= *report_threshold).then_some(Score::of(e))
             }
             MethodConfig::SimHash {
                 report_distance, ..
             } => {
                 let d = simhash::distance(self.fingerprint(a), self.fingerprint(b));
-                (d <= *report_distance).then_some((simhash_similarity(d), Some(d)))
+                (d <= *report_distance).then_some(Score {
+                    similarity: simhash_similarity(d),
+                    distance: Some(d),
+                })
             }
         }
+    }
+
+    /// The SimHash distance of a pair (None under MinHash).
+    pub fn distance(&self, a: u32, b: u32) -> Option<u32> {
+        self.is_simhash()
+            .then(|| simhash::distance(self.fingerprint(a), self.fingerprint(b)))
     }
 
     /// The first band (MinHash) or piece (SimHash) in which the pair collides: the table that
@@ -212,10 +315,6 @@ impl Oracle<'_> {
                     .position(|p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
             }
         }
-    }
-
-    fn is_simhash(&self) -> bool {
-        matches!(self.method, MethodConfig::SimHash { .. })
     }
 }
 

@@ -1,0 +1,114 @@
+//! The corpus of a scan: every document by id, with its result and signature. With an index,
+//! its documents come first (ids `0..first_new`), then the inputs read now, in input order.
+
+use crate::ingest::worker::{DocResult, Outcome};
+use crate::input::walk::FileEntry;
+use crate::messages::{display_path, InputError, Messages};
+use crate::sketch::bottomk::Sketches;
+
+/// A sorted (or, kept from the first pass, unsorted) shingle set.
+pub type Set = Box<[u64]>;
+
+/// The documents of a scan, by id.
+pub struct Corpus {
+    /// Where each document came from (a file, or a record of a dump).
+    pub files: Vec<FileEntry>,
+    /// What the first pass found of each (content hash, size, fingerprint, outcome).
+    pub docs: Vec<DocResult>,
+    /// MinHash signatures, `lanes` values per document.
+    pub sigs: Vec<u32>,
+    /// Signature values per document.
+    pub lanes: usize,
+    /// `--sketch bottom-k`: each document's sketch (off otherwise).
+    pub bottom: Sketches,
+    /// Documents below this id come from the index scanned against.
+    pub first_new: u32,
+}
+
+/// What the first pass says about the documents it could not sketch.
+#[derive(Debug, Default)]
+pub struct Outcomes {
+    /// A NUL byte near the start.
+    pub binary: u64,
+    /// No longer a regular file when opened.
+    pub not_regular: u64,
+    /// Under `--min-size` when opened.
+    pub too_short: u64,
+    /// Over `--max-size` when opened or read.
+    pub too_large: u64,
+    /// Could not be read.
+    pub errors: Vec<InputError>,
+}
+
+impl Corpus {
+    /// The indexed documents (`files`, `docs`, `sigs`; possibly none) followed by `new` ones.
+    pub fn assemble(indexed: Corpus, new: Corpus) -> Corpus {
+        let mut c = indexed;
+        c.first_new = c.files.len() as u32;
+        // Without an index the first pass's vectors are taken as they are (signatures are most
+        // of the memory, and extending an empty vector would copy them).
+        append(&mut c.files, new.files);
+        append(&mut c.docs, new.docs);
+        append(&mut c.sigs, new.sigs);
+        c.bottom = new.bottom;
+        c
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// True when there is no document.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The sets the first pass kept (for exact verification), taken out of the results so that
+    /// verification can consume them while the rest is read by the judge.
+    pub fn take_kept_sets(&mut self) -> Vec<Option<Set>> {
+        self.docs.iter_mut().map(|d| d.set.take()).collect()
+    }
+
+    /// Counts what became of the documents that were not sketched, warning about those too
+    /// large or unreadable (in document order).
+    pub fn outcomes(&self, max_size: u64, msgs: &Messages) -> Outcomes {
+        let mut out = Outcomes::default();
+        for (file, doc) in self.files.iter().zip(&self.docs) {
+            match &doc.outcome {
+                Outcome::Sketched | Outcome::Duplicate | Outcome::Empty => {}
+                Outcome::Binary => out.binary += 1,
+                Outcome::NotRegular => out.not_regular += 1,
+                Outcome::TooShort => out.too_short += 1,
+                Outcome::TooLarge(n) => {
+                    out.too_large += 1;
+                    msgs.warn(&format!(
+                        "{}: skipped, {n} bytes is over --max-size {max_size}",
+                        display_path(&file.path)
+                    ));
+                }
+                Outcome::GrewTooLarge(n) => {
+                    out.too_large += 1;
+                    msgs.warn(&format!(
+                        "{}: skipped, {n} bytes or more when read (over --max-size)",
+                        display_path(&file.path)
+                    ));
+                }
+                Outcome::Failed(reason) => {
+                    msgs.warn(&format!("{}: {reason}", display_path(&file.path)));
+                    out.errors.push(file.error(None, reason.clone()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `v` followed by `more`, moving `more` when `v` is empty.
+fn append<T>(v: &mut Vec<T>, mut more: Vec<T>) {
+    if v.is_empty() {
+        *v = more;
+    } else {
+        v.append(&mut more);
+    }
+}

@@ -1,0 +1,170 @@
+//! The report's top level: its parameters, statistics and errors, and the version of its
+//! schema. Clusters are in [`super::clusters`]. Every field is documented in `docs/output.md`;
+//! names only grow.
+
+use serde::Serialize;
+
+use super::clusters::ClusterOut;
+
+/// Version of the output schema; bumped only when a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The whole `json` report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Output schema version.
+    pub schema_version: u32,
+    /// Version of dupfind that wrote the report.
+    pub dupfind_version: &'static str,
+    /// The effective parameters.
+    pub params: Params,
+    /// Counts of what the scan did.
+    pub stats: Stats,
+    /// Groups of near-duplicate documents, ordered by their first member's path.
+    pub clusters: Vec<ClusterOut>,
+    /// Inputs that could not be read.
+    pub errors: Vec<ErrorOut>,
+}
+
+/// The parameters that shaped the result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Params {
+    /// "minhash" or "simhash".
+    pub method: &'static str,
+    /// "word" or "char".
+    pub shingle: &'static str,
+    /// Shingle length in words or characters.
+    pub ngram: usize,
+    /// MinHash sketch: "oph", "kperm" or "bottom-k".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sketch: Option<&'static str>,
+    /// MinHash signature length K.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_perm: Option<usize>,
+    /// LSH bands b.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bands: Option<usize>,
+    /// Rows per band r.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+    /// Jaccard threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// SimHash fingerprint bits (64).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// SimHash largest Hamming distance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_distance: Option<u32>,
+    /// SimHash pieces (tables) searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<usize>,
+    /// "exact", "estimate" or "edit".
+    pub verify: &'static str,
+    /// Seed of the hash families.
+    pub seed: u64,
+    /// `--min-similarity`, when stricter than the threshold (SimHash: as 1 − distance/64).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_similarity: Option<f64>,
+    /// "components" or "strict".
+    pub cluster: &'static str,
+    /// The `--keep` policy that chose each representative.
+    pub keep: &'static str,
+    /// `--containment`: similarities are the containment of the smaller document in the larger
+    /// (present only when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub containment: bool,
+}
+
+/// Counts of what the scan saw and did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    /// Non-directory entries found under the roots that passed --include/--exclude.
+    pub files_seen: u64,
+    /// Documents read and shingled (one per inode, or per record of a dump); with
+    /// `--against`, the new ones only.
+    pub documents: u64,
+    /// Total size of the documents in bytes.
+    pub bytes: u64,
+    /// Files not turned into documents, by reason.
+    pub skipped: Skipped,
+    /// Groups of two or more byte-identical documents.
+    pub exact_groups: u64,
+    /// Distinct candidate pairs that were verified.
+    pub candidate_pairs: u64,
+    /// Candidate pairs that met the threshold.
+    pub verified_pairs: u64,
+    /// Clusters reported.
+    pub clusters: u64,
+    /// Documents in no cluster.
+    pub unique_documents: u64,
+    /// Documents byte-identical to another one (all copies of a content but one).
+    pub exact_copies: u64,
+    /// Other documents in clusters beyond one per cluster, so that
+    /// `documents = unique_documents + clusters + exact_copies + near_copies`.
+    pub near_copies: u64,
+    /// Distinct shingles in the whole corpus, estimated by a k-minimum-values sketch
+    /// (k = 4096; exact while below k).
+    pub distinct_shingles: u64,
+    /// Relative standard error of `distinct_shingles` (0 when exact, else 1/√(k − 2) ≈ 0.016).
+    pub distinct_shingles_error: f64,
+    /// `--verify edit`: candidate pairs judged by exact Jaccard instead of edit similarity,
+    /// because a document has more tokens than the cap (20,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit_fallbacks: Option<u64>,
+    /// With `--against` or `index build`: the index's side of the scan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexStats>,
+}
+
+/// The index's side of a scan.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IndexStats {
+    /// The generation scanned against (0 when `index build` created the index).
+    pub generation: u64,
+    /// Indexed documents compared with the new ones.
+    pub documents: u64,
+    /// Inputs not read because the index holds them unchanged.
+    pub unchanged_files: u64,
+    /// The generation written by `--update` or `index build`; absent when nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_generation: Option<u64>,
+}
+
+/// Files not turned into documents.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Skipped {
+    /// A NUL byte in the first 8 KiB.
+    pub binary: u64,
+    /// No token after normalization (empty or white space only).
+    pub empty: u64,
+    /// Smaller than --min-size.
+    pub too_short: u64,
+    /// FIFOs, sockets, devices: never opened.
+    pub not_regular: u64,
+    /// Larger than --max-size.
+    pub too_large: u64,
+    /// Could not be read (listed in `errors`).
+    pub error: u64,
+    /// Symbolic links not followed (no -L).
+    pub symlink: u64,
+    /// Links followed with -L that lead outside the roots or into a loop.
+    pub outside_roots: u64,
+    /// Lines of JSON Lines dumps that held no document (listed in `errors`).
+    pub bad_line: u64,
+}
+
+/// An input that could not be read.
+#[derive(Debug, Serialize)]
+pub struct ErrorOut {
+    /// The path (lossy UTF-8).
+    pub path: String,
+    /// Base64 of the exact path bytes, present only when `path` is lossy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
+    /// The line of a JSON Lines dump the error is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// Why it could not be read.
+    pub error: String,
+}
