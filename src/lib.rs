@@ -37,6 +37,7 @@ pub mod ingest;
 pub mod input;
 pub mod interrupt;
 pub mod messages;
+pub mod pairs;
 pub mod report;
 pub mod scan;
 pub mod sketch;

@@ -6,9 +6,9 @@
 
 use rayon::prelude::*;
 
-use crate::cluster::Pair;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Outcome;
+use crate::pairs::Pair;
 
 /// The byte-identical groups of a corpus.
 #[derive(Debug, Default)]

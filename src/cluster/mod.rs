@@ -12,6 +12,7 @@ use crate::config::{ClusterMode, Config};
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Engine;
 use crate::messages::InputError;
+use crate::pairs::{Pair, UnionFind};
 use crate::verify::Judge;
 
 /// A cluster and the member that represents it.
@@ -64,70 +65,6 @@ pub fn form(
     }
 }
 
-/// A verified pair of documents, by document id (`lo < hi`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pair {
-    /// The smaller document id.
-    pub lo: u32,
-    /// The larger document id.
-    pub hi: u32,
-    /// Jaccard similarity (MinHash) or 1 − distance/64 (SimHash).
-    pub similarity: f64,
-    /// SimHash Hamming distance, when the method is SimHash.
-    pub distance: Option<u32>,
-    /// True when the two documents are byte-identical.
-    pub exact: bool,
-}
-
-/// Disjoint sets over `0..n` with union by size and path halving.
-#[derive(Clone, Debug)]
-pub struct UnionFind {
-    parent: Vec<u32>,
-    size: Vec<u32>,
-}
-
-impl UnionFind {
-    /// `n` singleton sets.
-    pub fn new(n: usize) -> Self {
-        UnionFind {
-            parent: (0..n as u32).collect(),
-            size: vec![1; n],
-        }
-    }
-
-    /// The representative of `x`'s set, compressing the path on the way.
-    pub fn find(&mut self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            let grand = self.parent[self.parent[x as usize] as usize];
-            self.parent[x as usize] = grand;
-            x = grand;
-        }
-        x
-    }
-
-    /// The representative of `x`'s set without modifying anything (for readers in parallel).
-    pub fn root(&self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            x = self.parent[x as usize];
-        }
-        x
-    }
-
-    /// Joins the sets of `a` and `b`; false when they were already one set.
-    pub fn union(&mut self, a: u32, b: u32) -> bool {
-        let (mut ra, mut rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return false;
-        }
-        if self.size[ra as usize] < self.size[rb as usize] {
-            std::mem::swap(&mut ra, &mut rb);
-        }
-        self.parent[rb as usize] = ra;
-        self.size[ra as usize] += self.size[rb as usize];
-        true
-    }
-}
-
 /// A group of documents joined by verified pairs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cluster {
@@ -167,7 +104,7 @@ pub fn clusters(n: usize, pairs: &[Pair]) -> Vec<Cluster> {
     // and members in increasing order, independent of hash-map iteration order.
     for doc in 0..n as u32 {
         let root = uf.find(doc);
-        if uf.size[root as usize] < 2 {
+        if uf.set_size(root) < 2 {
             continue;
         }
         let idx = *by_root.entry(root).or_insert_with(|| {

@@ -8,13 +8,16 @@
 //! component can match, so components are split, never merged.
 
 use crate::cluster::representative::{self, Facts};
-use crate::cluster::{Cluster, Found, Pair};
+use crate::cluster::{Cluster, Found};
 use crate::config::KeepPolicy;
 use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
-use crate::verify::reload::{member_material, Loaded, Want};
-use crate::verify::{Judge, Score};
+use crate::pairs::Pair;
+use crate::pairs::Score;
+use crate::verify::members::member_material;
+use crate::verify::reload::{Loaded, Want};
+use crate::verify::Judge;
 
 /// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
 /// edit verification load the component's sets or token sequences (one component at a time, so

@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IndexUse, MethodConfig};
 use crate::index::store::{self, Entry, Index, IndexParams, Record as StoredRecord};
 use crate::ingest::corpus::Corpus;
+use crate::ingest::worker::StoredSets;
 use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, InputError};
@@ -49,14 +50,14 @@ impl std::fmt::Debug for IndexedSets {
     }
 }
 
-impl IndexedSets {
+impl StoredSets for IndexedSets {
     /// Number of indexed documents in the scan (their ids are 0..count).
-    pub fn count(&self) -> u32 {
+    fn count(&self) -> u32 {
         self.position.len() as u32
     }
 
     /// The stored set of indexed document `doc`.
-    pub fn read(&self, doc: u32) -> Result<Box<[u64]>, String> {
+    fn read(&self, doc: u32) -> Result<Box<[u64]>, String> {
         let i = *self
             .position
             .get(doc as usize)

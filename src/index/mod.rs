@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::config::Config;
 use crate::ingest::corpus::Corpus;
-use crate::ingest::worker::Engine;
+use crate::ingest::worker::{Engine, StoredSets};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
 use crate::report::IndexStats;
@@ -35,6 +35,13 @@ pub fn join(cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
 }
 
 impl Joined {
+    /// The indexed documents' stored sets, for the per-document work.
+    pub fn stored_sets(&self) -> Option<std::sync::Arc<dyn StoredSets>> {
+        self.sets
+            .clone()
+            .map(|s| s as std::sync::Arc<dyn StoredSets>)
+    }
+
     /// The index's side of the scan, for the report (None without an index).
     pub fn stats(&self, cfg: &Config) -> Option<IndexStats> {
         cfg.against.as_ref().map(|_| IndexStats {

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
 
-use crate::index::against::IndexedSets;
 use crate::ingest::set_cache::SetCache;
 use crate::input::dump::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
@@ -57,7 +56,17 @@ pub struct Engine {
     /// Texts of the dump records that verification reads again.
     pub spill: Arc<Spill>,
     /// With `--against`: the indexed documents (ids 0..count) and their stored sets.
-    pub indexed: Option<Arc<IndexedSets>>,
+    pub indexed: Option<Arc<dyn StoredSets>>,
+}
+
+/// Shingle sets stored rather than derived from a file: the documents of an index scanned
+/// against, which are documents `0..count()` of the scan. (A trait, so that the per-document
+/// work does not depend on the index that implements it.)
+pub trait StoredSets: Send + Sync + std::fmt::Debug {
+    /// How many of the scan's first documents are stored.
+    fn count(&self) -> u32;
+    /// The stored set of document `doc` (below `count()`), or why it cannot be read.
+    fn read(&self, doc: u32) -> Result<Box<[u64]>, String>;
 }
 
 /// What became of one file.

@@ -6,14 +6,16 @@
 
 use rayon::prelude::*;
 
-use crate::cluster::{Cluster, Found, Pair};
+use crate::cluster::{Cluster, Found};
 use crate::config::Verify;
 use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
+use crate::pairs::Pair;
 use crate::verify::judge::{simhash_cosine, simhash_similarity};
 use crate::verify::lcs::edit_similarity;
-use crate::verify::reload::{member_material, Loaded, Want};
+use crate::verify::members::member_material;
+use crate::verify::reload::{Loaded, Want};
 use crate::verify::{intersection, Judge};
 
 use super::{ClusterOut, DuplicateOut, MemberOut, PairMore, PairOut};

@@ -13,9 +13,9 @@
 use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
-use crate::cluster::UnionFind;
 use crate::input::walk::FileEntry;
 use crate::messages::Messages;
+use crate::pairs::UnionFind;
 use crate::sketch::shingle::ShingleKind;
 
 use super::connect::Verification;

@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
-use crate::cluster::{Pair, UnionFind};
+use crate::pairs::{Pair, UnionFind};
 
-use super::judge::Score;
+use crate::pairs::Score;
 
 /// What verification did.
 #[derive(Debug, Default)]

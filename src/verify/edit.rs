@@ -17,36 +17,15 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::candidates::buckets::Buckets;
-use crate::cluster::UnionFind;
 use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages};
+use crate::pairs::UnionFind;
 
 use super::batches::{Batches, Set};
 use super::connect::{connect, Verification};
 use super::judge::Judge;
-use super::lcs::edit_similarity_capped;
-use super::measures::jaccard_at_least;
-use super::reload::{Loaded, Material, Want};
-
-/// The verdict on one pair under `--verify edit`: the similarity when it reaches `threshold`,
-/// and whether it is a Jaccard fallback (a document over the cap). A pair whose material could
-/// not be loaded fails and is no fallback.
-pub fn check(a: Material, b: Material, threshold: f64) -> (Option<f64>, bool) {
-    if let (Some(x), Some(y)) = (a.tokens, b.tokens) {
-        let (short, long) = (x.len().min(y.len()), x.len().max(y.len()));
-        if long > 0 && (short as f64) < threshold * long as f64 - 1e-9 {
-            return (None, false);
-        }
-        if let Some(s) = edit_similarity_capped(x, y) {
-            return ((s >= threshold).then_some(s), false);
-        }
-    }
-    match (a.set, b.set) {
-        (Some(x), Some(y)) => (jaccard_at_least(x, y, threshold), true),
-        _ => (None, false),
-    }
-}
+use super::reload::{Loaded, Want};
 
 /// What edit verification reads from the rest of the scan.
 pub struct EditVerifier<'a> {
@@ -134,47 +113,5 @@ impl EditVerifier<'_> {
             errors.push(file.error(None, reason));
         }
         (loaded, ids.len() as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tokens(t: &[u64]) -> Material<'_> {
-        Material {
-            set: None,
-            tokens: Some(t),
-        }
-    }
-
-    #[test]
-    fn order_counts_and_lengths_rule_out_early() {
-        let a: Vec<u64> = (0..100).collect();
-        let swapped: Vec<u64> = (50..100).chain(0..50).collect();
-        assert_eq!(check(tokens(&a), tokens(&swapped), 0.8), (None, false));
-        assert_eq!(check(tokens(&a), tokens(&swapped), 0.5), (Some(0.5), false));
-        let mut edited = a.clone();
-        edited[10] = 1000;
-        assert_eq!(check(tokens(&a), tokens(&edited), 0.8), (Some(0.99), false));
-        assert_eq!(check(tokens(&a), tokens(&a[..70]), 0.8), (None, false));
-    }
-
-    #[test]
-    fn a_document_over_the_cap_falls_back_to_jaccard() {
-        let set_a = [1, 2, 3, 4, 5];
-        let set_b = [1, 2, 3, 4, 6];
-        let over = Material {
-            set: Some(&set_a),
-            tokens: None,
-        };
-        let under = Material {
-            set: Some(&set_b),
-            tokens: Some(&[1, 2, 3]),
-        };
-        assert_eq!(check(over, under, 0.6), (Some(4.0 / 6.0), true));
-        assert_eq!(check(over, under, 0.8), (None, true));
-        // Nothing loaded (the file failed): the pair fails and is no fallback.
-        assert_eq!(check(over, Material::default(), 0.1), (None, false));
     }
 }

@@ -10,32 +10,15 @@ use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
 use crate::candidates::lsh::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
 use crate::ingest::worker::DocResult;
+use crate::pairs::Score;
 use crate::sketch::bottomk::Sketches;
 use crate::sketch::minhash::estimate;
 use crate::sketch::simhash;
 
-use super::edit;
-use super::measures::{containment_at_least, containment_verified, jaccard, jaccard_at_least};
+use super::measures::{
+    containment_at_least, containment_verified, edit_check, jaccard, jaccard_at_least,
+};
 use super::reload::Loaded;
-
-/// A pair that passed: its similarity, and its SimHash distance where there is one.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Score {
-    /// Jaccard, containment, edit similarity, the estimate, or 1 − distance/64 (SimHash).
-    pub similarity: f64,
-    /// SimHash Hamming distance.
-    pub distance: Option<u32>,
-}
-
-impl Score {
-    /// A score without a distance (MinHash).
-    pub fn of(similarity: f64) -> Score {
-        Score {
-            similarity,
-            distance: None,
-        }
-    }
-}
 
 /// The verdict on a candidate pair during verification.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -213,7 +196,7 @@ impl Judge<'_> {
                 ..
             } => {
                 let material = |d: u32| loaded.get(self.canon[d as usize]);
-                let (score, fallback) = edit::check(material(lo), material(hi), *report_threshold);
+                let (score, fallback) = edit_check(material(lo), material(hi), *report_threshold);
                 Verdict {
                     score: score.map(Score::of),
                     fallback,
@@ -258,7 +241,7 @@ impl Judge<'_> {
                 report_threshold,
                 verify: Verify::Edit,
                 ..
-            } => edit::check(material(a), material(b), *report_threshold)
+            } => edit_check(material(a), material(b), *report_threshold)
                 .0
                 .map(Score::of),
             MethodConfig::MinHash {

@@ -1,6 +1,9 @@
 //! Set measures on sorted, deduplicated shingle-hash sets: intersection, Jaccard and the
 //! containment of the smaller set in the larger, each with an early exit once the threshold is
-//! out of reach.
+//! out of reach; and the edit-similarity verdict of `--verify edit`, with its Jaccard fallback.
+
+use super::lcs::edit_similarity_capped;
+use super::reload::Material;
 
 /// |A∩B| of two sorted, deduplicated hash sets.
 pub fn intersection(a: &[u64], b: &[u64]) -> usize {
@@ -122,6 +125,25 @@ fn containment_merge(a: &[u64], b: &[u64], threshold: f64, sampled: bool) -> Opt
     reaches(common).then_some(common as f64 / n as f64)
 }
 
+/// The verdict on one pair under `--verify edit`: the similarity when it reaches `threshold`,
+/// and whether it is a Jaccard fallback (a document over the cap). A pair whose material could
+/// not be loaded fails and is no fallback.
+pub fn edit_check(a: Material, b: Material, threshold: f64) -> (Option<f64>, bool) {
+    if let (Some(x), Some(y)) = (a.tokens, b.tokens) {
+        let (short, long) = (x.len().min(y.len()), x.len().max(y.len()));
+        if long > 0 && (short as f64) < threshold * long as f64 - 1e-9 {
+            return (None, false);
+        }
+        if let Some(s) = edit_similarity_capped(x, y) {
+            return ((s >= threshold).then_some(s), false);
+        }
+    }
+    match (a.set, b.set) {
+        (Some(x), Some(y)) => (jaccard_at_least(x, y, threshold), true),
+        _ => (None, false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +247,48 @@ mod tests {
             containment_verified(&[1, 2, 3], &[2, 3, 4], 0.6),
             Some(2.0 / 3.0)
         );
+    }
+
+    fn tokens(t: &[u64]) -> Material<'_> {
+        Material {
+            set: None,
+            tokens: Some(t),
+        }
+    }
+
+    #[test]
+    fn order_counts_and_lengths_rule_out_early() {
+        let a: Vec<u64> = (0..100).collect();
+        let swapped: Vec<u64> = (50..100).chain(0..50).collect();
+        assert_eq!(edit_check(tokens(&a), tokens(&swapped), 0.8), (None, false));
+        assert_eq!(
+            edit_check(tokens(&a), tokens(&swapped), 0.5),
+            (Some(0.5), false)
+        );
+        let mut edited = a.clone();
+        edited[10] = 1000;
+        assert_eq!(
+            edit_check(tokens(&a), tokens(&edited), 0.8),
+            (Some(0.99), false)
+        );
+        assert_eq!(edit_check(tokens(&a), tokens(&a[..70]), 0.8), (None, false));
+    }
+
+    #[test]
+    fn a_document_over_the_cap_falls_back_to_jaccard() {
+        let set_a = [1, 2, 3, 4, 5];
+        let set_b = [1, 2, 3, 4, 6];
+        let over = Material {
+            set: Some(&set_a),
+            tokens: None,
+        };
+        let under = Material {
+            set: Some(&set_b),
+            tokens: Some(&[1, 2, 3]),
+        };
+        assert_eq!(edit_check(over, under, 0.6), (Some(4.0 / 6.0), true));
+        assert_eq!(edit_check(over, under, 0.8), (None, true));
+        // Nothing loaded (the file failed): the pair fails and is no fallback.
+        assert_eq!(edit_check(over, Material::default(), 0.1), (None, false));
     }
 }

@@ -9,22 +9,24 @@ pub mod edit;
 pub mod judge;
 pub mod lcs;
 pub mod measures;
+pub mod members;
 pub mod reload;
 pub mod sets;
 
+pub use crate::pairs::Score;
 pub use connect::{all_buckets, connect, Verification};
-pub use judge::{Judge, Score};
+pub use judge::Judge;
 pub use measures::{
     containment_at_least, containment_verified, intersection, jaccard, jaccard_at_least,
 };
 
 use crate::candidates::identical::Identical;
 use crate::candidates::Candidates;
-use crate::cluster::{Pair, UnionFind};
 use crate::config::{Config, Verify};
 use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
+use crate::pairs::{Pair, UnionFind};
 
 use batches::Set;
 

@@ -9,12 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::lcs::MAX_EDIT_TOKENS;
 use crate::ingest::worker::{load_sets, load_token_seqs, Engine, LoadedSet};
 use crate::input::walk::FileEntry;
-use crate::messages::InputError;
-
-use super::judge::Judge;
-use super::lcs::MAX_EDIT_TOKENS;
 
 /// What was loaded of one document.
 #[derive(Clone, Copy, Debug, Default)]
@@ -118,43 +115,4 @@ impl Loaded {
         }
         out
     }
-}
-
-/// `want` of the distinct contents of `members`, keyed by the document holding each content
-/// (`judge.canon`); files that cannot be read again add to `errors`. Used by `--pairs` and by
-/// strict clusters under exact or edit verification. A member over the edit cap brings in every
-/// member's set, since any of them may be compared with it.
-pub fn member_material(
-    judge: &Judge,
-    engine: &Engine,
-    files: &[FileEntry],
-    members: &[u32],
-    want: Want,
-    errors: &mut Vec<InputError>,
-) -> Loaded {
-    let mut wanted: Vec<(u32, u128)> = members
-        .iter()
-        .map(|&d| {
-            let canon = judge.canon[d as usize];
-            (canon, judge.docs[canon as usize].hash)
-        })
-        .collect();
-    wanted.sort_unstable();
-    wanted.dedup();
-    let all: Vec<u32> = wanted.iter().map(|&(d, _)| d).collect();
-    let mut failed = Vec::new();
-    let loaded = Loaded::load(
-        engine,
-        files,
-        &wanted,
-        want,
-        |_: &HashSet<u32>| all,
-        &mut failed,
-    );
-    errors.extend(
-        failed
-            .into_iter()
-            .map(|(d, error)| files[d as usize].error(None, error)),
-    );
-    loaded
 }

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
-use crate::cluster::UnionFind;
 use crate::ingest::worker::{DocWorker, Engine};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages};
+use crate::pairs::UnionFind;
 use crate::sketch::shingle::into_set;
 
 use super::batches::{Batches, Set};

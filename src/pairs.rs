@@ -1,0 +1,97 @@
+//! The pair graph's building blocks, shared by the stages that find, verify and cluster pairs:
+//! document ids, a verified pair with its score, and the union-find that joins them.
+
+/// A document's id: its position in the scan's corpus (indexed documents first, then the
+/// inputs in path order). A plain `u32` rather than a newtype: ids index the per-document
+/// vectors in the hot loops (bucketing, verification, union-find), and buckets hand them out as
+/// slices.
+pub type DocId = u32;
+
+/// A pair that passed: its similarity, and its SimHash distance where there is one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Score {
+    /// Jaccard, containment, edit similarity, the estimate, or 1 − distance/64 (SimHash).
+    pub similarity: f64,
+    /// SimHash Hamming distance.
+    pub distance: Option<u32>,
+}
+
+impl Score {
+    /// A score without a distance (MinHash).
+    pub fn of(similarity: f64) -> Score {
+        Score {
+            similarity,
+            distance: None,
+        }
+    }
+}
+
+/// A verified pair of documents, by document id (`lo < hi`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pair {
+    /// The smaller document id.
+    pub lo: u32,
+    /// The larger document id.
+    pub hi: u32,
+    /// Jaccard similarity (MinHash) or 1 − distance/64 (SimHash).
+    pub similarity: f64,
+    /// SimHash Hamming distance, when the method is SimHash.
+    pub distance: Option<u32>,
+    /// True when the two documents are byte-identical.
+    pub exact: bool,
+}
+
+/// Disjoint sets over `0..n` with union by size and path halving.
+#[derive(Clone, Debug)]
+pub struct UnionFind {
+    parent: Vec<u32>,
+    size: Vec<u32>,
+}
+
+impl UnionFind {
+    /// `n` singleton sets.
+    pub fn new(n: usize) -> Self {
+        UnionFind {
+            parent: (0..n as u32).collect(),
+            size: vec![1; n],
+        }
+    }
+
+    /// The representative of `x`'s set, compressing the path on the way.
+    pub fn find(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            let grand = self.parent[self.parent[x as usize] as usize];
+            self.parent[x as usize] = grand;
+            x = grand;
+        }
+        x
+    }
+
+    /// The representative of `x`'s set without modifying anything (for readers in parallel).
+    pub fn root(&self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            x = self.parent[x as usize];
+        }
+        x
+    }
+
+    /// The number of elements in `x`'s set.
+    pub fn set_size(&mut self, x: u32) -> u32 {
+        let root = self.find(x);
+        self.size[root as usize]
+    }
+
+    /// Joins the sets of `a` and `b`; false when they were already one set.
+    pub fn union(&mut self, a: u32, b: u32) -> bool {
+        let (mut ra, mut rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return false;
+        }
+        if self.size[ra as usize] < self.size[rb as usize] {
+            std::mem::swap(&mut ra, &mut rb);
+        }
+        self.parent[rb as usize] = ra;
+        self.size[ra as usize] += self.size[rb as usize];
+        true
+    }
+}
