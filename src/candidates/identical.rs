@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 
 use crate::ingest::corpus::Corpus;
-use crate::ingest::worker::Outcome;
+use crate::ingest::worker::{DocResult, Outcome};
 use crate::pairs::Pair;
 
 /// The byte-identical groups of a corpus.
@@ -44,19 +44,60 @@ fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
 /// Groups byte-identical documents. Each group's signature, fingerprint and set are moved to
 /// its first document, the one that represents the group from then on.
 pub fn group(corpus: &mut Corpus) -> Identical {
-    let Corpus {
-        docs,
-        sigs,
-        lanes,
-        bottom,
-        first_new,
-        ..
-    } = corpus;
-    let (lanes, first_new) = (*lanes, *first_new);
+    let (keyed, spans) = groups(&corpus.docs);
+    let first_new = corpus.first_new;
     let mut out = Identical::default();
+    let mut members: Vec<u32> = Vec::new();
+    for (_, at, len) in spans {
+        members.clear();
+        let (at, len) = (at as usize, len as usize);
+        members.extend(keyed[at..at + len].iter().map(|k| k.1));
+        let Some(first) = take_over(corpus, &members) else {
+            continue;
+        };
+        out.units.push(first);
+        // Copies among indexed documents were reported when they were new.
+        let new_members = members.iter().filter(|&&m| m >= first_new).count();
+        if members.len() > 1 && new_members > 0 {
+            out.groups += 1;
+        }
+        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
+            out.pairs.push(Pair {
+                lo: first,
+                hi: m,
+                similarity: 1.0,
+                distance: None,
+                exact: true,
+            });
+        }
+    }
+    // Empty documents (including copies of an empty claimer) never join a cluster.
+    for d in &corpus.docs[first_new as usize..] {
+        match d.outcome {
+            Outcome::Sketched | Outcome::Duplicate => {
+                out.documents += 1;
+                out.bytes += d.bytes;
+            }
+            Outcome::Empty => out.empty += 1,
+            _ => {}
+        }
+    }
+    out.units.sort_unstable();
+    out.canon = canonical(corpus.docs.len(), &out.pairs);
+    out
+}
+
+/// A document with text, keyed by the high half of its content hash: (key, id).
+type Keyed = (u64, u32);
+/// A group of one content in the sorted keys: (its first document, start, length).
+type Span = (u32, u32, u32);
+
+/// The documents with text, sorted by key, and the groups of one content in them, in order of
+/// their first document.
+fn groups(docs: &[DocResult]) -> (Vec<Keyed>, Vec<Span>) {
     // Groups from a sort of (high half of the hash, id): 16 B per document and no allocation
     // per group. A map from hash to a vector of ids took about 130 MB at a million documents.
-    let mut keyed: Vec<(u64, u32)> = docs
+    let mut keyed: Vec<Keyed> = docs
         .iter()
         .enumerate()
         .filter(|(_, d)| matches!(d.outcome, Outcome::Sketched | Outcome::Duplicate))
@@ -80,75 +121,42 @@ pub fn group(corpus: &mut Corpus) -> Identical {
     }
     // In order of each group's first document, as the pairs have always been listed.
     spans.sort_unstable_by_key(|s| s.0);
-    let mut pairs = Vec::new();
-    let mut units = Vec::new();
-    let mut members: Vec<u32> = Vec::new();
-    for (_, at, len) in spans {
-        members.clear();
-        let (at, len) = (at as usize, len as usize);
-        members.extend(keyed[at..at + len].iter().map(|k| k.1));
-        let members = &members[..];
-        let first = members[0] as usize;
-        let Some(&sketched) = members
-            .iter()
-            .find(|&&m| docs[m as usize].outcome == Outcome::Sketched)
-        else {
-            // The claimer found no token: every copy is empty.
-            for &m in members {
-                docs[m as usize].outcome = Outcome::Empty;
-            }
-            continue;
-        };
-        let sketched = sketched as usize;
-        if sketched != first {
-            sigs.copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
-            if bottom.is_on() {
-                bottom.copy(sketched as u32, first as u32);
-            }
-            docs[first].fingerprint = docs[sketched].fingerprint;
-            docs[first].set = docs[sketched].set.take();
-            docs[first].shingles = docs[sketched].shingles;
-            docs[sketched].outcome = Outcome::Duplicate;
-            docs[first].outcome = Outcome::Sketched;
+    (keyed, spans)
+}
+
+/// Moves the sketches of the group's sketched copy to its first member, which represents the
+/// group from then on, and returns that member; None when the claimer found no token (every
+/// copy is then empty).
+fn take_over(corpus: &mut Corpus, members: &[u32]) -> Option<u32> {
+    let (docs, lanes) = (&mut corpus.docs, corpus.lanes);
+    let first = members[0] as usize;
+    let Some(&sketched) = members
+        .iter()
+        .find(|&&m| docs[m as usize].outcome == Outcome::Sketched)
+    else {
+        for &m in members {
+            docs[m as usize].outcome = Outcome::Empty;
         }
-        units.push(first as u32);
-        // Copies among indexed documents were reported when they were new.
-        let new_members = members.iter().filter(|&&m| m >= first_new).count();
-        if members.len() > 1 && new_members > 0 {
-            out.groups += 1;
+        return None;
+    };
+    let sketched = sketched as usize;
+    if sketched != first {
+        (corpus.sigs).copy_within(sketched * lanes..(sketched + 1) * lanes, first * lanes);
+        if corpus.bottom.is_on() {
+            corpus.bottom.copy(sketched as u32, first as u32);
         }
-        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
-            pairs.push(Pair {
-                lo: first as u32,
-                hi: m,
-                similarity: 1.0,
-                distance: None,
-                exact: true,
-            });
-        }
+        docs[first].fingerprint = docs[sketched].fingerprint;
+        docs[first].set = docs[sketched].set.take();
+        docs[first].shingles = docs[sketched].shingles;
+        docs[sketched].outcome = Outcome::Duplicate;
+        docs[first].outcome = Outcome::Sketched;
     }
-    // Empty documents (including copies of an empty claimer) never join a cluster.
-    for d in &docs[first_new as usize..] {
-        match d.outcome {
-            Outcome::Sketched | Outcome::Duplicate => {
-                out.documents += 1;
-                out.bytes += d.bytes;
-            }
-            Outcome::Empty => out.empty += 1,
-            _ => {}
-        }
-    }
-    units.sort_unstable();
-    out.canon = canonical(docs.len(), &pairs);
-    out.pairs = pairs;
-    out.units = units;
-    out
+    Some(first as u32)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::worker::DocResult;
     use crate::sketch::bottomk::Sketches;
 
     fn doc(hash: u128, outcome: Outcome) -> DocResult {

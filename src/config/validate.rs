@@ -22,7 +22,8 @@ use crate::sketch::minhash::SketchKind;
 use crate::sketch::shingle::ShingleKind;
 
 impl Config {
-    /// Validates the command line.
+    /// Validates the command line. Checks run in a fixed order, so the first problem named is
+    /// always the same one.
     pub fn from_args(args: ScanArgs) -> Result<Config> {
         if args.containment {
             containment_conflicts(&args)?;
@@ -35,35 +36,7 @@ impl Config {
         }
         let method = match args.method {
             Method::Minhash => minhash_config(&args)?,
-            Method::Simhash => {
-                let minhash_only = [
-                    ("--bands", args.bands.is_some()),
-                    ("--rows", args.rows.is_some()),
-                    ("--threshold", args.threshold.is_some()),
-                    ("--num-perm", args.num_perm.is_some()),
-                    ("--sketch", args.sketch.is_some()),
-                    ("--verify", args.verify.is_some()),
-                ];
-                if let Some((flag, _)) = minhash_only.iter().find(|(_, given)| *given) {
-                    bail!(
-                        "{flag} applies to --method minhash; --method simhash is tuned with \
-                         --max-distance"
-                    );
-                }
-                let max_distance = args.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE);
-                if max_distance > 31 {
-                    bail!("--max-distance must be between 0 and 31, not {max_distance}");
-                }
-                let report_distance = match min_similarity(&args)? {
-                    // 1 − d/64 ≥ m  ⇔  d ≤ 64·(1 − m); the epsilon keeps 1 − 3/64 itself.
-                    Some(m) => max_distance.min(((1.0 - m) * 64.0 + 1e-9).floor() as u32),
-                    None => max_distance,
-                };
-                MethodConfig::SimHash {
-                    max_distance,
-                    report_distance,
-                }
-            }
+            Method::Simhash => simhash_config(&args)?,
         };
         if args.min_size > args.max_size {
             bail!(
@@ -72,42 +45,14 @@ impl Config {
                 args.max_size
             );
         }
-        let progress = match args.progress {
-            ProgressWhen::Always => true,
-            ProgressWhen::Never => false,
-            ProgressWhen::Auto => std::io::stderr().is_terminal(),
-        };
         let jsonl = JsonlOptions {
             text_field: field_path(&args.text_field).context("--text-field")?,
             id_field: field_path(&args.id_field).context("--id-field")?,
             max_line: args.max_size,
         };
-        let listed = match &args.files_from {
-            Some(list) => read_list(list, args.null)?,
-            None => Vec::new(),
-        };
-        let roots = if args.paths.is_empty() && args.files_from.is_none() {
-            vec![std::path::PathBuf::from(".")]
-        } else {
-            args.paths
-        };
-        let cfg = Config {
-            walk: WalkOptions {
-                roots,
-                follow_links: args.follow_links,
-                include: globs(&args.include, "--include")?,
-                exclude: globs(&args.exclude, "--exclude")?,
-                min_size: args.min_size,
-                max_size: args.max_size,
-                dumps: if args.jsonl {
-                    DumpNames::All
-                } else {
-                    DumpNames::ByName
-                },
-                listed,
-                skip_dirs: Vec::new(),
-                defer_metadata: true,
-            },
+        let walk = walk_options(&args)?;
+        Ok(Config {
+            walk,
             jsonl,
             against: None,
             shingle: match args.shingle {
@@ -142,11 +87,71 @@ impl Config {
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
-                progress,
+                progress: match args.progress {
+                    ProgressWhen::Always => true,
+                    ProgressWhen::Never => false,
+                    ProgressWhen::Auto => std::io::stderr().is_terminal(),
+                },
             },
-        };
-        Ok(cfg)
+        })
     }
+}
+
+/// What to walk: the roots (or `.`), the `--files-from` list (read now), the filters.
+fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
+    let listed = match &args.files_from {
+        Some(list) => read_list(list, args.null)?,
+        None => Vec::new(),
+    };
+    let roots = if args.paths.is_empty() && args.files_from.is_none() {
+        vec![std::path::PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    Ok(WalkOptions {
+        roots,
+        follow_links: args.follow_links,
+        include: globs(&args.include, "--include")?,
+        exclude: globs(&args.exclude, "--exclude")?,
+        min_size: args.min_size,
+        max_size: args.max_size,
+        dumps: if args.jsonl {
+            DumpNames::All
+        } else {
+            DumpNames::ByName
+        },
+        listed,
+        skip_dirs: Vec::new(),
+        defer_metadata: true,
+    })
+}
+
+/// `--method simhash`: refuses MinHash's flags, checks the distance.
+fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
+    let minhash_only = [
+        ("--bands", args.bands.is_some()),
+        ("--rows", args.rows.is_some()),
+        ("--threshold", args.threshold.is_some()),
+        ("--num-perm", args.num_perm.is_some()),
+        ("--sketch", args.sketch.is_some()),
+        ("--verify", args.verify.is_some()),
+    ];
+    if let Some((flag, _)) = minhash_only.iter().find(|(_, given)| *given) {
+        bail!("{flag} applies to --method minhash; --method simhash is tuned with --max-distance");
+    }
+    let max_distance = args.max_distance.unwrap_or(DEFAULT_MAX_DISTANCE);
+    if max_distance > 31 {
+        bail!("--max-distance must be between 0 and 31, not {max_distance}");
+    }
+    let report_distance = match min_similarity(args)? {
+        // 1 − d/64 ≥ m  ⇔  d ≤ 64·(1 − m); the epsilon keeps 1 − 3/64 itself.
+        Some(m) => max_distance.min(((1.0 - m) * 64.0 + 1e-9).floor() as u32),
+        None => max_distance,
+    };
+    Ok(MethodConfig::SimHash {
+        max_distance,
+        report_distance,
+    })
 }
 
 impl Config {

@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use super::clusters::{DuplicateOut, MemberOut};
+use super::clusters::{ClusterOut, DuplicateOut, MemberOut};
 use super::model::Report;
 use crate::messages::escape_controls;
 
@@ -19,66 +19,15 @@ const RESET: &str = "\x1b[0m";
 
 /// Writes the text form of `report`.
 pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()> {
-    let paint = |code: &'static str, s: &str| {
-        if color {
-            format!("{code}{s}{RESET}")
-        } else {
-            s.to_string()
-        }
-    };
-    let total = report.clusters.len();
-    let measure = if report.params.containment {
-        "containment"
-    } else {
-        "similarity"
-    };
+    let paint = Paint(color);
     for c in &report.clusters {
-        writeln!(
-            out,
-            "{}",
-            paint(
-                DIM,
-                &format!(
-                    "cluster {} of {total}: {} documents, {measure} {:.3} to {:.3}",
-                    c.id + 1,
-                    c.size,
-                    c.min_similarity,
-                    c.max_similarity
-                )
-            )
-        )?;
-        writeln!(
-            out,
-            "  {}  {}  ({} bytes)",
-            paint(BOLD_GREEN, "keep"),
-            paint(BOLD_GREEN, &name(c.representative())),
-            c.representative().bytes
-        )?;
-        for d in &c.duplicates {
-            writeln!(
-                out,
-                "  {}  {}  {}",
-                paint(YELLOW, "dup "),
-                name(c.member(d)),
-                similarity(d)
-            )?;
-        }
-        for d in &c.linked {
-            writeln!(
-                out,
-                "  {}  {}  {}",
-                paint(DIM, "link"),
-                name(c.member(d)),
-                similarity(d)
-            )?;
-        }
-        writeln!(out)?;
+        write_cluster(report, c, paint, out)?;
     }
     for e in &report.errors {
         writeln!(
             out,
             "{}  {}: {}",
-            paint(RED, "error"),
+            paint.on(RED, "error"),
             match e.line {
                 Some(line) => format!("{}:{line}", escape_controls(&e.path)),
                 None => escape_controls(&e.path),
@@ -95,12 +44,65 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
     writeln!(
         out,
         "{}, {} among {} ({}); {} unreadable",
-        count(total as u64, "cluster"),
+        count(report.clusters.len() as u64, "cluster"),
         count(duplicates, "duplicate"),
         count(s.documents, "document"),
         count(s.exact_groups, "exact group"),
         report.errors.len()
     )
+}
+
+/// ANSI colour, or none.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn on(self, code: &'static str, s: &str) -> String {
+        if self.0 {
+            format!("{code}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+/// One cluster's block: a header line, the representative, its duplicates, its linked members.
+fn write_cluster(
+    report: &Report,
+    c: &ClusterOut,
+    paint: Paint,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let measure = if report.params.containment {
+        "containment"
+    } else {
+        "similarity"
+    };
+    let header = format!(
+        "cluster {} of {}: {} documents, {measure} {:.3} to {:.3}",
+        c.id + 1,
+        report.clusters.len(),
+        c.size,
+        c.min_similarity,
+        c.max_similarity
+    );
+    writeln!(out, "{}", paint.on(DIM, &header))?;
+    writeln!(
+        out,
+        "  {}  {}  ({} bytes)",
+        paint.on(BOLD_GREEN, "keep"),
+        paint.on(BOLD_GREEN, &name(c.representative())),
+        c.representative().bytes
+    )?;
+    for d in &c.duplicates {
+        let label = paint.on(YELLOW, "dup ");
+        writeln!(out, "  {label}  {}  {}", name(c.member(d)), similarity(d))?;
+    }
+    for d in &c.linked {
+        let label = paint.on(DIM, "link");
+        writeln!(out, "  {label}  {}  {}", name(c.member(d)), similarity(d))?;
+    }
+    writeln!(out)
 }
 
 /// "1 cluster", "2 clusters".
