@@ -72,8 +72,31 @@ fn the_report_has_every_documented_field_with_its_type() {
     assert_eq!(sizes, in_clusters);
 }
 
-#[test]
-fn a_small_report_matches_its_snapshot() {
+/// `stdout` as its snapshot holds it, the version replaced by `[version]` so that a release does not
+/// change the snapshot (any other version stays, and fails the comparison). insta compares text
+/// with trailing white space trimmed and CRLF as LF, so the last newline and the absence of CR
+/// are checked here: together they make the comparison byte for byte.
+fn snapshot_text(stdout: &str) -> String {
+    assert!(
+        stdout.ends_with('\n') && !stdout[..stdout.len() - 1].ends_with(char::is_whitespace),
+        "one newline at the end: {stdout:?}"
+    );
+    assert!(!stdout.contains('\r'), "{stdout:?}");
+    let version = env!("CARGO_PKG_VERSION");
+    stdout
+        .replace(
+            &format!("\"dupfind_version\": \"{version}\""),
+            "\"dupfind_version\": \"[version]\"",
+        )
+        .replace(
+            &format!("\"dupfind_version\":\"{version}\""),
+            "\"dupfind_version\":\"[version]\"",
+        )
+}
+
+/// Copies, an unrelated file, an empty file, a binary one, a FIFO and a symbolic link: every
+/// count of `stats.skipped` that a plain directory can reach, and one exact cluster.
+fn small_tree() -> TestDir {
     let t = TestDir::new();
     let copy = "The quick brown fox jumps over the lazy dog\n";
     t.write("copy-a.txt", copy)
@@ -83,100 +106,65 @@ fn a_small_report_matches_its_snapshot() {
         .write("bin.dat", b"\x00\x01\x02");
     mkfifo(&t.join("pipe"));
     symlink("copy-a.txt", t.join("link.txt")).unwrap();
-    let r = t.run(&["scan", "."]);
+    t
+}
+
+/// A chain a ~ b ~ c (a and c below the threshold), a byte-identical copy of a, and an unrelated
+/// document; scanned as components, so that c is `linked`.
+fn chain_tree() -> TestDir {
+    let t = TestDir::new();
+    let a = text(31, 300);
+    let b = edit(&a, &[20, 60, 100, 140]);
+    let c = edit(&b, &[170, 190, 210, 230, 250, 270]);
+    t.write("a.txt", &a)
+        .write("a-copy.txt", &a)
+        .write("b.txt", &b)
+        .write("c.txt", &c)
+        .write("other.txt", text(32, 300));
+    t
+}
+
+/// The snapshots are in `tests/integration/snapshots/`; docs/testing.md says how to review and
+/// update them (in CI, where `CI` is set, a mismatch fails and nothing is written).
+#[test]
+fn a_small_report_matches_its_snapshot() {
+    let r = small_tree().run(&["scan", "."]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
-    let expected = format!(
-        r#"{{
-  "schema_version": 2,
-  "dupfind_version": "{version}",
-  "params": {{
-    "method": "minhash",
-    "shingle": "word",
-    "ngram": 5,
-    "sketch": "oph",
-    "num_perm": 128,
-    "bands": 19,
-    "rows": 6,
-    "threshold": 0.8,
-    "verify": "exact",
-    "seed": 0,
-    "cluster": "strict",
-    "keep": "oldest"
-  }},
-  "stats": {{
-    "files_seen": 7,
-    "documents": 3,
-    "bytes": 132,
-    "skipped": {{
-      "binary": 1,
-      "empty": 1,
-      "too_short": 0,
-      "not_regular": 1,
-      "too_large": 0,
-      "error": 0,
-      "symlink": 1,
-      "outside_roots": 0,
-      "bad_line": 0
-    }},
-    "exact_groups": 1,
-    "candidate_pairs": 0,
-    "verified_pairs": 0,
-    "clusters": 1,
-    "unique_documents": 1,
-    "exact_copies": 1,
-    "near_copies": 0,
-    "distinct_shingles": 8,
-    "distinct_shingles_error": 0.0
-  }},
-  "clusters": [
-    {{
-      "id": 0,
-      "size": 2,
-      "min_similarity": 1.0,
-      "max_similarity": 1.0,
-      "representative": {{
-        "path": "./copy-a.txt",
-        "bytes": 44,
-        "aliases": []
-      }},
-      "duplicates": [
-        {{
-          "path": "./copy-b.txt",
-          "bytes": 44,
-          "aliases": [],
-          "similarity": 1.0,
-          "exact": true,
-          "estimated": false
-        }}
-      ],
-      "members": [
-        {{
-          "path": "./copy-a.txt",
-          "bytes": 44,
-          "aliases": []
-        }},
-        {{
-          "path": "./copy-b.txt",
-          "bytes": 44,
-          "aliases": []
-        }}
-      ],
-      "pairs": [
-        {{
-          "a": 0,
-          "b": 1,
-          "similarity": 1.0,
-          "exact": true
-        }}
-      ]
-    }}
-  ],
-  "errors": []
-}}
-"#,
-        version = env!("CARGO_PKG_VERSION")
-    );
-    assert_eq!(r.stdout, expected);
+    insta::assert_snapshot!("small_report.json", snapshot_text(&r.stdout));
+}
+
+#[test]
+fn a_jsonl_report_matches_its_snapshot() {
+    let args = [
+        "scan",
+        "--format",
+        "jsonl",
+        "--cluster",
+        "components",
+        "--keep",
+        "first",
+        ".",
+    ];
+    let r = chain_tree().run(&args);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    insta::assert_snapshot!("chain_report.jsonl", snapshot_text(&r.stdout));
+}
+
+#[test]
+fn a_text_report_matches_its_snapshot() {
+    let args = [
+        "scan",
+        "--format",
+        "text",
+        "--cluster",
+        "components",
+        "--keep",
+        "first",
+        ".",
+    ];
+    let r = chain_tree().run(&args);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    insta::assert_snapshot!("chain_report.txt", snapshot_text(&r.stdout));
 }
 
 #[test]
