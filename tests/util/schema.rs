@@ -1,8 +1,195 @@
 //! Checks of the report's shape: every documented key, no other, each with its JSON type.
+//!
+//! The keys of each object are named constants ([`Keys`]), so that the test of docs/output.md can
+//! compare the fields it documents with the ones checked here.
 
 use serde_json::Value;
 
 use super::clusters;
+
+/// The keys of one kind of object: those always present, and those present only sometimes.
+pub struct Keys {
+    pub required: &'static [&'static str],
+    pub optional: &'static [&'static str],
+}
+
+/// The whole `json` report.
+pub const REPORT: Keys = Keys {
+    required: &[
+        "schema_version",
+        "dupfind_version",
+        "params",
+        "stats",
+        "clusters",
+        "errors",
+    ],
+    optional: &[],
+};
+
+/// `params` of a MinHash scan.
+pub const PARAMS_MINHASH: Keys = Keys {
+    required: &[
+        "method",
+        "shingle",
+        "ngram",
+        "sketch",
+        "num_perm",
+        "bands",
+        "rows",
+        "threshold",
+        "verify",
+        "seed",
+        "cluster",
+        "keep",
+    ],
+    optional: &["min_similarity", "containment"],
+};
+
+/// `params` of a SimHash scan.
+pub const PARAMS_SIMHASH: Keys = Keys {
+    required: &[
+        "method",
+        "shingle",
+        "ngram",
+        "bits",
+        "max_distance",
+        "pieces",
+        "verify",
+        "seed",
+        "cluster",
+        "keep",
+    ],
+    optional: &["min_similarity"],
+};
+
+/// The counts of `stats`, each a u64.
+const STATS_COUNTS: [&str; 11] = [
+    "files_seen",
+    "documents",
+    "bytes",
+    "exact_groups",
+    "candidate_pairs",
+    "verified_pairs",
+    "clusters",
+    "unique_documents",
+    "exact_copies",
+    "near_copies",
+    "distinct_shingles",
+];
+
+/// `stats`.
+pub const STATS: Keys = Keys {
+    required: &[
+        "files_seen",
+        "documents",
+        "bytes",
+        "exact_groups",
+        "candidate_pairs",
+        "verified_pairs",
+        "clusters",
+        "unique_documents",
+        "exact_copies",
+        "near_copies",
+        "distinct_shingles",
+        "skipped",
+        "distinct_shingles_error",
+    ],
+    optional: &["edit_fallbacks", "index"],
+};
+
+/// `stats.index` (with `--against` and `index build`).
+pub const STATS_INDEX: Keys = Keys {
+    required: &["generation", "documents", "unchanged_files"],
+    optional: &["updated_generation"],
+};
+
+/// `stats.skipped`, every one a u64.
+pub const SKIPPED: Keys = Keys {
+    required: &[
+        "binary",
+        "empty",
+        "too_short",
+        "not_regular",
+        "too_large",
+        "error",
+        "symlink",
+        "outside_roots",
+        "bad_line",
+    ],
+    optional: &[],
+};
+
+/// A cluster (a JSON Lines `cluster` record adds `type`).
+pub const CLUSTER: Keys = Keys {
+    required: &[
+        "id",
+        "size",
+        "min_similarity",
+        "max_similarity",
+        "representative",
+        "duplicates",
+        "members",
+        "pairs",
+    ],
+    optional: &["linked"],
+};
+
+/// A member (also the representative, and the first fields of a duplicate or linked member).
+pub const MEMBER: Keys = Keys {
+    required: &["path", "bytes", "aliases"],
+    optional: &["path_bytes", "aliases_bytes", "line", "id", "indexed"],
+};
+
+/// A duplicate or linked member of a MinHash scan: the keys beyond a member's.
+pub const DUPLICATE_MINHASH: Keys = Keys {
+    required: &["similarity", "exact", "estimated"],
+    optional: &["distance", "containment"],
+};
+
+/// A duplicate or linked member of a SimHash scan: the keys beyond a member's.
+pub const DUPLICATE_SIMHASH: Keys = Keys {
+    required: &["similarity", "exact", "estimated", "distance"],
+    optional: &[],
+};
+
+/// A pair of a MinHash scan.
+pub const PAIR_MINHASH: Keys = Keys {
+    required: &["a", "b", "similarity", "exact"],
+    optional: &[
+        "jaccard",
+        "shared_shingles",
+        "edit_similarity",
+        "estimate",
+        "band",
+        "contained",
+        "container",
+        "containment",
+    ],
+};
+
+/// A pair of a SimHash scan.
+pub const PAIR_SIMHASH: Keys = Keys {
+    required: &["a", "b", "similarity", "distance", "exact"],
+    optional: &["jaccard", "shared_shingles", "hamming", "cosine", "piece"],
+};
+
+/// An entry of `errors` (a JSON Lines `error` record adds `type`).
+pub const ERROR: Keys = Keys {
+    required: &["path", "error"],
+    optional: &["path_bytes", "line"],
+};
+
+/// The JSON Lines `header` record.
+pub const JSONL_HEADER: Keys = Keys {
+    required: &["type", "schema_version", "dupfind_version", "params"],
+    optional: &[],
+};
+
+/// The JSON Lines `summary` record.
+pub const JSONL_SUMMARY: Keys = Keys {
+    required: &["type", "stats"],
+    optional: &[],
+};
 
 fn assert_keys(v: &Value, required: &[&str], optional: &[&str], what: &str) {
     let obj = v
@@ -28,37 +215,16 @@ fn assert_u64s(v: &Value, keys: &[&str], what: &str) {
 fn assert_params_schema(p: &Value) {
     let simhash = p["method"] == "simhash";
     if simhash {
-        let keys = [
-            "method",
-            "shingle",
-            "ngram",
-            "bits",
-            "max_distance",
-            "pieces",
-        ];
-        let more = ["verify", "seed", "cluster", "keep"];
-        assert_keys(
-            p,
-            &[&keys[..], &more[..]].concat(),
-            &["min_similarity"],
-            "params",
-        );
+        let keys = PARAMS_SIMHASH;
+        assert_keys(p, keys.required, keys.optional, "params");
         assert_u64s(
             p,
             &["ngram", "bits", "max_distance", "pieces", "seed"],
             "params",
         );
     } else {
-        let keys = [
-            "method", "shingle", "ngram", "sketch", "num_perm", "bands", "rows",
-        ];
-        let more = ["threshold", "verify", "seed", "cluster", "keep"];
-        assert_keys(
-            p,
-            &[&keys[..], &more[..]].concat(),
-            &["min_similarity", "containment"],
-            "params",
-        );
+        let keys = PARAMS_MINHASH;
+        assert_keys(p, keys.required, keys.optional, "params");
         assert_u64s(p, &["ngram", "num_perm", "bands", "rows", "seed"], "params");
         if let Some(c) = p.get("containment") {
             assert_eq!(c, true, "present only when true: {p}");
@@ -89,12 +255,8 @@ fn assert_params_schema(p: &Value) {
 fn assert_member_schema(m: &Value, extra_required: &[&str], extra_optional: &[&str]) {
     assert_keys(
         m,
-        &[&["path", "bytes", "aliases"][..], extra_required].concat(),
-        &[
-            &["path_bytes", "aliases_bytes", "line", "id", "indexed"][..],
-            extra_optional,
-        ]
-        .concat(),
+        &[MEMBER.required, extra_required].concat(),
+        &[MEMBER.optional, extra_optional].concat(),
         "member",
     );
     assert!(m["path"].is_string() && m["bytes"].is_u64(), "{m}");
@@ -122,33 +284,14 @@ fn assert_member_schema(m: &Value, extra_required: &[&str], extra_optional: &[&s
 /// `indexed_clusters`: clusters represented by an indexed document (`--against`), which have
 /// no original among the documents of the run.
 fn assert_stats_schema(s: &Value, indexed_clusters: u64) {
-    let counts = [
-        "files_seen",
-        "documents",
-        "bytes",
-        "exact_groups",
-        "candidate_pairs",
-        "verified_pairs",
-        "clusters",
-        "unique_documents",
-        "exact_copies",
-        "near_copies",
-        "distinct_shingles",
-    ];
-    let more = ["skipped", "distinct_shingles_error"];
-    assert_keys(
-        s,
-        &[&counts[..], &more[..]].concat(),
-        &["edit_fallbacks", "index"],
-        "stats",
-    );
+    assert_keys(s, STATS.required, STATS.optional, "stats");
     if let Some(f) = s.get("edit_fallbacks") {
         assert!(f.is_u64(), "{s}");
     }
     if let Some(index) = s.get("index") {
-        let keys = ["generation", "documents", "unchanged_files"];
-        assert_keys(index, &keys, &["updated_generation"], "stats.index");
-        assert_u64s(index, &keys, "stats.index");
+        let keys = STATS_INDEX;
+        assert_keys(index, keys.required, keys.optional, "stats.index");
+        assert_u64s(index, keys.required, "stats.index");
         if let Some(g) = index.get("updated_generation") {
             assert_eq!(
                 g.as_u64(),
@@ -171,35 +314,21 @@ fn assert_stats_schema(s: &Value, indexed_clusters: u64) {
     // the documents of the run.
     let documents = s["documents"].as_u64().unwrap();
     assert_eq!(sum, documents + indexed_clusters, "{s}");
-    assert_u64s(s, &counts, "stats");
-    let skipped = [
-        "binary",
-        "empty",
-        "too_short",
-        "not_regular",
-        "too_large",
-        "error",
-        "symlink",
-        "outside_roots",
-        "bad_line",
-    ];
-    assert_keys(&s["skipped"], &skipped, &[], "stats.skipped");
-    assert_u64s(&s["skipped"], &skipped, "stats.skipped");
+    assert_u64s(s, &STATS_COUNTS, "stats");
+    let skipped = SKIPPED;
+    assert_keys(
+        &s["skipped"],
+        skipped.required,
+        skipped.optional,
+        "stats.skipped",
+    );
+    assert_u64s(&s["skipped"], skipped.required, "stats.skipped");
 }
 
 /// A cluster; `extra` are keys beyond the cluster's own (the `type` of a JSON Lines record).
 fn assert_cluster_schema(c: &Value, simhash: bool, extra: &[&str]) {
-    let keys = [
-        "id",
-        "size",
-        "min_similarity",
-        "max_similarity",
-        "representative",
-        "duplicates",
-        "members",
-        "pairs",
-    ];
-    assert_keys(c, &[&keys[..], extra].concat(), &["linked"], "cluster");
+    let required = [CLUSTER.required, extra].concat();
+    assert_keys(c, &required, CLUSTER.optional, "cluster");
     assert_u64s(c, &["id", "size"], "cluster");
     assert!(
         c["min_similarity"].is_f64() && c["max_similarity"].is_f64(),
@@ -220,17 +349,12 @@ fn assert_cluster_schema(c: &Value, simhash: bool, extra: &[&str]) {
         "{c}"
     );
     for d in duplicates.iter().chain(linked) {
-        let optional: &[&str] = if simhash {
-            &[]
+        let keys = if simhash {
+            DUPLICATE_SIMHASH
         } else {
-            &["distance", "containment"]
+            DUPLICATE_MINHASH
         };
-        let required: &[&str] = if simhash {
-            &["similarity", "exact", "estimated", "distance"]
-        } else {
-            &["similarity", "exact", "estimated"]
-        };
-        assert_member_schema(d, required, optional);
+        assert_member_schema(d, keys.required, keys.optional);
         assert!(
             d["similarity"].is_f64() && d["estimated"].is_boolean(),
             "{d}"
@@ -238,29 +362,10 @@ fn assert_cluster_schema(c: &Value, simhash: bool, extra: &[&str]) {
     }
     for p in c["pairs"].as_array().unwrap() {
         if simhash {
-            assert_keys(
-                p,
-                &["a", "b", "similarity", "distance", "exact"],
-                &["jaccard", "shared_shingles", "hamming", "cosine", "piece"],
-                "pair",
-            );
+            assert_keys(p, PAIR_SIMHASH.required, PAIR_SIMHASH.optional, "pair");
             assert!(p["distance"].is_u64(), "{p}");
         } else {
-            assert_keys(
-                p,
-                &["a", "b", "similarity", "exact"],
-                &[
-                    "jaccard",
-                    "shared_shingles",
-                    "edit_similarity",
-                    "estimate",
-                    "band",
-                    "contained",
-                    "container",
-                    "containment",
-                ],
-                "pair",
-            );
+            assert_keys(p, PAIR_MINHASH.required, PAIR_MINHASH.optional, "pair");
         }
         assert_u64s(p, &["a", "b"], "pair");
         assert!(p["similarity"].is_f64() && p["exact"].is_boolean(), "{p}");
@@ -270,8 +375,8 @@ fn assert_cluster_schema(c: &Value, simhash: bool, extra: &[&str]) {
 fn assert_error_schema(e: &Value, extra: &[&str]) {
     assert_keys(
         e,
-        &[&["path", "error"][..], extra].concat(),
-        &["path_bytes", "line"],
+        &[ERROR.required, extra].concat(),
+        ERROR.optional,
         "error",
     );
     assert!(e["path"].is_string() && e["error"].is_string(), "{e}");
@@ -296,15 +401,7 @@ fn indexed_clusters(clusters: &[Value]) -> u64 {
 
 /// Walks a whole `json` report: every documented key, no other, each with its JSON type.
 pub fn assert_schema(report: &Value) {
-    let top = [
-        "schema_version",
-        "dupfind_version",
-        "params",
-        "stats",
-        "clusters",
-        "errors",
-    ];
-    assert_keys(report, &top, &[], "report");
+    assert_keys(report, REPORT.required, REPORT.optional, "report");
     assert_eq!(report["schema_version"], 2);
     assert_eq!(report["dupfind_version"], env!("CARGO_PKG_VERSION"));
     assert_params_schema(&report["params"]);
@@ -321,16 +418,13 @@ pub fn assert_schema(report: &Value) {
 /// The same for JSON Lines records.
 pub fn assert_jsonl_schema(records: &[Value]) {
     let (first, last) = (&records[0], &records[records.len() - 1]);
-    assert_keys(
-        first,
-        &["type", "schema_version", "dupfind_version", "params"],
-        &[],
-        "header",
-    );
+    let header = JSONL_HEADER;
+    assert_keys(first, header.required, header.optional, "header");
     assert_eq!(first["type"], "header");
     assert_params_schema(&first["params"]);
     let simhash = first["params"]["method"] == "simhash";
-    assert_keys(last, &["type", "stats"], &[], "summary");
+    let summary = JSONL_SUMMARY;
+    assert_keys(last, summary.required, summary.optional, "summary");
     assert_eq!(last["type"], "summary");
     let body = &records[1..records.len() - 1];
     let cluster_records: Vec<Value> = (body.iter())
