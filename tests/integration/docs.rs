@@ -1,0 +1,277 @@
+//! The documentation against the binary: the example corpus gives the clusters the README shows,
+//! the README keeps the newcomer's two commands, docs/output.md lists exactly the fields the report
+//! can hold, and every example marked as checked in the README and docs/ is what the binary prints.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::util::schema::{self, assert_schema, Keys};
+use super::util::{self, cluster_paths, dots, run_command, TestDir};
+
+/// The repository's root.
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
+}
+
+#[test]
+fn the_example_corpus_gives_the_clusters_the_readme_shows() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus");
+    let mut cmd = Command::new(util::bin());
+    cmd.args(["scan", "."])
+        .current_dir(&corpus)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let r = run_command(cmd);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = r.json();
+    assert_schema(&report);
+    assert_eq!(
+        cluster_paths(&report),
+        vec![
+            dots(&[
+                "archive/harbor-bridge-2024.txt",
+                "news/harbor-bridge-updated.txt",
+                "news/harbor-bridge.txt"
+            ]),
+            dots(&["recipes/bread-from-blog.txt", "recipes/bread.txt"]),
+        ]
+    );
+    assert_eq!(report["stats"]["skipped"]["empty"], 1);
+    assert_eq!(report["stats"]["exact_groups"], 1);
+    assert_eq!(report["params"]["bands"], 19);
+    assert_eq!(report["params"]["rows"], 6);
+}
+
+#[test]
+fn the_readme_keeps_the_newcomers_two_commands() {
+    let readme = read("README.md");
+    for command in [
+        "cargo run --release -- scan tests/data/corpus",
+        "cargo test",
+    ] {
+        assert!(
+            readme.lines().any(|l| l.trim_start().starts_with(command)),
+            "README.md lacks a line starting with `{command}`"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// docs/output.md's tables against the schema walk
+
+/// Each table of docs/output.md (marked `<!-- fields: NAME -->`) and the key sets the schema walk
+/// accepts for that object, one per method where the methods differ.
+const DOCUMENTED: [(&str, &[Keys]); 12] = [
+    ("report", &[schema::REPORT]),
+    ("params", &[schema::PARAMS_MINHASH, schema::PARAMS_SIMHASH]),
+    ("stats", &[schema::STATS]),
+    ("stats.skipped", &[schema::SKIPPED]),
+    ("stats.index", &[schema::STATS_INDEX]),
+    ("cluster", &[schema::CLUSTER]),
+    ("member", &[schema::MEMBER]),
+    (
+        "duplicate",
+        &[schema::DUPLICATE_MINHASH, schema::DUPLICATE_SIMHASH],
+    ),
+    ("pair", &[schema::PAIR_MINHASH, schema::PAIR_SIMHASH]),
+    ("error", &[schema::ERROR]),
+    ("jsonl.header", &[schema::JSONL_HEADER]),
+    ("jsonl.summary", &[schema::JSONL_SUMMARY]),
+];
+
+/// The rows of the table after each `<!-- fields: NAME -->` line: (field, whether its `present`
+/// cell says `always`). A row's first cell is the field name in backticks.
+fn field_tables(doc: &str) -> Vec<(String, Vec<(String, bool)>)> {
+    let lines: Vec<&str> = doc.lines().collect();
+    let mut tables = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = line
+            .strip_prefix("<!-- fields: ")
+            .and_then(|l| l.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        let rows: Vec<&str> = (lines[i + 1..].iter())
+            .take_while(|l| l.starts_with('|'))
+            .copied()
+            .collect();
+        assert!(rows.len() > 2, "{name}: no table after its marker");
+        assert!(
+            rows[0].starts_with("| field | present |"),
+            "{name}: {}",
+            rows[0]
+        );
+        let fields = rows[2..]
+            .iter()
+            .map(|row| {
+                let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+                let field = (cells[1].strip_prefix('`'))
+                    .and_then(|c| c.strip_suffix('`'))
+                    .unwrap_or_else(|| panic!("{name}: not a `field`: {row}"));
+                (field.to_string(), cells[2] == "always")
+            })
+            .collect();
+        tables.push((name.to_string(), fields));
+    }
+    tables
+}
+
+#[test]
+fn output_md_documents_every_field_of_the_report() {
+    let tables = field_tables(&read("docs/output.md"));
+    let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+    let expected: Vec<&str> = DOCUMENTED.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, expected, "the tables of docs/output.md, in order");
+    for ((name, rows), (_, variants)) in tables.iter().zip(DOCUMENTED) {
+        let documented: BTreeSet<&str> = rows.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(documented.len(), rows.len(), "{name}: a field listed twice");
+        // Every key the walk accepts for some method, and no other.
+        let accepted: BTreeSet<&str> = (variants.iter())
+            .flat_map(|k| k.required.iter().chain(k.optional))
+            .copied()
+            .collect();
+        assert_eq!(documented, accepted, "{name}: documented vs accepted keys");
+        // `always` exactly for the keys every object of the kind has, whatever the method.
+        let always: BTreeSet<&str> = (rows.iter().filter(|(_, a)| *a))
+            .map(|(f, _)| f.as_str())
+            .collect();
+        let required: BTreeSet<&str> = (variants[0].required.iter())
+            .filter(|k| variants.iter().all(|v| v.required.contains(k)))
+            .copied()
+            .collect();
+        assert_eq!(
+            always, required,
+            "{name}: fields documented as always there"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Examples marked as checked
+
+/// A copy of tests/data/corpus under `tests/data/corpus` in a temporary directory, its files as
+/// old as a fresh clone makes them: oldest first, in path order (which `--keep oldest` reads).
+fn fresh_clone_of_the_corpus() -> TestDir {
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let from = repo().join("tests/data/corpus");
+    let mut all = Vec::new();
+    files(&from, &mut all);
+    all.sort();
+    let t = TestDir::new();
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    for (i, path) in all.iter().enumerate() {
+        let to = Path::new("tests/data/corpus").join(path.strip_prefix(&from).unwrap());
+        t.write(&to, fs::read(path).unwrap());
+        let file = fs::File::options().write(true).open(t.join(&to)).unwrap();
+        file.set_modified(start + Duration::from_secs(i as u64))
+            .unwrap();
+    }
+    t
+}
+
+/// One checked example: the arguments after `dupfind`, an optional JSON pointer into the output,
+/// and the text the document shows.
+struct Example {
+    at: String,
+    args: Vec<String>,
+    pointer: Option<String>,
+    shown: String,
+}
+
+/// The examples of `doc`: a fenced block after `<!-- check: dupfind ARGS [at /pointer] -->` holds
+/// the output (or the JSON value at the pointer); one after `<!-- check -->` is a `console` block
+/// whose first line is `$ dupfind ARGS` and the rest its output.
+fn examples(file: &str, doc: &str) -> Vec<Example> {
+    let lines: Vec<&str> = doc.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(spec) = line
+            .strip_prefix("<!-- check")
+            .and_then(|l| l.strip_suffix("-->"))
+        else {
+            continue;
+        };
+        let at = format!("{file}:{}", i + 1);
+        assert!(lines[i + 1].starts_with("```"), "{at}: no block after it");
+        let end = (i + 2..lines.len())
+            .find(|&j| lines[j] == "```")
+            .unwrap_or_else(|| panic!("{at}: the block does not end"));
+        let mut block: Vec<&str> = lines[i + 2..end].to_vec();
+        let command = match spec.trim().strip_prefix(':') {
+            Some(command) => command.trim().to_string(),
+            None => {
+                let first = block.remove(0);
+                let command = first.strip_prefix("$ ");
+                command
+                    .unwrap_or_else(|| panic!("{at}: {first}"))
+                    .to_string()
+            }
+        };
+        let (command, pointer) = match command.split_once(" at /") {
+            Some((c, p)) => (c.to_string(), Some(format!("/{p}"))),
+            None => (command, None),
+        };
+        let words: Vec<String> = command.split_whitespace().map(String::from).collect();
+        assert_eq!(words[0], "dupfind", "{at}: {command}");
+        assert!(!command.contains(['|', '>', '\'', '"']), "{at}: {command}");
+        let shown = block.iter().map(|l| format!("{l}\n")).collect();
+        out.push(Example {
+            at,
+            args: words[1..].to_vec(),
+            pointer,
+            shown,
+        });
+    }
+    out
+}
+
+#[test]
+fn the_examples_marked_as_checked_are_what_the_binary_prints() {
+    let t = fresh_clone_of_the_corpus();
+    let mut docs = vec!["README.md".to_string()];
+    for e in fs::read_dir(repo().join("docs")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            docs.push(format!("docs/{name}"));
+        }
+    }
+    let mut checked = Vec::new();
+    for file in &docs {
+        for ex in examples(file, &read(file)) {
+            let args: Vec<&str> = ex.args.iter().map(String::as_str).collect();
+            let r = t.run(&args);
+            match &ex.pointer {
+                None => assert_eq!(ex.shown, r.stdout, "{}: {}", ex.at, r.stderr),
+                Some(pointer) => {
+                    let shown: Value = serde_json::from_str(&ex.shown).unwrap();
+                    let printed = r.json();
+                    let printed = printed.pointer(pointer);
+                    assert_eq!(Some(&shown), printed, "{}", ex.at);
+                }
+            }
+            checked.push(file.clone());
+        }
+    }
+    for file in ["README.md", "docs/output.md"] {
+        assert!(checked.iter().any(|f| f == file), "{file} has no example");
+    }
+}
