@@ -2,9 +2,11 @@
 //! as documents `0..first_new`, unchanged inputs are not read), updated after it with the new
 //! documents, and stored on disk (`store`, in a directory opened safely by `dir`).
 
-pub mod against;
 pub mod dir;
+pub mod join;
+mod paths;
 pub mod store;
+mod update;
 
 use anyhow::Result;
 
@@ -15,12 +17,12 @@ use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
 use crate::report::IndexStats;
 
-use against::{IndexedSets, Joined};
+use join::{IndexedSets, Joined};
 
 /// Joins the index `cfg` names to the walked `files`: with none, every file is to be read.
 pub fn join(cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
     match &cfg.against {
-        Some(index) => against::join(index, cfg, files),
+        Some(index) => join::join(index, cfg, files),
         None => Ok(Joined {
             to_read: files,
             unchanged: 0,
@@ -72,7 +74,7 @@ pub fn update(
     joined: &Joined,
 ) -> Option<Updated> {
     let index = cfg.against.as_ref().filter(|a| a.update)?;
-    let update = against::Update {
+    let update = update::Update {
         cfg,
         engine,
         files: &corpus.files,

@@ -1,5 +1,4 @@
-//! Against: an incremental index joined to a scan (`scan --against DIR [--update]`,
-//! `index build`).
+//! Joining an index to a scan (`scan --against DIR`, `index build`).
 //!
 //! The indexed documents take part in the scan as documents 0..m, ahead of the new ones, with
 //! the signatures, content hashes and shingle sets stored in the index, so nothing of them is
@@ -8,40 +7,33 @@
 //! always represents its cluster. (`duplicates` lists other indexed members only when a new
 //! document links two indexed ones; they carry `indexed: true`.)
 //!
-//! Paths are stored absolute ([`path_key`]), so an index can be used from any directory;
-//! indexed members are reported relative to the working directory when inside it, else
-//! absolute.
-//!
 //! The unchanged-file cache: an input whose path, size, modification time, device and inode
 //! all equal those stored for it is not read at all; its indexed documents stand for it. An
 //! input that changed is read again, and its old documents leave the comparison (a file is not
 //! its own near-duplicate) and, with `--update`, the index.
-//!
-//! `--update` writes the next generation: the indexed documents still current, then the new
-//! ones, each with its set, derived again one batch at a time so memory stays bounded.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 
 use crate::config::{Config, IndexUse, MethodConfig};
-use crate::index::store::{self, Entry, Index, IndexParams, Record as StoredRecord};
+use crate::index::store::{self, Entry, Index, IndexParams};
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::StoredSets;
-use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
+use crate::ingest::worker::{DocResult, Outcome};
 use crate::input::walk::{FileEntry, Record};
-use crate::messages::{display_path, InputError};
+use crate::messages::display_path;
 use crate::sketch::bottomk::Sketches;
+
+use super::paths::{from_mtime_ns, mtime_ns, path_from_bytes, path_key};
 
 /// The stored sets of the indexed documents taking part in a scan, by document id.
 pub struct IndexedSets {
-    index: Index,
+    pub(super) index: Index,
     /// Document id → position in the index.
-    position: Vec<usize>,
+    pub(super) position: Vec<usize>,
 }
 
 impl std::fmt::Debug for IndexedSets {
@@ -249,177 +241,5 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
             })
         }),
         deferred: false,
-    }
-}
-
-/// Nanoseconds since the epoch (negative before it; 0 when the platform has no time).
-pub fn mtime_ns(t: Option<SystemTime>) -> i128 {
-    match t {
-        None => 0,
-        Some(t) => match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => d.as_nanos() as i128,
-            Err(e) => -(e.duration().as_nanos() as i128),
-        },
-    }
-}
-
-fn from_mtime_ns(ns: i128) -> Option<SystemTime> {
-    if ns == 0 {
-        return None;
-    }
-    let d = Duration::from_nanos(ns.unsigned_abs().min(u64::MAX as u128) as u64);
-    if ns > 0 {
-        UNIX_EPOCH.checked_add(d)
-    } else {
-        UNIX_EPOCH.checked_sub(d)
-    }
-}
-
-/// The path an index stores and looks a file up by: made absolute against the working
-/// directory, lexically (`.` dropped, `..` taken back; no symbolic link resolved, no system
-/// call), so `old/a`, `./old/a`, `x/../old/a` and `/home/me/old/a` are one key, and the same
-/// relative path from another directory is not.
-fn path_key(p: &Path) -> Vec<u8> {
-    match crate::input::walk::lexical_absolute(p) {
-        Some(abs) => path_bytes(&abs),
-        None => path_bytes(p),
-    }
-}
-
-#[cfg(unix)]
-fn path_bytes(p: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    p.as_os_str().as_bytes().to_vec()
-}
-
-#[cfg(unix)]
-fn path_from_bytes(b: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(b))
-}
-
-/// Documents whose sets are derived per batch while the new generation is written.
-const WRITE_BATCH: usize = 1024;
-
-/// What the update writes.
-pub struct Update<'a> {
-    /// The scan's settings.
-    pub cfg: &'a Config,
-    /// How new documents' sets are derived again.
-    pub engine: &'a Engine,
-    /// Every document of the scan: indexed ones first.
-    pub files: &'a [FileEntry],
-    /// Their results.
-    pub docs: &'a [DocResult],
-    /// Signatures, `lanes` per document.
-    pub sigs: &'a [u32],
-    /// Signature values per document.
-    pub lanes: usize,
-    /// For each document, the document holding its content's signature.
-    pub canon: &'a [u32],
-    /// Indexed documents (ids below its count) and their stored sets.
-    pub indexed: Option<&'a IndexedSets>,
-}
-
-impl Update<'_> {
-    /// Writes the index: created (`index build`) or replaced by the next generation, which it
-    /// returns. New documents whose set cannot be derived again are left out and reported.
-    pub fn write(
-        &self,
-        against: &IndexUse,
-        generation: u64,
-        errors: &mut Vec<InputError>,
-    ) -> Result<u64> {
-        let params = index_params(self.cfg);
-        let first_new = self.indexed.map_or(0, IndexedSets::count);
-        let new: Vec<u32> = (first_new..self.files.len() as u32)
-            .filter(|&d| {
-                matches!(
-                    self.docs[d as usize].outcome,
-                    Outcome::Sketched | Outcome::Duplicate
-                )
-            })
-            .collect();
-        let failed = std::sync::Mutex::new(Vec::new());
-        // Indexed documents keep their stored entries; their signatures (freed from the open
-        // index) are taken back from the scan's.
-        let old = self.indexed.into_iter().flat_map(|ix| {
-            ix.position.iter().enumerate().map(move |(d, &i)| {
-                let mut entry = ix.index.entries()[i].clone();
-                if let MethodConfig::MinHash { .. } = &self.cfg.method {
-                    entry.signature = self.sigs[d * self.lanes..(d + 1) * self.lanes].to_vec();
-                }
-                Ok(StoredRecord {
-                    entry,
-                    set: ix.index.read_set(i)?,
-                })
-            })
-        });
-        let fresh = new.chunks(WRITE_BATCH).flat_map(|chunk| {
-            let loaded: Vec<Result<StoredRecord>> = chunk
-                .par_iter()
-                .map_init(
-                    || DocWorker::new(self.engine),
-                    |w, &d| {
-                        let canon = self.canon[d as usize];
-                        let file = &self.files[d as usize];
-                        let set = w.load_set(canon, &self.files[canon as usize], {
-                            self.docs[canon as usize].hash
-                        });
-                        (d, file, set)
-                    },
-                )
-                .filter_map(|(d, file, set)| match set {
-                    Ok(set) => Some(Ok(StoredRecord {
-                        entry: self.entry(d),
-                        set: set.into_vec(),
-                    })),
-                    Err(reason) => {
-                        if let Ok(mut f) = failed.lock() {
-                            f.push(file.error(None, format!("not indexed: {reason}")));
-                        }
-                        None
-                    }
-                })
-                .collect();
-            loaded
-        });
-        let records = old.chain(fresh);
-        let written = if against.create {
-            store::create(&against.dir, &params, records).map(|()| 1)
-        } else {
-            store::replace(&against.dir, generation, &params, records)
-        };
-        errors.extend(failed.into_inner().unwrap_or_else(|e| e.into_inner()));
-        written.with_context(|| format!("cannot update index {}", display_path(&against.dir)))
-    }
-
-    fn entry(&self, d: u32) -> Entry {
-        let f = &self.files[d as usize];
-        let canon = self.canon[d as usize] as usize;
-        let doc = &self.docs[d as usize];
-        let (line, id, size) = match &f.record {
-            Some(r) => (Some(r.line), r.id.clone(), r.file_size),
-            None => (None, None, f.size),
-        };
-        let signature = match &self.cfg.method {
-            MethodConfig::MinHash { .. } => {
-                self.sigs[canon * self.lanes..(canon + 1) * self.lanes].to_vec()
-            }
-            MethodConfig::SimHash { .. } => Vec::new(),
-        };
-        Entry {
-            path: path_key(&f.path),
-            line,
-            id,
-            size,
-            bytes: doc.bytes,
-            mtime_ns: mtime_ns(f.modified),
-            dev: f.id.0,
-            inode: f.id.1,
-            content_hash: doc.hash,
-            signature,
-            simhash: self.docs[canon].fingerprint,
-        }
     }
 }

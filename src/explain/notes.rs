@@ -1,0 +1,48 @@
+//! What a scan says about its banding on stderr before it starts: the banding chosen from the
+//! threshold, and a poor S-curve.
+
+use crate::candidates::containment;
+use crate::config::{Config, MethodConfig};
+
+use super::poor_curve_note;
+
+/// Says on stderr which banding `--threshold` chose and what it means for a pair at the
+/// threshold (after the roots are known to be there, so an error comes alone).
+pub fn note_banding(cfg: &Config) {
+    if let MethodConfig::MinHash {
+        containment: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages
+            .note(&containment::Scheme::new(*threshold, *num_perm).describe());
+        return;
+    }
+    if let MethodConfig::MinHash {
+        banding,
+        banding_chosen: true,
+        threshold,
+        num_perm,
+        ..
+    } = &cfg.method
+    {
+        cfg.messages.note(&format!(
+            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
+             the threshold becomes a candidate with probability {:.4}",
+            banding.bands,
+            banding.rows,
+            banding.candidate_probability(*threshold)
+        ));
+    }
+    if let MethodConfig::MinHash {
+        banding, threshold, ..
+    } = &cfg.method
+    {
+        if let Some(note) = poor_curve_note(banding, *threshold) {
+            cfg.messages
+                .note(&format!("{note} (see `dupfind explain`)"));
+        }
+    }
+}
