@@ -14,6 +14,7 @@ pub mod corpus;
 mod dumps;
 mod links;
 mod pool;
+pub mod reread;
 pub mod set_cache;
 pub mod worker;
 

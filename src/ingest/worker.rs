@@ -147,10 +147,10 @@ impl Claims {
 
 /// Per-job buffers, reused across documents.
 pub struct DocWorker<'a> {
-    engine: &'a Engine,
-    shingler: Shingler,
-    shingles: Vec<u64>,
-    buf: Vec<u8>,
+    pub(super) engine: &'a Engine,
+    pub(super) shingler: Shingler,
+    pub(super) shingles: Vec<u64>,
+    pub(super) buf: Vec<u8>,
     scratch: Vec<u32>,
     /// The metadata of the file last opened by [`DocWorker::process`].
     meta: Option<FileMeta>,
@@ -282,7 +282,7 @@ impl<'a> DocWorker<'a> {
 
     /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
     /// gzip or zstd (recognised by their magic bytes), never more than the size limit either way.
-    fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
+    pub(super) fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
         self.meta = None;
         let residency = read_file(
             &file.path,
@@ -345,125 +345,4 @@ impl<'a> DocWorker<'a> {
     pub fn shingles(&self) -> &[u64] {
         &self.shingles
     }
-
-    /// Reads a document's content again into the worker's buffer (a dump record's text from the
-    /// spill); it must still hash to `hash`.
-    fn reread(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<(), String> {
-        const CHANGED: &str = "file changed during the scan";
-        if file.record.is_some() {
-            self.engine.spill.read(doc, &mut self.buf)?;
-        } else {
-            self.read(file).map_err(|f| match f {
-                ReadFailure::Error(e) => e,
-                _ => CHANGED.to_string(),
-            })?;
-        }
-        if xxh3_128(&self.buf) != hash {
-            return Err(CHANGED.to_string());
-        }
-        Ok(())
-    }
-
-    /// Reads a document again for verification and returns its shingle set; the content must
-    /// still hash to `hash`. An indexed document's set comes from the index.
-    pub fn load_set(
-        &mut self,
-        doc: u32,
-        file: &FileEntry,
-        hash: u128,
-    ) -> Result<Box<[u64]>, String> {
-        if let Some(indexed) = &self.engine.indexed {
-            if doc < indexed.count() {
-                return indexed.read(doc);
-            }
-        }
-        self.reread(doc, file, hash)?;
-        let mut shingles = std::mem::take(&mut self.shingles);
-        shingles.clear();
-        if let Some(text) = text_of(&self.buf, file) {
-            self.shingler.shingle(&text, &mut shingles);
-        }
-        into_set(&mut shingles);
-        let set = shingles.as_slice().into();
-        self.shingles = shingles;
-        Ok(set)
-    }
-
-    /// Reads a document again for edit verification and returns its token sequence: the
-    /// xxh3-64 hash of each normalized token, in text order. The content must still hash to
-    /// `hash`. (An index stores sets, not sequences; `--verify edit` cannot be used with one.)
-    pub fn load_tokens(
-        &mut self,
-        doc: u32,
-        file: &FileEntry,
-        hash: u128,
-    ) -> Result<Box<[u64]>, String> {
-        if self
-            .engine
-            .indexed
-            .as_ref()
-            .is_some_and(|ix| doc < ix.count())
-        {
-            return Err("an indexed document has no token sequence".to_string());
-        }
-        self.reread(doc, file, hash)?;
-        let mut tokens = Vec::new();
-        if let Some(text) = text_of(&self.buf, file) {
-            crate::sketch::shingle::for_each_token(&text, &mut Vec::new(), |t| {
-                tokens.push(xxhash_rust::xxh3::xxh3_64(t))
-            });
-        }
-        Ok(tokens.into_boxed_slice())
-    }
-}
-
-/// A document's text read again: a record's as it is (it came from a JSON string, so it is
-/// UTF-8 and never sniffed for binary); a file's decoded as in the first pass.
-fn text_of<'b>(buf: &'b [u8], file: &FileEntry) -> Option<std::borrow::Cow<'b, str>> {
-    match file.record {
-        Some(_) => std::str::from_utf8(buf)
-            .ok()
-            .map(std::borrow::Cow::Borrowed),
-        None => match decode(buf) {
-            Decoded::Text(text) => Some(text),
-            Decoded::Binary => None,
-        },
-    }
-}
-
-/// A document's sorted shingle set (or token sequence), or why it could not be derived again.
-pub type LoadedSet = Result<Box<[u64]>, String>;
-
-/// Loads the shingle sets of `docs` (id and content hash) in parallel, in the order given; a
-/// file that cannot be read again or changed since it was sketched gives the reason instead.
-pub fn load_sets(
-    engine: &Engine,
-    files: &[FileEntry],
-    docs: &[(u32, u128)],
-) -> Vec<(u32, LoadedSet)> {
-    load_all(engine, files, docs, |w, d, f, h| w.load_set(d, f, h))
-}
-
-/// Loads the token sequences of `docs` ([`DocWorker::load_tokens`]) as [`load_sets`] loads sets.
-pub fn load_token_seqs(
-    engine: &Engine,
-    files: &[FileEntry],
-    docs: &[(u32, u128)],
-) -> Vec<(u32, LoadedSet)> {
-    load_all(engine, files, docs, |w, d, f, h| w.load_tokens(d, f, h))
-}
-
-fn load_all(
-    engine: &Engine,
-    files: &[FileEntry],
-    docs: &[(u32, u128)],
-    load: impl Fn(&mut DocWorker, u32, &FileEntry, u128) -> LoadedSet + Sync,
-) -> Vec<(u32, LoadedSet)> {
-    use rayon::prelude::*;
-    docs.par_iter()
-        .map_init(
-            || DocWorker::new(engine),
-            |w, &(d, hash)| (d, load(w, d, &files[d as usize], hash)),
-        )
-        .collect()
 }

@@ -10,7 +10,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::lcs::MAX_EDIT_TOKENS;
-use crate::ingest::worker::{load_sets, load_token_seqs, Engine, LoadedSet};
+use crate::ingest::reread::{load_sets, load_token_seqs, LoadedSet};
+use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 
 /// What was loaded of one document.

@@ -1,108 +1,8 @@
-//! The command line, as clap sees it. Nothing here is used past `Config::from_args`.
+//! `dupfind scan`'s options (shared with `index build`) and the values they take.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-/// Find near-duplicate documents: MinHash or SimHash candidates, verified exactly.
-#[derive(Debug, Parser)]
-#[command(name = "dupfind", version, about, propagate_version = true)]
-pub struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Find groups of near-duplicate documents under PATHs and print them as JSON.
-    #[command(after_long_help = SCAN_AFTER_HELP)]
-    Scan(Box<ScanCommand>),
-    /// Build or inspect an incremental index, for `scan --against`.
-    #[command(subcommand)]
-    Index(IndexCommand),
-    /// Explain what a threshold and banding (or a SimHash distance) do: the S-curve, the
-    /// expected misses and chance candidates, memory per document. Uses scan's own code.
-    Explain(ExplainArgs),
-    /// Print shell completions for SHELL on stdout.
-    Completions {
-        /// The shell to complete for.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print a man page (roff) on stdout: `dupfind man > dupfind.1`,
-    /// `dupfind man scan > dupfind-scan.1`.
-    Man {
-        /// The subcommand whose page to print (default: the overview page).
-        #[arg(value_name = "COMMAND")]
-        command: Option<String>,
-    },
-}
-
-const SCAN_AFTER_HELP: &str = "\
-Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
-re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
-
-Inputs: gzip and zstd files are recognised by their magic bytes and decompressed. A JSON Lines
-dump (--jsonl, or a name ending in .jsonl or .ndjson, optionally .gz/.zst) is one document per
-line; a member from a dump is reported with its \"line\" and \"id\". --max-size limits each
-document (each line of a dump), not a dump.
-
-Exit status: 0 scan completed and every input was read; 1 with --exit-code, duplicates were
-found; 2 usage error, fatal error, or some input could not be read (the report is still
-printed); 130 interrupted.
-
-Examples:
-  dupfind scan ./corpus | jq -r '.clusters[].duplicates[].path'
-  dupfind scan --format text --keep newest ./corpus
-  dupfind scan -t 0.9 --shingle char -n 5 docs/
-  dupfind scan --method simhash --max-distance 3 --format jsonl .
-  dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
-  find . -name '*.md' -print0 | dupfind scan --files-from - -0";
-
-/// `dupfind index …`.
-#[derive(Debug, Subcommand)]
-pub enum IndexCommand {
-    /// Scan PATHs as `scan` does (same options, same report) and record every document's
-    /// identity, signature and shingle set in a new index in DIR.
-    Build(Box<IndexBuildArgs>),
-    /// Print an index's parameters, generation and size as JSON.
-    Info {
-        /// The index directory.
-        #[arg(long, value_name = "DIR")]
-        index: PathBuf,
-    },
-}
-
-/// Options of `dupfind index build`.
-#[derive(Debug, Args)]
-pub struct IndexBuildArgs {
-    /// The directory to create the index in (made if missing; must not hold an index).
-    #[arg(long, value_name = "DIR")]
-    pub index: PathBuf,
-    /// The scan that fills it.
-    #[command(flatten)]
-    pub scan: ScanArgs,
-}
-
-/// `dupfind scan`: the scan's options and the index to scan against.
-#[derive(Debug, Args)]
-pub struct ScanCommand {
-    /// Everything `scan` shares with `index build`.
-    #[command(flatten)]
-    pub scan: ScanArgs,
-
-    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
-    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
-    /// read again.
-    #[arg(long, value_name = "DIR")]
-    pub against: Option<PathBuf>,
-
-    /// With --against: add the new documents to the index after the scan (atomically).
-    #[arg(long, requires = "against")]
-    pub update: bool,
-}
+use clap::{Args, ValueEnum};
 
 /// Options of `dupfind scan`.
 #[derive(Debug, Args)]
@@ -263,51 +163,6 @@ pub struct ScanArgs {
     pub progress: ProgressWhen,
 }
 
-/// Options of `dupfind explain`.
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    /// Candidate method.
-    #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash)]
-    pub method: Method,
-
-    /// Jaccard threshold (MinHash) [default: 0.8].
-    #[arg(short = 't', long, value_name = "J")]
-    pub threshold: Option<f64>,
-
-    /// MinHash signature length K [default: 128].
-    #[arg(short = 'k', long = "num-perm", value_name = "K")]
-    pub num_perm: Option<usize>,
-
-    /// Number of LSH bands b (default: chosen from --threshold, as scan does).
-    #[arg(long, value_name = "B")]
-    pub bands: Option<usize>,
-
-    /// Rows per band r (default: chosen from --threshold).
-    #[arg(long, value_name = "R")]
-    pub rows: Option<usize>,
-
-    /// SimHash: largest Hamming distance [default: 3].
-    #[arg(long, value_name = "D")]
-    pub max_distance: Option<u32>,
-
-    /// SimHash: corpus size for the expected chance candidates per document.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
-    pub docs: u64,
-
-    /// text for people, json for programs.
-    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
-    pub format: ExplainFormat,
-}
-
-/// `explain --format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExplainFormat {
-    /// Aligned text with the S-curve drawn.
-    Text,
-    /// One JSON document.
-    Json,
-}
-
 /// `--method`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Method {
@@ -425,26 +280,4 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     };
     n.checked_mul(1u64 << shift)
         .ok_or_else(|| format!("'{s}' is too large"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn command_line_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn parses_sizes() {
-        assert_eq!(parse_size("0"), Ok(0));
-        assert_eq!(parse_size("1234"), Ok(1234));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
-        assert!(parse_size("12X").is_err());
-        assert!(parse_size("-1").is_err());
-        assert!(parse_size("99999999999T").is_err());
-    }
 }
