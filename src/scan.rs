@@ -69,19 +69,18 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     );
     drop(candidates);
     let mut late_errors = Vec::new();
-    let found = cluster::form(
-        cfg,
-        &judge,
-        &engine,
-        &corpus,
-        &verified.pairs,
-        &mut late_errors,
-    );
+    let material = cluster::Material {
+        judge: &judge,
+        engine: &engine,
+        retained: &verified.retained,
+    };
+    let found = cluster::form(cfg, &material, &corpus, &verified.pairs, &mut late_errors);
     let inputs = build::Inputs {
         files: &corpus.files,
         judge: &judge,
         engine: &engine,
         evidence: cfg.pairs,
+        retained: &verified.retained,
     };
     let clusters = build::cluster_records(&inputs, &found, &mut late_errors);
     let updated = index::update(cfg, &engine, &corpus, &identical.canon, &joined);

@@ -13,6 +13,7 @@ use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Engine;
 use crate::messages::InputError;
 use crate::pairs::{Pair, UnionFind};
+use crate::verify::reload::Loaded;
 use crate::verify::Judge;
 
 /// A cluster and the member that represents it.
@@ -24,17 +25,27 @@ pub struct Found {
     pub cluster: Cluster,
 }
 
+/// Where the judge's material comes from after verification.
+pub struct Material<'a> {
+    /// Decides every pair.
+    pub judge: &'a Judge<'a>,
+    /// Derives sets and token sequences again.
+    pub engine: &'a Engine,
+    /// Sets verification kept for clustered documents.
+    pub retained: &'a Loaded,
+}
+
 /// The clusters of the verified `pairs`, in order of their first member: connected components,
 /// or with `--cluster strict` components split so that every member is verified against its
 /// representative. Members whose material cannot be read again add to `errors`.
 pub fn form(
     cfg: &Config,
-    judge: &Judge,
-    engine: &Engine,
+    material: &Material,
     corpus: &Corpus,
     pairs: &[Pair],
     errors: &mut Vec<InputError>,
 ) -> Vec<Found> {
+    let judge = material.judge;
     let components = clusters(corpus.len(), pairs);
     let files = &corpus.files;
     let facts = |d: u32| representative::Facts {
@@ -60,7 +71,7 @@ pub fn form(
             })
             .collect(),
         ClusterMode::Strict => {
-            strict::clusters(components, cfg.keep, judge, engine, files, facts, errors)
+            strict::clusters(components, cfg.keep, material, files, facts, errors)
         }
     }
 }

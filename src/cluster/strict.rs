@@ -8,16 +8,14 @@
 //! component can match, so components are split, never merged.
 
 use crate::cluster::representative::{self, Facts};
-use crate::cluster::{Cluster, Found};
+use crate::cluster::{Cluster, Found, Material};
 use crate::config::KeepPolicy;
-use crate::ingest::worker::Engine;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
 use crate::pairs::Pair;
 use crate::pairs::Score;
 use crate::verify::members::member_material;
 use crate::verify::reload::{Loaded, Want};
-use crate::verify::Judge;
 
 /// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
 /// edit verification load the component's sets or token sequences (one component at a time, so
@@ -25,12 +23,12 @@ use crate::verify::Judge;
 pub fn clusters<'a>(
     components: Vec<Cluster>,
     keep: KeepPolicy,
-    judge: &Judge,
-    engine: &Engine,
+    material: &Material<'_>,
     files: &'a [FileEntry],
     facts: impl Fn(u32) -> Facts<'a> + Copy,
     errors: &mut Vec<InputError>,
 ) -> Vec<Found> {
+    let judge = material.judge;
     let mut out = Vec::new();
     for c in components {
         let mut order = c.members;
@@ -40,7 +38,15 @@ pub fn clusters<'a>(
             tokens: judge.needs_tokens(),
         };
         let loaded = if want.sets || want.tokens {
-            member_material(judge, engine, files, &order, want, errors)
+            member_material(
+                judge,
+                material.engine,
+                files,
+                &order,
+                want,
+                material.retained,
+                errors,
+            )
         } else {
             Loaded::default()
         };

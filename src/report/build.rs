@@ -30,6 +30,8 @@ pub struct Inputs<'a> {
     pub engine: &'a Engine,
     /// Add evidence to every pair (`--pairs`).
     pub evidence: bool,
+    /// Sets verification kept for clustered documents.
+    pub retained: &'a Loaded,
 }
 
 /// The cluster records, in the order given; sets that cannot be read again add to `errors`.
@@ -73,6 +75,7 @@ pub fn cluster_records(
             inputs.files,
             &f.cluster.members,
             want,
+            inputs.retained,
             errors,
         );
         *slot = Some(record(inputs, id, f, &loaded));

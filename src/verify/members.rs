@@ -13,13 +13,15 @@ use super::reload::{Loaded, Want};
 /// `want` of the distinct contents of `members`, keyed by the document holding each content
 /// (`judge.canon`); files that cannot be read again add to `errors`. Used by `--pairs` and by
 /// strict clusters under exact or edit verification. A member over the edit cap brings in every
-/// member's set, since any of them may be compared with it.
+/// member's set, since any of them may be compared with it. Sets only are wanted, those in
+/// `retained` are copied from there instead of being derived again.
 pub fn member_material(
     judge: &Judge,
     engine: &Engine,
     files: &[FileEntry],
     members: &[u32],
     want: Want,
+    retained: &Loaded,
     errors: &mut Vec<InputError>,
 ) -> Loaded {
     let mut wanted: Vec<(u32, u128)> = members
@@ -31,9 +33,19 @@ pub fn member_material(
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
+    let mut copied = Vec::new();
+    if want.sets && !want.tokens {
+        wanted.retain(|&(d, _)| match retained.set_copy(d) {
+            Some(set) => {
+                copied.push((d, set));
+                false
+            }
+            None => true,
+        });
+    }
     let all: Vec<u32> = wanted.iter().map(|&(d, _)| d).collect();
     let mut failed = Vec::new();
-    let loaded = Loaded::load(
+    let mut loaded = Loaded::load(
         engine,
         files,
         &wanted,
@@ -46,5 +58,8 @@ pub fn member_material(
             .into_iter()
             .map(|(d, error)| files[d as usize].error(None, error)),
     );
+    for (d, set) in copied {
+        loaded.insert_set(d, set);
+    }
     loaded
 }

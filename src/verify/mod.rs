@@ -44,6 +44,9 @@ pub struct Verified {
     pub fallbacks: Option<u64>,
     /// Documents that could not be read again, or changed since the first pass.
     pub errors: Vec<InputError>,
+    /// Sets of clustered documents kept from verification (within a budget), for clustering
+    /// and the report.
+    pub retained: Loaded,
 }
 
 /// Verifies every candidate with the judge, bringing in the material it needs. `kept` holds
@@ -70,7 +73,13 @@ pub fn run(
             judge,
             msgs: &cfg.messages,
         }
-        .run(&mut kept, tables, &mut uf, &mut out.errors),
+        .run(
+            &mut kept,
+            tables,
+            &mut uf,
+            &mut out.errors,
+            &mut out.retained,
+        ),
         Some(Verify::Edit) => {
             let verifier = EditVerifier {
                 files,

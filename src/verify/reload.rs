@@ -54,6 +54,30 @@ impl Loaded {
         self.sets.insert(d, set);
     }
 
+    /// Moves into `self`, in document order, the sets of `from` whose document `keep` accepts,
+    /// while their bytes fit in `budget` (which they use up).
+    pub fn retain_sets(
+        &mut self,
+        from: Loaded,
+        mut keep: impl FnMut(u32) -> bool,
+        budget: &mut u64,
+    ) {
+        let mut sets: Vec<(u32, Box<[u64]>)> = from.sets.into_iter().collect();
+        sets.sort_unstable_by_key(|(d, _)| *d);
+        for (d, set) in sets {
+            let bytes = set.len() as u64 * 8;
+            if keep(d) && bytes <= *budget {
+                *budget -= bytes;
+                self.sets.insert(d, set);
+            }
+        }
+    }
+
+    /// A copy of the set held for `d`, if any.
+    pub fn set_copy(&self, d: u32) -> Option<Box<[u64]>> {
+        self.sets.get(&d).cloned()
+    }
+
     /// What was loaded of document `d` (empty when nothing was, or its file failed).
     pub fn get(&self, d: u32) -> Material<'_> {
         Material {
