@@ -224,3 +224,18 @@ impl Config {
         }
     }
 }
+
+/// The configuration of `dupfind scan ARGS…`, as the binary would build it (for tests).
+#[cfg(test)]
+pub(crate) fn scan_config(args: &[&str]) -> anyhow::Result<Config> {
+    use clap::Parser;
+    let argv = ["dupfind", "scan"].iter().chain(args);
+    match crate::cli::Cli::try_parse_from(argv)?.command {
+        crate::cli::Command::Scan(cmd) => Config::for_scan(*cmd),
+        _ => anyhow::bail!("not a scan"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

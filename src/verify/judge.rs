@@ -311,3 +311,172 @@ pub fn simhash_similarity(distance: u32) -> f64 {
 pub fn simhash_cosine(distance: u32) -> f64 {
     (std::f64::consts::PI * f64::from(distance) / 64.0).cos()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::scan_config;
+    use crate::ingest::worker::Outcome;
+
+    fn doc(fingerprint: u64, shingles: u64) -> DocResult {
+        DocResult {
+            outcome: Outcome::Sketched,
+            bytes: 100,
+            hash: u128::from(fingerprint),
+            fingerprint,
+            set: None,
+            shingles,
+        }
+    }
+
+    /// Four documents with 128-value signatures: 0 and 1 agree on 96 of them, 0 and 2 on none;
+    /// 3 is a byte-identical copy of 0 (its canon is 0).
+    struct Fixture {
+        method: MethodConfig,
+        sigs: Vec<u32>,
+        docs: Vec<DocResult>,
+        canon: Vec<u32>,
+        bottom: Sketches,
+    }
+
+    fn fixture(args: &[&str]) -> Fixture {
+        let mut sigs: Vec<u32> = (0..128).collect();
+        sigs.extend((0..128).map(|v| if v < 96 { v } else { v + 1000 }));
+        sigs.extend(2000..2128);
+        sigs.extend(0..128);
+        Fixture {
+            method: scan_config(args).unwrap().method,
+            sigs,
+            docs: vec![
+                doc(0b1111, 10),
+                doc(0b0111, 40),
+                doc(!0, 10),
+                doc(0b1111, 10),
+            ],
+            canon: vec![0, 1, 2, 0],
+            bottom: Sketches::default(),
+        }
+    }
+
+    fn judge(f: &Fixture, first_new: u32) -> Judge<'_> {
+        Judge {
+            method: &f.method,
+            lanes: 128,
+            sigs: &f.sigs,
+            docs: &f.docs,
+            canon: &f.canon,
+            bottom: &f.bottom,
+            first_new,
+        }
+    }
+
+    fn sets(entries: &[(u32, &[u64])]) -> Loaded {
+        let mut l = Loaded::default();
+        for &(d, s) in entries {
+            l.insert_set(d, s.into());
+        }
+        l
+    }
+
+    #[test]
+    fn exact_jaccard_decides_on_the_sets_after_the_estimate_prefilter() {
+        let f = fixture(&[]);
+        let j = judge(&f, 0);
+        assert_eq!(j.estimate(0, 1), 0.75);
+        // 4 of 5 shared: J = 0.8, at the threshold.
+        let s = sets(&[
+            (0, &[1, 2, 3, 4]),
+            (1, &[1, 2, 3, 4, 5]),
+            (2, &[1, 2, 3, 4]),
+        ]);
+        assert_eq!(j.check(0, 1, &s), Some(Score::of(0.8)));
+        assert!(j.plausible(0, 1));
+        // 0 and 2 have identical sets but signatures that share nothing: the prefilter (an
+        // estimate of 0, below 0.8 − √(ln 10⁶ / 256) = 0.57) turns the pair away unread.
+        assert!(!j.plausible(0, 2));
+        assert_eq!(j.check(0, 2, &s), None);
+        // Without the sets loaded, nothing passes.
+        assert_eq!(j.check(0, 1, &Loaded::default()), None);
+        // A byte-identical copy needs no material, and reads its canon's.
+        assert_eq!(j.check(0, 3, &Loaded::default()), Some(Score::of(1.0)));
+        assert_eq!(j.check(3, 1, &s), Some(Score::of(0.8)));
+        assert!(j.same_content(0, 3) && !j.same_content(0, 1));
+        assert_eq!(j.first_table(0, 1), Some(0));
+        assert_eq!(j.first_table(0, 2), None);
+    }
+
+    #[test]
+    fn a_candidate_of_two_indexed_documents_never_passes() {
+        let f = fixture(&[]);
+        let s = sets(&[(0, &[1, 2, 3, 4]), (1, &[1, 2, 3, 4, 5])]);
+        assert_eq!(judge(&f, 0).candidate(0, 1, &s).score, Some(Score::of(0.8)));
+        let indexed = judge(&f, 2);
+        assert_eq!(indexed.candidate(0, 1, &s).score, None);
+        assert!(!indexed.worth_loading(0, 1));
+        // The rule is verification's: asked directly, the judge still knows the pair.
+        assert_eq!(indexed.check(0, 1, &s), Some(Score::of(0.8)));
+    }
+
+    #[test]
+    fn the_estimate_decides_under_verify_estimate() {
+        let f = fixture(&["--verify", "estimate"]);
+        let j = judge(&f, 0);
+        assert!(!j.needs_sets() && !j.needs_tokens());
+        assert_eq!(j.check(0, 1, &Loaded::default()), None, "0.75 < 0.8");
+        let f = fixture(&["--verify", "estimate", "-t", "0.7"]);
+        let j = judge(&f, 0);
+        assert_eq!(j.check(0, 1, &Loaded::default()), Some(Score::of(0.75)));
+    }
+
+    #[test]
+    fn simhash_decides_by_distance_and_reports_it() {
+        let f = fixture(&["-m", "simhash", "--max-distance", "1"]);
+        let j = judge(&f, 0);
+        assert!(j.is_simhash());
+        assert_eq!(j.distance(0, 1), Some(1));
+        let one = Score {
+            similarity: 1.0 - 1.0 / 64.0,
+            distance: Some(1),
+        };
+        assert_eq!(j.check(0, 1, &Loaded::default()), Some(one));
+        assert_eq!(j.check(0, 2, &Loaded::default()), None, "distance 60");
+        assert_eq!(
+            j.check(0, 3, &Loaded::default()).unwrap().distance,
+            Some(0),
+            "a copy is at distance 0"
+        );
+    }
+
+    #[test]
+    fn containment_judges_the_smaller_set_inside_the_larger() {
+        let f = fixture(&["--containment", "-t", "0.75"]);
+        let j = judge(&f, 0);
+        assert!(j.is_containment());
+        let s = sets(&[(0, &[1, 2, 3, 4]), (1, &[1, 2, 3, 9, 10, 11, 12, 13])]);
+        assert_eq!(
+            j.set_similarity(&[1, 2, 3, 4], &[1, 2, 3, 9, 10, 11, 12, 13]),
+            0.75
+        );
+        // Verification's candidates skip the prefilter (they passed it when gathered).
+        assert!(j.worth_loading(0, 2));
+        assert_eq!(j.candidate(0, 1, &s).score, Some(Score::of(0.75)));
+        // The estimate of a contained pair, from the Jaccard estimate and the set sizes.
+        assert!(j.estimated_similarity(0, 1) > j.estimate(0, 1));
+    }
+
+    #[test]
+    fn edit_verification_reads_token_sequences() {
+        let f = fixture(&["--verify", "edit"]);
+        let j = judge(&f, 0);
+        assert!(j.needs_tokens() && !j.needs_sets());
+        let mut l = Loaded::default();
+        l.insert_tokens(0, (0..100).collect());
+        let mut edited: Vec<u64> = (0..100).collect();
+        edited[50] = 1000;
+        l.insert_tokens(1, edited.into());
+        let v = j.candidate(0, 1, &l);
+        assert_eq!(v.score, Some(Score::of(0.99)));
+        assert!(!v.fallback);
+    }
+}

@@ -54,6 +54,11 @@ impl Loaded {
         self.sets.insert(d, set);
     }
 
+    /// Holds `tokens` as document `d`'s token sequence.
+    pub fn insert_tokens(&mut self, d: u32, tokens: Box<[u64]>) {
+        self.tokens.insert(d, tokens);
+    }
+
     /// Moves into `self`, in document order, the sets of `from` whose document `keep` accepts,
     /// while their bytes fit in `budget` (which they use up).
     pub fn retain_sets(

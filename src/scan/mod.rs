@@ -107,3 +107,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     );
     Ok(ScanOutput { report, code })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

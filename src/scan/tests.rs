@@ -1,0 +1,235 @@
+//! The stages in-process on a small corpus written to a temporary directory: what each stage
+//! hands the next, and the report they make together.
+
+use std::fs;
+use std::path::Path;
+
+use super::*;
+use crate::config::scan_config;
+use crate::ingest::worker::Outcome;
+use crate::sketch::minhash::splitmix64;
+
+/// `n` words of seeded text.
+fn text(seed: u64, n: usize) -> String {
+    let mut state = seed;
+    (0..n)
+        .map(|_| format!("w{}", splitmix64(&mut state) % 5000))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `base` with the words at `at` replaced.
+fn edit(base: &str, at: &[usize]) -> String {
+    let mut words: Vec<String> = base.split(' ').map(String::from).collect();
+    for &i in at {
+        words[i] = format!("edited{i}");
+    }
+    words.join(" ")
+}
+
+/// a; a with two words edited (J ≈ 0.94); a byte-identical copy of a; b unrelated; an empty
+/// file; a binary one.
+fn corpus(dir: &Path) {
+    let a = text(1, 300);
+    fs::write(dir.join("a.txt"), &a).unwrap();
+    fs::write(dir.join("a-edit.txt"), edit(&a, &[100, 200])).unwrap();
+    fs::write(dir.join("a-copy.txt"), &a).unwrap();
+    fs::write(dir.join("b.txt"), text(2, 300)).unwrap();
+    fs::write(dir.join("empty.txt"), "  \n").unwrap();
+    fs::write(dir.join("bin.dat"), b"\x00\x01binary").unwrap();
+}
+
+fn config(dir: &Path, args: &[&str]) -> Config {
+    let root = dir.to_str().unwrap();
+    let mut cfg = scan_config(&[&["-q", "--keep", "first"][..], args, &[root]].concat()).unwrap();
+    cfg.messages.quiet = true;
+    cfg
+}
+
+#[test]
+fn each_stage_hands_the_next_what_it_needs() {
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    let cfg = config(t.path(), &[]);
+    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
+    assert_eq!(walked.files_seen, 6);
+    let mut joined = index::join(&cfg, walked.files).unwrap();
+    let engine = ingest::engine(&cfg, joined.stored_sets());
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine);
+    let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
+    // Path order: a-copy, a-edit, a, b, bin.dat, empty.
+    let outcomes: Vec<Outcome> = corpus.docs.iter().map(|d| d.outcome.clone()).collect();
+    assert_eq!(corpus.len(), 6);
+    assert_eq!(outcomes[4], Outcome::Binary);
+    assert_eq!(outcomes[5], Outcome::Empty);
+    assert_eq!(corpus.outcomes(cfg.walk.max_size, &cfg.messages).binary, 1);
+
+    // a-copy and a are one content: one unit, one exact pair, the copy's canon is the first.
+    let identical = identical::group(&mut corpus);
+    assert_eq!(identical.units, [0, 1, 3]);
+    assert_eq!(
+        (
+            identical.pairs[0].lo,
+            identical.pairs[0].hi,
+            identical.pairs[0].exact
+        ),
+        (0, 2, true)
+    );
+    assert_eq!(identical.canon, [0, 1, 0, 3, 4, 5]);
+    assert_eq!(
+        (identical.groups, identical.documents, identical.empty),
+        (1, 4, 1)
+    );
+
+    // The edited copy shares bands with the unit of a; b shares none.
+    let candidates = candidates::find(&cfg, &corpus, &identical.units);
+    let bucketed: Vec<&[u32]> = (candidates.tables.iter())
+        .flat_map(|t| (0..t.len()).map(move |i| t.bucket(i)))
+        .collect();
+    assert!(!bucketed.is_empty());
+    assert!(bucketed.iter().all(|b| *b == [0, 1]), "{bucketed:?}");
+
+    let kept = corpus.take_kept_sets();
+    let judge = Judge {
+        method: &cfg.method,
+        lanes: corpus.lanes,
+        sigs: &corpus.sigs,
+        docs: &corpus.docs,
+        canon: &identical.canon,
+        bottom: &corpus.bottom,
+        first_new: corpus.first_new,
+    };
+    let verified = verify::run(
+        &cfg,
+        &judge,
+        &engine,
+        &corpus.files,
+        kept,
+        &identical,
+        &candidates,
+    );
+    assert_eq!((verified.checked, verified.passed), (1, 1));
+    let pairs: Vec<(u32, u32)> = verified.pairs.iter().map(|p| (p.lo, p.hi)).collect();
+    assert_eq!(
+        pairs,
+        [(0, 2), (0, 1)],
+        "the exact pair first, then the verified one"
+    );
+    assert!(verified.pairs[1].similarity > 0.9 && verified.pairs[1].similarity < 1.0);
+    // The sets of both clustered units were kept for clustering.
+    assert!(verified.retained.get(0).set.is_some() && verified.retained.get(1).set.is_some());
+
+    let material = cluster::Material {
+        judge: &judge,
+        engine: &engine,
+        retained: &verified.retained,
+    };
+    let mut errors = Vec::new();
+    let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
+    assert!(errors.is_empty());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].representative, 0);
+    assert_eq!(found[0].cluster.members, [0, 1, 2]);
+}
+
+#[test]
+fn the_report_counts_what_the_stages_did() {
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    let out = scan(&config(t.path(), &[])).unwrap();
+    assert_eq!(out.code, ExitCode::Success);
+    let s = &out.report.stats;
+    assert_eq!((s.files_seen, s.documents), (6, 4));
+    assert_eq!((s.skipped.binary, s.skipped.empty), (1, 1));
+    assert_eq!(
+        (s.exact_groups, s.candidate_pairs, s.verified_pairs),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        (
+            s.clusters,
+            s.unique_documents,
+            s.exact_copies,
+            s.near_copies
+        ),
+        (1, 1, 1, 1)
+    );
+    let c = &out.report.clusters[0];
+    assert_eq!(c.size, 3);
+    assert!(c.representative().path.ends_with("a-copy.txt"));
+    assert_eq!(c.duplicates.len(), 2);
+    assert!(c.linked.is_empty());
+
+    // --exit-code: 1 when duplicates were found, and the report is the same.
+    let with = scan(&config(t.path(), &["--exit-code"])).unwrap();
+    assert_eq!(with.code, ExitCode::DuplicatesFound);
+    assert_eq!(with.report.stats.clusters, 1);
+}
+
+#[test]
+fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    let cfg = config(t.path(), &[]);
+    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
+    let mut joined = index::join(&cfg, walked.files).unwrap();
+    let engine = ingest::engine(&cfg, None);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine);
+    let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
+    let identical = identical::group(&mut corpus);
+    let candidates = candidates::find(&cfg, &corpus, &identical.units);
+    // The kept sets are dropped, as when the set cache is full: verification must read the
+    // files again, and a-edit.txt no longer holds what the first pass hashed.
+    let kept = vec![None; corpus.len()];
+    fs::write(t.path().join("a-edit.txt"), "something else entirely now").unwrap();
+    let judge = Judge {
+        method: &cfg.method,
+        lanes: corpus.lanes,
+        sigs: &corpus.sigs,
+        docs: &corpus.docs,
+        canon: &identical.canon,
+        bottom: &corpus.bottom,
+        first_new: corpus.first_new,
+    };
+    let verified = verify::run(
+        &cfg,
+        &judge,
+        &engine,
+        &corpus.files,
+        kept,
+        &identical,
+        &candidates,
+    );
+    assert_eq!(verified.passed, 0);
+    assert_eq!(verified.errors.len(), 1);
+    assert!(verified.errors[0].path.ends_with("a-edit.txt"));
+    assert_eq!(verified.errors[0].error, "file changed during the scan");
+}
+
+#[test]
+fn the_thread_count_changes_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    for i in 0..20u64 {
+        let base = text(100 + i / 4, 200);
+        fs::write(
+            t.path().join(format!("f{i:02}.txt")),
+            edit(&base, &[i as usize * 7]),
+        )
+        .unwrap();
+    }
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let out = pool
+            .install(|| scan(&config(t.path(), &["--pairs"])))
+            .unwrap();
+        serde_json::to_string(&out.report).unwrap()
+    };
+    let one = run(1);
+    assert!(one.contains("\"clusters\":[{"), "{one}");
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(4));
+}
