@@ -6,6 +6,8 @@ pub mod read;
 pub mod readahead;
 pub mod spill;
 pub mod walk;
+mod walk_split;
+mod walker;
 
 /// The paths `dump.rs` gave before it was split into [`decompress`] and [`jsonl`], kept until
 /// their callers (config, ingest) name those modules.
