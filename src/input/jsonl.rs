@@ -3,7 +3,7 @@
 //! Records stream through one reused line buffer, so memory is bounded by the longest line
 //! accepted (`max_line`), not by the dump: a longer line is discarded as it is read. Each line
 //! yields a document, a bad line with its reason, or the failure that ended the stream. Lines
-//! are cut here (sequential, cheap) and parsed in [`record`] (the costly part, which callers
+//! are cut here (sequential, cheap) and parsed by [`parse_record`] (the costly part, which callers
 //! may run on several threads). The module reads; it neither decompresses (see
 //! [`crate::input::decompress`]) nor decides what a bad line costs the scan.
 
@@ -100,7 +100,8 @@ pub struct JsonlReader<R: BufRead> {
 }
 
 impl<R: BufRead> JsonlReader<R> {
-    /// Reads records from `reader` (already decompressed: see [`open_stream`]).
+    /// Reads records from `reader` (already decompressed: see
+    /// [`crate::input::decompress::open_stream`]).
     pub fn new(reader: R, opts: JsonlOptions) -> Self {
         JsonlReader {
             reader,

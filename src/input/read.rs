@@ -3,10 +3,10 @@
 //! A file is opened non-blocking (so a file swapped for a FIFO after the walk cannot hang the
 //! scan) and checked through the open handle: still a regular file, still the inode the walk
 //! saw, within the size limits. Its metadata is taken there too, which is where it first comes
-//! from when the walk did not stat the file ([`crate::input::walk::WalkOptions::defer_metadata`]). It
-//! is read whole into a buffer the calling thread reuses, never more than `max_size + 1` bytes.
-//! A size that changed while reading is an error: the bytes would describe no version of the
-//! file.
+//! from when the walk did not stat the file
+//! ([`crate::input::walk::WalkOptions::defer_metadata`]). It is read whole into a buffer the
+//! calling thread reuses, never more than `max_size + 1` bytes. A size that changed while
+//! reading is an error: the bytes would describe no version of the file.
 //!
 //! Decoding: a UTF-8 BOM is dropped; a UTF-16 BOM (LE or BE) selects UTF-16; otherwise a NUL
 //! byte in the first 8 KiB marks the file binary; anything else is UTF-8, with invalid
