@@ -9,7 +9,7 @@ mod validate;
 use std::path::PathBuf;
 
 use crate::candidates::lsh::Banding;
-use crate::input::dump::JsonlOptions;
+use crate::input::jsonl::JsonlOptions;
 use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;

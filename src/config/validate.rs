@@ -15,7 +15,7 @@ use crate::cli::{
     ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
     VerifyArg,
 };
-use crate::input::dump::{field_path, JsonlOptions};
+use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::walk::{DumpNames, WalkOptions};
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;

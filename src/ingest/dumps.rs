@@ -8,7 +8,8 @@ use std::fs::File;
 
 use rayon::prelude::*;
 
-use crate::input::dump::{open_stream, Compression, JsonlOptions, JsonlReader, Line, RawLine};
+use crate::input::decompress::{open_stream, Compression};
+use crate::input::jsonl::{JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::display_path;

@@ -27,7 +27,7 @@ use crate::candidates::Candidates;
 use crate::config::{Config, MethodConfig, Verify};
 use crate::ingest::set_cache::SetCache;
 use crate::ingest::worker::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher, StoredSets};
-use crate::input::dump::JsonlOptions;
+use crate::input::jsonl::JsonlOptions;
 use crate::input::read::SizeLimits;
 use crate::input::walk::FileEntry;
 use crate::messages::{InputError, Messages};

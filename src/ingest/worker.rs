@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::ingest::set_cache::SetCache;
-use crate::input::dump::{open_stream, read_limited, sniff, Compression};
+use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
     decode, read_file, Decoded, FileMeta, ReadFailure, Residency, SizeLimits,
 };

@@ -3,10 +3,10 @@
 //! A file is opened non-blocking (so a file swapped for a FIFO after the walk cannot hang the
 //! scan) and checked through the open handle: still a regular file, still the inode the walk
 //! saw, within the size limits. Its metadata is taken there too, which is where it first comes
-//! from when the walk did not stat the file ([`crate::input::walk::WalkOptions::defer_metadata`]). It
-//! is read whole into a buffer the calling thread reuses, never more than `max_size + 1` bytes.
-//! A size that changed while reading is an error: the bytes would describe no version of the
-//! file.
+//! from when the walk did not stat the file
+//! ([`crate::input::walk::WalkOptions::defer_metadata`]). It is read whole into a buffer the
+//! calling thread reuses, never more than `max_size + 1` bytes. A size that changed while
+//! reading is an error: the bytes would describe no version of the file.
 //!
 //! Decoding: a UTF-8 BOM is dropped; a UTF-16 BOM (LE or BE) selects UTF-16; otherwise a NUL
 //! byte in the first 8 KiB marks the file binary; anything else is UTF-8, with invalid
@@ -165,29 +165,29 @@ pub enum Residency {
 
 /// The first read of a file, from offset 0, that returns only what the page cache holds:
 /// `None` when it holds none of the file (the read would wait for the disk). Where the kernel
-/// or filesystem cannot tell, this is an ordinary read.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// or filesystem cannot tell, this is an ordinary read. rustix makes the system call itself,
+/// so it does not depend on the C library having `preadv2` (glibc since 2.26; builds for musl
+/// used to read without the flag).
+#[cfg(target_os = "linux")]
 fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
-    use std::os::fd::AsRawFd;
-    let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: the one iovec describes `buf`, writable for its whole length during the call.
-    let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
-    if n >= 0 {
-        return Some(Ok(n as usize));
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) => None,
-        // A kernel before 4.14, a filesystem without non-blocking buffered reads, a sandbox that
-        // refuses the call: an ordinary read, which reports the file's own errors.
-        _ => Some(read_at(file, buf, 0)),
+    use rustix::io::{preadv2, Errno, ReadWriteFlags};
+    let read = preadv2(
+        file,
+        &mut [std::io::IoSliceMut::new(buf)],
+        0,
+        ReadWriteFlags::NOWAIT,
+    );
+    match read {
+        Ok(n) => Some(Ok(n)),
+        Err(Errno::AGAIN) => None,
+        // A kernel before 4.14 (EOPNOTSUPP, or ENOSYS before 4.6), a filesystem without
+        // non-blocking buffered reads, a sandbox that refuses the call: an ordinary read, which
+        // reports the file's own errors.
+        Err(_) => Some(read_at(file, buf, 0)),
     }
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(target_os = "linux"))]
 fn read_if_cached(file: &File, buf: &mut [u8]) -> Option<std::io::Result<usize>> {
     Some(read_at(file, buf, 0))
 }
@@ -299,6 +299,23 @@ mod tests {
         assert_eq!(buf, text);
         assert_eq!(read(&short, &mut buf), Ok(Residency::Cached));
         assert_eq!(buf, b"tiny");
+        Ok(())
+    }
+
+    #[test]
+    fn the_cached_read_falls_back_to_a_plain_one_that_reports_the_file_s_error(
+    ) -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"cached")?;
+        let mut buf = [0u8; 16];
+        let n = read_if_cached(&open_nonblocking(&path)?, &mut buf).map(|r| r.ok());
+        assert_eq!(n, Some(Some(6)));
+        assert_eq!(&buf[..6], b"cached");
+        // A directory refuses both reads: what comes back is the plain read's EISDIR.
+        let got =
+            read_if_cached(&File::open(dir.path())?, &mut buf).map(|r| r.map_err(|e| e.kind()));
+        assert_eq!(got, Some(Err(std::io::ErrorKind::IsADirectory)));
         Ok(())
     }
 

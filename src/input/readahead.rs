@@ -76,13 +76,10 @@ impl Readahead {
 /// the file's own read reports them.
 #[cfg(target_os = "linux")]
 fn advise(path: &Path) {
-    use std::os::fd::AsRawFd;
     // Opened as the reader opens it: a FIFO must not hang the scan here either.
     if let Ok(file) = crate::input::read::open_nonblocking(path) {
-        // SAFETY: a plain system call on a descriptor that `file` keeps open during it.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
-        }
+        // `None`: to the end of the file, whatever its size now.
+        let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::WillNeed);
     }
 }
 

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
 use std::sync::OnceLock;
 
-use crate::input::dump::{parse_record, JsonlOptions};
+use crate::input::jsonl::{parse_record, JsonlOptions};
 
 /// Texts of dump records by document id, filled once after the candidates are known.
 #[derive(Debug, Default)]

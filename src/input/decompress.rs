@@ -1,0 +1,319 @@
+//! Decompress: a byte stream → its decompressed bytes, the format recognised by its magic bytes.
+//!
+//! Compression is recognised by its magic bytes, never by the file name: gzip (`1f 8b`, any
+//! number of concatenated members) and zstd (`28 b5 2f fd`, any number of frames, skippable
+//! frames skipped, content checksums checked: see `decompress/zstd.rs`). Anything else passes
+//! through as it is. A corrupt or truncated stream is an `io::Error` naming the format, never a
+//! panic. The module knows nothing of lines or records (see [`crate::input::jsonl`]); it only
+//! bounds how much it decompresses when asked to ([`read_limited`]).
+
+use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read};
+
+mod zstd;
+
+/// Buffer size for reading a dump and for its decompressed stream.
+const BUF_SIZE: usize = 256 * 1024;
+
+/// How a stream is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Not compressed (or in no format recognised).
+    None,
+    /// gzip, one member or several.
+    Gzip,
+    /// Zstandard, one frame or several.
+    Zstd,
+}
+
+impl Compression {
+    /// The lowercase name, for messages and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// Recognises a compression format from the first bytes of a stream (4 are enough).
+pub fn sniff(prefix: &[u8]) -> Compression {
+    match prefix {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
+        // A skippable frame (magic 0x184D2A50..=0x184D2A5F) opens every file `pzstd` writes.
+        [b, 0x2a, 0x4d, 0x18, ..] if b & 0xf0 == 0x50 => Compression::Zstd,
+        _ => Compression::None,
+    }
+}
+
+/// Sniffs `inner` and returns its format with a buffered reader of the decompressed bytes.
+pub fn open_stream<R: Read + Send + 'static>(
+    mut inner: R,
+) -> io::Result<(Compression, Box<dyn BufRead + Send>)> {
+    let mut prefix = [0u8; 4];
+    let mut filled = 0;
+    while filled < prefix.len() {
+        match inner.read(&mut prefix[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let compression = sniff(&prefix[..filled]);
+    let raw = BufReader::with_capacity(
+        BUF_SIZE,
+        Cursor::new(prefix[..filled].to_vec()).chain(inner),
+    );
+    let stream: Box<dyn BufRead + Send> = match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => decoded(flate2::bufread::MultiGzDecoder::new(raw), "gzip"),
+        Compression::Zstd => decoded(zstd::Frames::new(raw)?, "zstd"),
+    };
+    Ok((compression, stream))
+}
+
+fn decoded<R: Read + Send + 'static>(inner: R, format: &'static str) -> Box<dyn BufRead + Send> {
+    Box::new(BufReader::with_capacity(
+        BUF_SIZE,
+        Labelled { inner, format },
+    ))
+}
+
+/// Reads all of `reader` into `buf`, but never more than `limit + 1` bytes, so a small file
+/// that decompresses to gigabytes cannot exhaust memory. False when the content exceeds
+/// `limit` (`buf` then holds its first `limit + 1` bytes).
+pub fn read_limited(reader: &mut dyn Read, limit: u64, buf: &mut Vec<u8>) -> io::Result<bool> {
+    buf.clear();
+    reader.take(limit.saturating_add(1)).read_to_end(buf)?;
+    Ok(buf.len() as u64 <= limit)
+}
+
+/// Names the format in the errors a decoder raises on bad data; other I/O errors pass as they are.
+struct Labelled<R> {
+    inner: R,
+    format: &'static str,
+}
+
+impl<R: Read> Read for Labelled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| match e.kind() {
+            ErrorKind::InvalidData | ErrorKind::InvalidInput | ErrorKind::UnexpectedEof => {
+                let message = format!("{} stream is corrupt or truncated: {e}", self.format);
+                io::Error::new(ErrorKind::InvalidData, message)
+            }
+            _ => e,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::input::jsonl::{field_path, JsonlOptions, JsonlReader, Line};
+
+    /// Each line of a decompressed stream as one string, so that a test states at once how much
+    /// a damaged stream released before its error, and the error.
+    fn show(lines: impl Iterator<Item = Line>) -> Vec<String> {
+        lines
+            .map(|line| match line {
+                Line::Doc { line, id, text, .. } => format!("{line} {id:?} {text}"),
+                Line::Bad { line, reason } => format!("{line} bad: {reason}"),
+                Line::Failed { line, error } => format!("{line} failed: {error}"),
+            })
+            .collect()
+    }
+
+    fn opts(max_line: u64) -> JsonlOptions {
+        JsonlOptions {
+            text_field: field_path("text").unwrap(),
+            id_field: field_path("id").unwrap(),
+            max_line,
+        }
+    }
+
+    fn read(input: &[u8]) -> Vec<String> {
+        show(JsonlReader::new(input, opts(1 << 20)))
+    }
+
+    fn read_stream(input: Vec<u8>) -> (Compression, Vec<String>) {
+        let (compression, stream) = open_stream(Cursor::new(input)).unwrap();
+        (compression, show(JsonlReader::new(stream, opts(1 << 20))))
+    }
+
+    /// The whole decompressed content, or the error that ended it.
+    fn decompress(input: Vec<u8>) -> (Compression, io::Result<Vec<u8>>) {
+        let (compression, mut stream) = open_stream(Cursor::new(input)).unwrap();
+        let mut out = Vec::new();
+        let read = stream.read_to_end(&mut out).map(|_| out);
+        (compression, read)
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    fn zstd(data: &[u8]) -> Vec<u8> {
+        ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+    }
+
+    const TWO: &[u8] = b"{\"id\":\"a\",\"text\":\"one\"}\n{\"id\":\"b\",\"text\":\"two\"}\n";
+
+    #[test]
+    fn reads_gzip_including_concatenated_members() {
+        assert_eq!(read_stream(gzip(TWO)), (Compression::Gzip, read(TWO)));
+        let (first, second) = TWO.split_at(10);
+        let members = [gzip(first), gzip(second)].concat();
+        assert_eq!(read_stream(members), (Compression::Gzip, read(TWO)));
+    }
+
+    #[test]
+    fn reads_zstd_including_several_and_skippable_frames() {
+        assert_eq!(read_stream(zstd(TWO)), (Compression::Zstd, read(TWO)));
+        let (first, second) = TWO.split_at(10);
+        let skippable = [
+            &[0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9][..],
+            &zstd(first),
+        ];
+        let frames = [skippable.concat(), zstd(second)].concat();
+        assert_eq!(read_stream(frames), (Compression::Zstd, read(TWO)));
+    }
+
+    #[test]
+    fn truncated_gzip_fails_after_the_lines_read() {
+        let data = gzip(TWO);
+        let (compression, lines) = read_stream(data[..data.len() - 4].to_vec());
+        assert_eq!(compression, Compression::Gzip);
+        assert_eq!(&lines[..2], &read(TWO)[..]);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].starts_with("2 failed: gzip stream is corrupt or truncated: "));
+    }
+
+    #[test]
+    fn corrupt_zstd_fails_and_ends_iteration() {
+        let mut data = zstd(TWO);
+        let last = data.len() - 1;
+        data[last] ^= 0xff;
+        let failed = "2 failed: zstd stream is corrupt or truncated: checksum mismatch";
+        assert_eq!(
+            read_stream(data).1,
+            [read(TWO), vec![failed.into()]].concat()
+        );
+        // Cut inside its one block (stored raw, 48 bytes): the complete line before the cut is
+        // kept, as gzip keeps it (ruzstd, before libzstd, released nothing of the block).
+        let data = zstd(TWO);
+        let (_, lines) = read_stream(data[..data.len() - 6].to_vec());
+        let cut = "1 failed: zstd stream is corrupt or truncated: \
+                   the stream ends in the middle of a frame";
+        assert_eq!(lines, [read(TWO)[0].clone(), cut.into()]);
+    }
+
+    #[test]
+    fn sniffs_short_prefixes() {
+        assert_eq!(sniff(b""), Compression::None);
+        assert_eq!(sniff(b"\x1f"), Compression::None);
+        assert_eq!(sniff(b"\x1f\x8b\x08"), Compression::Gzip);
+        assert_eq!(sniff(b"\x28\xb5\x2f"), Compression::None);
+        assert_eq!(sniff(b"\x28\xb5\x2f\xfd"), Compression::Zstd);
+        assert_eq!(Compression::Zstd.name(), "zstd");
+        let (compression, mut stream) = open_stream(Cursor::new(b"x".to_vec())).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        assert_eq!((compression, text.as_str()), (Compression::None, "x"));
+    }
+
+    /// Hands out one byte per read, like a pipe under load.
+    struct Trickle(Cursor<Vec<u8>>);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    #[test]
+    fn sniffs_through_short_reads() {
+        let (compression, stream) = open_stream(Trickle(Cursor::new(gzip(TWO)))).unwrap();
+        assert_eq!(compression, Compression::Gzip);
+        assert_eq!(show(JsonlReader::new(stream, opts(100))), read(TWO));
+    }
+
+    #[test]
+    fn read_limited_stops_one_byte_past_the_limit() {
+        let mut buf = Vec::new();
+        assert!(read_limited(&mut &b"12345"[..], 5, &mut buf).unwrap());
+        assert_eq!(buf, b"12345");
+        assert!(!read_limited(&mut &b"123456789"[..], 5, &mut buf).unwrap());
+        assert_eq!(buf, b"123456");
+        let bomb = gzip(&vec![0; 10 << 20]);
+        assert!(bomb.len() < 64 << 10);
+        let (_, mut stream) = open_stream(Cursor::new(bomb)).unwrap();
+        assert!(!read_limited(&mut stream, 1 << 20, &mut buf).unwrap());
+        assert_eq!(buf.len(), (1 << 20) + 1);
+    }
+
+    #[test]
+    fn each_format_is_recognised_by_its_magic_bytes_not_its_name() {
+        let text = b"plain text, \x1f not at the start".to_vec();
+        let skippable = [&[0x5f, 0x2a, 0x4d, 0x18, 0, 0, 0, 0][..], &zstd(TWO)].concat();
+        let cases = [
+            (gzip(TWO), Compression::Gzip, TWO.to_vec()),
+            (zstd(TWO), Compression::Zstd, TWO.to_vec()),
+            (skippable, Compression::Zstd, TWO.to_vec()),
+            (text.clone(), Compression::None, text),
+        ];
+        for (input, format, content) in cases {
+            let (compression, read) = decompress(input);
+            assert_eq!(compression, format);
+            assert_eq!(read.unwrap(), content, "{format:?}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_stream_is_invalid_data_naming_its_format() {
+        let data = gzip(TWO);
+        let (_, read) = decompress(data[..data.len() - 4].to_vec());
+        let e = read.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        assert!(
+            e.to_string()
+                .starts_with("gzip stream is corrupt or truncated: "),
+            "{e}"
+        );
+        let data = zstd(TWO);
+        let (_, read) = decompress(data[..data.len() - 6].to_vec());
+        let e = read.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        assert_eq!(
+            e.to_string(),
+            "zstd stream is corrupt or truncated: the stream ends in the middle of a frame"
+        );
+        // A skippable frame that claims more bytes than are left.
+        let (_, read) = decompress(vec![0x50, 0x2a, 0x4d, 0x18, 9, 0, 0, 0, 1]);
+        let e = read.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        assert!(
+            e.to_string()
+                .starts_with("zstd stream is corrupt or truncated: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn read_limited_bounds_what_a_zstd_bomb_decompresses() {
+        let bomb = zstd(&vec![0; 10 << 20]);
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        let (_, mut stream) = open_stream(Cursor::new(bomb)).unwrap();
+        let mut buf = Vec::new();
+        assert!(!read_limited(&mut stream, 1 << 20, &mut buf).unwrap());
+        assert_eq!(buf.len(), (1 << 20) + 1);
+        assert!(buf.iter().all(|&b| b == 0));
+    }
+}
