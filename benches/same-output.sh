@@ -8,7 +8,8 @@
 #
 # Cases: defaults, --pairs, --cluster strict, --cluster components, -m simhash, --shingle char,
 # --containment, --verify edit, --verify estimate, --sketch bottom-k, --sketch kperm, --format
-# text, --format jsonl, -j1 and -j2, a JSON Lines dump (plain and gzip), and index build followed
+# text, --format jsonl, -j1 and -j2, a JSON Lines dump (plain, gzip, zstd when the zstd command
+# is there), and index build followed
 # by scan --against --update (reports, index info and the index's bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,9 @@ if [ ! -f "$work/dump-$docs.jsonl" ]; then
     "$gen" gen --jsonl "$work/dump-$docs.jsonl.tmp" --docs "$docs" --seed 2 >&2
     mv "$work/dump-$docs.jsonl.tmp" "$work/dump-$docs.jsonl"
     gzip -1 -k -c "$work/dump-$docs.jsonl" > "$work/dump-$docs.jsonl.gz"
+fi
+if command -v zstd > /dev/null && [ ! -f "$work/dump-$docs.jsonl.zst" ]; then
+    zstd -q -3 -k "$work/dump-$docs.jsonl" -o "$work/dump-$docs.jsonl.zst"
 fi
 
 cases=0
@@ -86,6 +90,9 @@ same "example corpus" scan -q "$example"
 same "example corpus, text" scan -q --format text --pairs "$example"
 same "JSON Lines dump" scan -q "dump-$docs.jsonl"
 same "JSON Lines dump, gzip" scan -q --pairs "dump-$docs.jsonl.gz"
+if [ -f "$work/dump-$docs.jsonl.zst" ]; then
+    same "JSON Lines dump, zstd" scan -q --pairs "dump-$docs.jsonl.zst"
+fi
 
 # The index: built from the first half of the corpus, then the rest scanned against it and
 # added. Each build writes its own index; the reports, `index info` and the files must agree.
