@@ -95,3 +95,66 @@ impl UnionFind {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Naive oracle: repeatedly merge label classes until no edge crosses two labels.
+    fn naive_labels(n: usize, edges: &[(u32, u32)]) -> Vec<usize> {
+        let mut label: Vec<usize> = (0..n).collect();
+        loop {
+            let mut changed = false;
+            for &(a, b) in edges {
+                let (la, lb) = (label[a as usize], label[b as usize]);
+                if la != lb {
+                    let (keep, drop) = (la.min(lb), la.max(lb));
+                    label
+                        .iter_mut()
+                        .filter(|l| **l == drop)
+                        .for_each(|l| *l = keep);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return label;
+            }
+        }
+    }
+
+    fn graph() -> impl Strategy<Value = (usize, Vec<(u32, u32)>)> {
+        (1usize..60).prop_flat_map(|n| {
+            let edge = (0..n as u32, 0..n as u32);
+            (Just(n), proptest::collection::vec(edge, 0..2 * n))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn union_find_equals_the_naive_oracle((n, edges) in graph()) {
+            let labels = naive_labels(n, &edges);
+            let mut uf = UnionFind::new(n);
+            let mut joined = 0;
+            for &(a, b) in &edges {
+                joined += usize::from(uf.union(a, b));
+            }
+            let classes = labels.iter().collect::<std::collections::HashSet<_>>().len();
+            // Each union that joined two sets removed one set.
+            prop_assert_eq!(n - joined, classes);
+            for i in 0..n as u32 {
+                prop_assert_eq!(uf.root(i), uf.find(i));
+                let size = labels.iter().filter(|&&l| l == labels[i as usize]).count();
+                prop_assert_eq!(uf.set_size(i) as usize, size);
+                for j in 0..n as u32 {
+                    prop_assert_eq!(
+                        uf.find(i) == uf.find(j),
+                        labels[i as usize] == labels[j as usize]
+                    );
+                }
+            }
+        }
+    }
+}

@@ -233,3 +233,42 @@ fn the_thread_count_changes_nothing() {
     assert_eq!(one, run(2));
     assert_eq!(one, run(4));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// The report does not depend on the order inputs are named in: the same files listed in
+    /// any order (`--files-from`), and as roots in any order, give the same bytes.
+    #[test]
+    fn output_is_independent_of_input_order(
+        order in proptest::strategy::Strategy::prop_shuffle(
+            proptest::strategy::Just((0..12usize).collect::<Vec<_>>())
+        ),
+    ) {
+        let t = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..12).map(|i| format!("d{}/f{i:02}.txt", i % 3)).collect();
+        for (i, name) in names.iter().enumerate() {
+            let path = t.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let base = text(500 + i as u64 / 3, 150);
+            fs::write(&path, edit(&base, &[i * 11 % 150])).unwrap();
+        }
+        let listed = |order: &[usize]| -> String {
+            let mut cfg = scan_config(&["-q", "--pairs", "--files-from", "/dev/null"]).unwrap();
+            cfg.walk.listed = order.iter().map(|&i| t.path().join(&names[i])).collect();
+            serde_json::to_string(&scan(&cfg).unwrap().report).unwrap()
+        };
+        let sorted: Vec<usize> = (0..12).collect();
+        let reference = listed(&sorted);
+        let clustered = reference.contains("\"clusters\":[{");
+        proptest::prop_assert!(clustered, "the corpus has clusters");
+        proptest::prop_assert_eq!(&listed(&order), &reference);
+        let roots = |first: usize| -> String {
+            let dirs: Vec<String> = (0..3).map(|d| format!("d{}", (first + d) % 3)).collect();
+            let mut cfg = scan_config(&["-q", "--pairs"]).unwrap();
+            cfg.walk.roots = dirs.iter().map(|d| t.path().join(d)).collect();
+            serde_json::to_string(&scan(&cfg).unwrap().report).unwrap()
+        };
+        proptest::prop_assert_eq!(roots(order[0] % 3), roots(0));
+    }
+}
