@@ -78,7 +78,8 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
     }
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
-    stats.skipped.error = errors.len() as u64 - stats.skipped.bad_line;
+    // Every bad line is an error of its own (at its line), so this cannot go below zero.
+    stats.skipped.error = (errors.len() as u64).saturating_sub(stats.skipped.bad_line);
     let code = if !errors.is_empty() {
         ExitCode::Error
     } else if cfg.exit_code && !found.is_empty() {
@@ -153,5 +154,177 @@ fn error_out(e: &InputError) -> ErrorOut {
         path_bytes,
         line: e.line,
         error: e.error.clone(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::scan_config;
+    use crate::ingest::worker::{DocResult, Outcome};
+    use crate::input::walk::FileEntry;
+    use crate::pairs::Pair;
+    use crate::sketch::kmv::Kmv;
+    use std::path::PathBuf;
+
+    fn error(path: &str, line: Option<u64>, why: &str) -> InputError {
+        InputError {
+            path: PathBuf::from(path),
+            line,
+            error: why.into(),
+        }
+    }
+
+    fn corpus(n: usize) -> Corpus {
+        let file = |i: usize| FileEntry {
+            path: PathBuf::from(format!("f{i}")),
+            aliases: Vec::new(),
+            size: 10,
+            id: (0, i as u64),
+            modified: None,
+            dump: false,
+            record: None,
+            deferred: false,
+        };
+        let doc = DocResult {
+            outcome: Outcome::Sketched,
+            bytes: 10,
+            hash: 0,
+            fingerprint: 0,
+            set: None,
+            shingles: 0,
+        };
+        Corpus {
+            files: (0..n).map(file).collect(),
+            docs: vec![doc; n],
+            sigs: Vec::new(),
+            lanes: 1,
+            bottom: Default::default(),
+            first_new: 0,
+        }
+    }
+
+    /// Six documents: 0 ~ 1 ~ 2 in one cluster (2 an exact copy of 0), 3 and 4 in another, 5
+    /// alone; errors from three stages, two of them about the same line.
+    fn parts<'a>(
+        identical: &'a Identical,
+        found: &'a [Found],
+        corpus: &'a Corpus,
+        late: Vec<InputError>,
+    ) -> Parts<'a> {
+        Parts {
+            walked: WalkCounts {
+                files_seen: 7,
+                skipped: WalkSkips {
+                    not_regular: 1,
+                    ..WalkSkips::default()
+                },
+                errors: vec![error("z", None, "walk")],
+            },
+            index: None,
+            signed: crate::ingest::SignSummary {
+                distinct: Kmv::new(16),
+                errors: vec![
+                    error("d.jsonl", Some(3), "bad line"),
+                    error("d.jsonl", Some(3), "again"),
+                ],
+                bad_lines: 1,
+                empty_dumps: 0,
+            },
+            outcomes: Default::default(),
+            identical,
+            verified: Verified::default(),
+            found,
+            clusters: Vec::new(),
+            late_errors: late,
+            updated: None,
+            corpus,
+        }
+    }
+
+    fn found(rep: u32, members: &[u32]) -> Found {
+        Found {
+            representative: rep,
+            cluster: crate::cluster::Cluster {
+                members: members.to_vec(),
+                pairs: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn counts_add_up_and_errors_are_sorted_deduplicated_and_decide_the_status() {
+        let corpus = corpus(6);
+        let identical = Identical {
+            pairs: vec![Pair {
+                lo: 0,
+                hi: 2,
+                similarity: 1.0,
+                distance: None,
+                exact: true,
+            }],
+            units: vec![0, 1, 3, 4, 5],
+            canon: vec![0, 1, 0, 3, 4, 5],
+            groups: 1,
+            documents: 6,
+            bytes: 60,
+            empty: 0,
+        };
+        let found = [found(0, &[0, 1, 2]), found(3, &[3, 4])];
+        let cfg = scan_config(&[]).unwrap();
+        let (report, code) = assemble(&cfg, parts(&identical, &found, &corpus, Vec::new()));
+        let s = &report.stats;
+        assert_eq!(
+            (
+                s.clusters,
+                s.unique_documents,
+                s.exact_copies,
+                s.near_copies
+            ),
+            (2, 1, 1, 2)
+        );
+        assert_eq!(
+            s.documents,
+            s.unique_documents + s.clusters + s.exact_copies + s.near_copies
+        );
+        assert_eq!(
+            (s.files_seen, s.skipped.not_regular, s.skipped.bad_line),
+            (7, 1, 1)
+        );
+        // Sorted by path and line; of two errors at one line, the first met is kept.
+        let errors: Vec<(&str, Option<u64>, &str)> = (report.errors.iter())
+            .map(|e| (e.path.as_str(), e.line, e.error.as_str()))
+            .collect();
+        assert_eq!(
+            errors,
+            [("d.jsonl", Some(3), "bad line"), ("z", None, "walk")]
+        );
+        assert_eq!(s.skipped.error, 1, "errors other than bad lines");
+        assert_eq!(code, ExitCode::Error);
+        assert_eq!(report.schema_version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn without_errors_the_status_says_whether_duplicates_were_found() {
+        let corpus = corpus(2);
+        let identical = Identical {
+            canon: vec![0, 1],
+            documents: 2,
+            ..Identical::default()
+        };
+        for (args, clusters, want) in [
+            (&[][..], 1, ExitCode::Success),
+            (&["--exit-code"][..], 1, ExitCode::DuplicatesFound),
+            (&["--exit-code"][..], 0, ExitCode::Success),
+        ] {
+            let found: Vec<Found> = (0..clusters).map(|_| found(0, &[0, 1])).collect();
+            let mut p = parts(&identical, &found, &corpus, Vec::new());
+            p.walked.errors.clear();
+            p.signed.errors.clear();
+            p.signed.bad_lines = 0;
+            let (_, code) = assemble(&scan_config(args).unwrap(), p);
+            assert_eq!(code, want, "{args:?} with {clusters} cluster(s)");
+        }
     }
 }
