@@ -53,6 +53,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             write_stdout(&out)
         }
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
+        Command::Stage(cmd) => crate::stages::run(cmd),
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
         Command::Index(cli::IndexCommand::Info { index }) => {
             let mut out = serde_json::to_vec_pretty(&index_info(&index)?)?;
@@ -87,11 +88,17 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
     let out = pool.install(|| scan::scan(&cfg))?;
+    deliver(&out.report, out.code, &cfg)
+}
+
+/// Writes `report` on stdout and returns `code`: 130 when interrupted before or while writing,
+/// the status of the run when stdout is a closed pipe.
+pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> Result<ExitCode> {
     if !interrupt::begin_output() {
         return Ok(ExitCode::Interrupted);
     }
     let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = report::write(&out.report, cfg.format, cfg.color, &mut stdout);
+    let written = report::write(report, cfg.format, cfg.color, &mut stdout);
     if interrupt::interrupted() {
         return Ok(ExitCode::Interrupted);
     }
@@ -99,12 +106,12 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
         Err(e) if is_broken_pipe(&e) => {
             // Nothing more can be written; drop the buffer without flushing it again.
             let _ = stdout.into_parts();
-            Ok(out.code)
+            Ok(code)
         }
         Err(e) => Err(e.context("writing the report")),
         Ok(()) => {
             stdout.flush()?;
-            Ok(out.code)
+            Ok(code)
         }
     }
 }

@@ -41,6 +41,7 @@ pub mod pairs;
 pub mod report;
 pub mod scan;
 pub mod sketch;
+mod stages;
 pub mod verify;
 
 pub use app::{is_broken_pipe, run};

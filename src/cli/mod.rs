@@ -26,6 +26,11 @@ pub enum Command {
     /// Build or inspect an incremental index, for `scan --against`.
     #[command(subcommand)]
     Index(IndexCommand),
+    /// Run one stage of the staged pipeline, for job arrays and Spark: init, then sign per
+    /// shard, group per partition, components, route per shard, verify per partition, report.
+    /// The report equals `scan`'s. See docs/staged.md.
+    #[command(subcommand)]
+    Stage(StageCommand),
     /// Explain what a threshold and banding (or a SimHash distance) do: the S-curve, the
     /// expected misses and chance candidates, memory per document. Uses scan's own code.
     Explain(ExplainArgs),
@@ -64,6 +69,92 @@ Examples:
   dupfind scan --method simhash --max-distance 3 --format jsonl .
   dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
   find . -name '*.md' -print0 | dupfind scan --files-from - -0";
+
+/// `dupfind stage …`: every stage reads and writes files in the work directory DIR.
+#[derive(Debug, Subcommand)]
+pub enum StageCommand {
+    /// Check the options, walk the inputs once and plan the run in DIR (which must not hold
+    /// one): N shards to sign, M partitions to group and verify.
+    Init(Box<StageInitArgs>),
+    /// Sign shard I of N: read, shingle and sketch its inputs; write its documents and keys.
+    Sign {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// The shard, as I/N (0-based: 0/4 to 3/4).
+        #[arg(long, value_name = "I/N", value_parser = parse_index)]
+        shard: (u32, u32),
+    },
+    /// Group partition J of M: the buckets of its keys.
+    Group {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// The partition, as J/M.
+        #[arg(long, value_name = "J/M", value_parser = parse_index)]
+        part: (u32, u32),
+    },
+    /// Find the candidate components and deal them out to the partitions (one process).
+    Components {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+    },
+    /// Route shard I of N: send its candidates, with their texts, to their partitions.
+    Route {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// The shard, as I/N.
+        #[arg(long, value_name = "I/N", value_parser = parse_index)]
+        shard: (u32, u32),
+    },
+    /// Verify partition K of M and build its clusters.
+    Verify {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// The partition, as K/M.
+        #[arg(long, value_name = "K/M", value_parser = parse_index)]
+        part: (u32, u32),
+    },
+    /// Print the report, as `scan` would have, with its exit status.
+    Report {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+    },
+}
+
+/// Options of `dupfind stage init`.
+#[derive(Debug, Args)]
+pub struct StageInitArgs {
+    /// The work directory (made if missing; must not hold a run).
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Shards the inputs are signed in.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub shards: u32,
+    /// Partitions of the keys and of the candidates.
+    #[arg(long, value_name = "M", default_value_t = 1)]
+    pub parts: u32,
+    /// The scan's options and inputs.
+    #[command(flatten)]
+    pub scan: ScanArgs,
+}
+
+/// Parses `I/N` into (I, N), checking I < N.
+fn parse_index(s: &str) -> Result<(u32, u32), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not I/N (a 0-based index and a count, as 0/4)"))?;
+    let i: u32 = i.parse().map_err(|_| format!("'{i}' is not an index"))?;
+    let n: u32 = n.parse().map_err(|_| format!("'{n}' is not a count"))?;
+    if i >= n {
+        return Err(format!("{i}/{n}: the index must be below the count (0 to {})", n.saturating_sub(1)));
+    }
+    Ok((i, n))
+}
 
 /// `dupfind index …`.
 #[derive(Debug, Subcommand)]

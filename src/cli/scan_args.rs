@@ -3,21 +3,27 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
 
-/// Options of `dupfind scan`.
-#[derive(Debug, Args)]
+/// Options of `dupfind scan`. Serializable so that the staged pipeline's work directory can
+/// hold the options every stage runs with; the inputs themselves are not (they are walked
+/// once, by `stage init`, and stored as its list).
+#[derive(Debug, Args, Serialize, Deserialize)]
 pub struct ScanArgs {
     /// Directories or files to scan [default: ., unless --files-from is given].
     #[arg(value_name = "PATH")]
+    #[serde(skip)]
     pub paths: Vec<PathBuf>,
 
     /// Read the inputs (files or directories) from FILE, one per line; '-' reads standard
     /// input. A listed input that is missing is reported as unreadable (exit status 2).
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     pub files_from: Option<PathBuf>,
 
     /// With --files-from: names are separated by NUL bytes (`find -print0`), not new lines.
     #[arg(short = '0', long = "null", requires = "files_from")]
+    #[serde(skip)]
     pub null: bool,
 
     /// Read every input file as JSON Lines, one document per line (files named *.jsonl or
@@ -164,7 +170,8 @@ pub struct ScanArgs {
 }
 
 /// `--method`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// MinHash signatures, LSH bands, Jaccard.
     Minhash,
@@ -173,7 +180,8 @@ pub enum Method {
 }
 
 /// `--shingle`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ShingleArg {
     /// N consecutive tokens.
     Word,
@@ -182,7 +190,8 @@ pub enum ShingleArg {
 }
 
 /// `--sketch`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SketchArg {
     /// One-permutation hashing, optimal densification.
     Oph,
@@ -193,7 +202,8 @@ pub enum SketchArg {
 }
 
 /// `--verify`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum VerifyArg {
     /// Exact similarity of the documents.
     Exact,
@@ -204,7 +214,8 @@ pub enum VerifyArg {
 }
 
 /// `--format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// One JSON document.
     Json,
@@ -215,7 +226,8 @@ pub enum Format {
 }
 
 /// `--color`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ColorWhen {
     /// On a terminal, unless NO_COLOR is set.
     Auto,
@@ -226,7 +238,8 @@ pub enum ColorWhen {
 }
 
 /// `--cluster`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ClusterArg {
     /// Connected components of verified pairs.
     Components,
@@ -235,7 +248,8 @@ pub enum ClusterArg {
 }
 
 /// `--keep`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum KeepArg {
     /// First in path order.
     First,
@@ -252,7 +266,8 @@ pub enum KeepArg {
 }
 
 /// `--progress`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ProgressWhen {
     /// Only when stderr is a terminal.
     Auto,

@@ -245,7 +245,7 @@ fn describe(kind: FileType) -> &'static str {
 /// A token for a temporary name: different for every call in a process and, through the process
 /// id and the clock, across processes. Unpredictability is not what keeps the name safe (the
 /// exclusive create is); it only makes a planted name unlikely to be hit.
-fn fresh_token() -> u64 {
+pub(crate) fn fresh_token() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

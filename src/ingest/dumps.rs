@@ -269,14 +269,14 @@ pub fn spill_records(
         let entry = &entries[first as usize];
         let reader = open_dump(entry, jsonl);
         let mut lines = lines;
-        let stream: Box<dyn Iterator<Item = std::io::Result<(u32, String)>>> = match reader {
+        let stream: Box<dyn Iterator<Item = std::io::Result<(u32, Vec<u8>)>>> = match reader {
             Err(_) => Box::new(std::iter::empty()),
             // Read only as far as the last wanted line.
             Ok((mut reader, _)) => Box::new(std::iter::from_fn(move || {
                 while !lines.is_empty() {
                     if let Line::Doc { line, text, .. } = reader.next()? {
                         if let Some(d) = lines.remove(&line) {
-                            return Some(Ok((d, text)));
+                            return Some(Ok((d, text.into_bytes())));
                         }
                     }
                 }

@@ -35,7 +35,7 @@ use crate::sketch::bottomk::Sketches;
 use crate::sketch::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::sketch::minhash::MinHasher;
 use corpus::Corpus;
-use dumps::spill_records;
+pub use dumps::spill_records;
 use links::merge_links;
 use pool::{BottomSlots, Scratch, Workers};
 
@@ -85,8 +85,9 @@ pub struct Signed {
 }
 
 /// Signs `files`: reads, hashes, shingles and sketches every document in parallel (a dump's
-/// records a batch at a time).
-pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine) -> Signed {
+/// records a batch at a time). `keep_sets`: keep some shingle sets for exact verification in
+/// this process (a staged run verifies in another).
+pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine, keep_sets: bool) -> Signed {
     // Only exact MinHash verification needs shingle sets again. A dump's documents are not
     // counted until it is read, so its share of the cache's bitmap is estimated from its size.
     let cache = match &cfg.method {
@@ -94,7 +95,7 @@ pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine) -> Signed {
             banding,
             verify: Verify::Exact,
             ..
-        } => {
+        } if keep_sets => {
             let documents: u64 = files
                 .iter()
                 .map(|f| if f.dump { f.size / 1024 + 1 } else { 1 })

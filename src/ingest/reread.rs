@@ -17,7 +17,7 @@ impl DocWorker<'_> {
     /// spill); it must still hash to `hash`.
     fn reread(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<(), String> {
         const CHANGED: &str = "file changed during the scan";
-        if file.record.is_some() {
+        if file.record.is_some() || self.engine.spill.holds(doc) {
             self.engine.spill.read(doc, &mut self.buf)?;
         } else {
             self.read(file).map_err(|f| match f {
@@ -29,6 +29,13 @@ impl DocWorker<'_> {
             return Err(CHANGED.to_string());
         }
         Ok(())
+    }
+
+    /// The document's content read again, checked against `hash` (the staged pipeline carries
+    /// it from the route stage to the verify stage).
+    pub fn content(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<Vec<u8>, String> {
+        self.reread(doc, file, hash)?;
+        Ok(self.buf.clone())
     }
 
     /// Reads a document again for verification and returns its shingle set; the content must

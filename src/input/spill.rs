@@ -40,7 +40,10 @@ struct Filled {
     /// The copied texts; None when nothing was copied.
     file: Option<File>,
     at: HashMap<u32, Place>,
-    direct: InDumps,
+    /// The plain dumps records are read back from (none for carried texts).
+    direct: Option<InDumps>,
+    /// Why a document's text could not be copied, by document.
+    failed: HashMap<u32, String>,
 }
 
 /// Where a document's text is.
@@ -50,6 +53,8 @@ enum Place {
     Copied(u64, u64),
     /// In dump `direct.dumps[i]`: offset and length of the record's JSON.
     InDump(u32, u64, u64),
+    /// Not available: the reason is in `failed`.
+    Failed,
 }
 
 impl Spill {
@@ -57,36 +62,56 @@ impl Spill {
     /// of `direct`, readable. Only the first call fills the spill; a second is an error.
     pub fn fill<I>(&self, texts: I, direct: InDumps) -> std::io::Result<()>
     where
-        I: IntoIterator<Item = std::io::Result<(u32, String)>>,
+        I: IntoIterator<Item = std::io::Result<(u32, Vec<u8>)>>,
     {
         let mut at: HashMap<u32, Place> = direct
             .records
             .iter()
             .map(|&(doc, dump, offset, len)| (doc, Place::InDump(dump, offset, len)))
             .collect();
-        let mut texts = texts.into_iter().peekable();
-        let file = match texts.peek() {
-            None => None,
-            Some(_) => {
-                let mut file = tempfile::tempfile()?;
-                let mut offset = 0u64;
-                {
-                    let mut out = BufWriter::new(&mut file);
-                    for item in texts {
-                        let (doc, text) = item?;
-                        out.write_all(text.as_bytes())?;
-                        at.insert(doc, Place::Copied(offset, text.len() as u64));
-                        offset += text.len() as u64;
-                    }
-                    out.flush()?;
-                }
-                file.rewind()?;
-                Some(file)
+        let file = copy(texts, &mut at)?;
+        self.set(Filled {
+            file,
+            at,
+            direct: Some(direct),
+            failed: HashMap::new(),
+        })
+    }
+
+    /// Stores texts carried from another process (the staged pipeline's route stage), each a
+    /// document's content or the reason it could not be read, which [`Spill::read`] then gives.
+    pub fn fill_carried<I>(&self, texts: I) -> std::io::Result<()>
+    where
+        I: IntoIterator<Item = (u32, Result<Vec<u8>, String>)>,
+    {
+        let (mut at, mut failed) = (HashMap::new(), HashMap::new());
+        let readable = texts.into_iter().filter_map(|(doc, text)| match text {
+            Ok(t) => Some(Ok((doc, t))),
+            Err(reason) => {
+                failed.insert(doc, reason);
+                None
             }
-        };
+        });
+        let file = copy(readable, &mut at)?;
+        at.extend(failed.keys().map(|&d| (d, Place::Failed)));
+        self.set(Filled {
+            file,
+            at,
+            direct: None,
+            failed,
+        })
+    }
+
+    fn set(&self, filled: Filled) -> std::io::Result<()> {
         self.inner
-            .set(Filled { file, at, direct })
+            .set(filled)
             .map_err(|_| std::io::Error::other("the spill was filled twice"))
+    }
+
+    /// True when the spill holds `doc`'s text (for a document of a file, as the staged pipeline
+    /// carries them; a scan stores only records').
+    pub fn holds(&self, doc: u32) -> bool {
+        self.inner.get().is_some_and(|f| f.at.contains_key(&doc))
     }
 
     /// The text of `doc`, read into `buf`. An error when it was never stored, or when a record
@@ -99,8 +124,12 @@ impl Spill {
         let (file, offset, len) = match place {
             Place::Copied(offset, len) => (filled.file.as_ref().ok_or(MISSING)?, offset, len),
             Place::InDump(dump, offset, len) => {
-                let file = filled.direct.dumps.get(dump as usize).ok_or(MISSING)?;
+                let direct = filled.direct.as_ref().ok_or(MISSING)?;
+                let file = direct.dumps.get(dump as usize).ok_or(MISSING)?;
                 (file, offset, len)
+            }
+            Place::Failed => {
+                return Err(filled.failed.get(&doc).map_or(MISSING, |r| r).to_string())
             }
         };
         buf.clear();
@@ -113,13 +142,38 @@ impl Spill {
             }
             (Err(e), _) => return Err(io(e)),
         }
-        if let Place::InDump(..) = place {
-            let (_, text) =
-                parse_record(buf, &filled.direct.opts).map_err(|_| changed.to_string())?;
+        if let (Place::InDump(..), Some(direct)) = (place, &filled.direct) {
+            let (_, text) = parse_record(buf, &direct.opts).map_err(|_| changed.to_string())?;
             *buf = text.into_bytes();
         }
         Ok(())
     }
+}
+
+/// Appends `texts` to a new unnamed temporary file (None when there is none), noting where each
+/// lies in `at`.
+fn copy<I>(texts: I, at: &mut HashMap<u32, Place>) -> std::io::Result<Option<File>>
+where
+    I: IntoIterator<Item = std::io::Result<(u32, Vec<u8>)>>,
+{
+    let mut texts = texts.into_iter().peekable();
+    if texts.peek().is_none() {
+        return Ok(None);
+    }
+    let mut file = tempfile::tempfile()?;
+    let mut offset = 0u64;
+    {
+        let mut out = BufWriter::new(&mut file);
+        for item in texts {
+            let (doc, text) = item?;
+            out.write_all(&text)?;
+            at.insert(doc, Place::Copied(offset, text.len() as u64));
+            offset += text.len() as u64;
+        }
+        out.flush()?;
+    }
+    file.rewind()?;
+    Ok(Some(file))
 }
 
 #[cfg(unix)]
@@ -167,9 +221,9 @@ mod tests {
         spill
             .fill(
                 vec![
-                    Ok((7, "seven".to_string())),
-                    Ok((3, String::new())),
-                    Ok((1, "one".into())),
+                    Ok((7, b"seven".to_vec())),
+                    Ok((3, Vec::new())),
+                    Ok((1, b"one".to_vec())),
                 ],
                 no_dumps(),
             )
@@ -202,7 +256,7 @@ mod tests {
         ];
         let spill = Spill::default();
         spill
-            .fill(vec![Ok((2, "copied".to_string()))], direct)
+            .fill(vec![Ok((2, b"copied".to_vec()))], direct)
             .unwrap_or_else(|e| panic!("{e}"));
         let mut buf = Vec::new();
         for (doc, text) in [(4, "first"), (9, "second\nline"), (2, "copied")] {

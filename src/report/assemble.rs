@@ -76,13 +76,26 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
         }
         errors.extend(u.errors);
     }
+    finish(cfg, stats, clusters, errors, !found.is_empty())
+}
+
+/// The report from its counts, clusters and errors (in the order the stages met them), and
+/// its exit status: errors are sorted (stably) by path and line, those at the same place
+/// dropped but the first, and counted in `stats.skipped.error`.
+pub fn finish(
+    cfg: &Config,
+    mut stats: Stats,
+    clusters: Vec<ClusterOut>,
+    mut errors: Vec<InputError>,
+    found_any: bool,
+) -> (Report, ExitCode) {
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
     // Every bad line is an error of its own (at its line), so this cannot go below zero.
     stats.skipped.error = (errors.len() as u64).saturating_sub(stats.skipped.bad_line);
     let code = if !errors.is_empty() {
         ExitCode::Error
-    } else if cfg.exit_code && !found.is_empty() {
+    } else if cfg.exit_code && found_any {
         ExitCode::DuplicatesFound
     } else {
         ExitCode::Success

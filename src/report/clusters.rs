@@ -254,7 +254,8 @@ pub struct PairMore {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate: Option<f64>,
     /// `--pairs` (MinHash): the first band whose rows agree, the one that made the pair a
-    /// candidate (null for byte-identical copies found by content hash and no band).
+    /// candidate; absent when no band agrees (possible only for byte-identical copies, which
+    /// are grouped by content hash, and which share every band in practice).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band: Option<usize>,
     /// `--pairs` (SimHash): Hamming distance of the fingerprints.

@@ -1,4 +1,5 @@
-//! Report: the JSON written to stdout. Every field is documented in the README; names only grow.
+//! Report: what is written to stdout. Every field is documented in `docs/output.md` (a test
+//! checks the two agree); names only grow.
 //!
 //! `json` writes one pretty-printed document; `jsonl` writes one record per line, each with a
 //! `type`: a `header`, one `cluster` per cluster, one `error` per unreadable input, and a
@@ -19,7 +20,7 @@ use serde::Serialize;
 
 use crate::config::OutputFormat;
 
-pub use assemble::{assemble, Parts, WalkCounts};
+pub use assemble::{assemble, finish, Parts, WalkCounts};
 pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };

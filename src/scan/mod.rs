@@ -41,7 +41,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let engine = ingest::engine(cfg, joined.stored_sets());
-    let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine);
+    let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true);
     let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
     let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
     let identical = identical::group(&mut corpus);

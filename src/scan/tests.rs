@@ -55,7 +55,7 @@ fn each_stage_hands_the_next_what_it_needs() {
     assert_eq!(walked.files_seen, 6);
     let mut joined = index::join(&cfg, walked.files).unwrap();
     let engine = ingest::engine(&cfg, joined.stored_sets());
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
     let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
     // Path order: a-copy, a-edit, a, b, bin.dat, empty.
     let outcomes: Vec<Outcome> = corpus.docs.iter().map(|d| d.outcome.clone()).collect();
@@ -174,7 +174,7 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let walked = walk(&cfg.walk, &cfg.messages).unwrap();
     let mut joined = index::join(&cfg, walked.files).unwrap();
     let engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
     let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
     let identical = identical::group(&mut corpus);
     let candidates = candidates::find(&cfg, &corpus, &identical.units);

@@ -202,7 +202,7 @@ impl Kmv {
     }
 
     /// The kept values, ascending: `values` itself, or merged with `pending` when values wait.
-    fn kept(&self) -> std::borrow::Cow<'_, [u64]> {
+    pub fn kept(&self) -> std::borrow::Cow<'_, [u64]> {
         if self.pending.is_empty() {
             return std::borrow::Cow::Borrowed(&self.values);
         }

@@ -254,7 +254,7 @@ mod tests {
                 }
             }
             assert!((least - s.recall()).abs() < 1e-12, "t={t}");
-            // The README's figures for K = 128: at least 0.999 from t = 0.6 up, 0.998 at 0.5.
+            // The figures docs/how-it-works.md gives for K = 128: at least 0.999 from t = 0.6 up, 0.998 at 0.5.
             let documented = if t >= 0.6 { TARGET_RECALL } else { 0.998 };
             assert!(
                 s.recall() >= documented,

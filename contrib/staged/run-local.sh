@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The staged pipeline on one machine, every stage a separate process, the way a job array runs
+# them (docs/staged.md shows the Slurm and Kubernetes forms): shards and partitions of one
+# stage run side by side with `xargs -P`, stages one after the other. The report goes to stdout
+# and the exit status is the report's, as for `dupfind scan`.
+#
+#   contrib/staged/run-local.sh --shards N --parts M --work DIR [scan options] INPUTS...
+#
+# Options: --shards N, --parts M (default 1 each), --work DIR (must not hold a run; made if
+# missing), --jobs J (processes at once; default: the number of cores), --dupfind BINARY
+# (default: dupfind on PATH, else target/release/dupfind of this repository). Everything else is
+# passed to `dupfind stage init` as scan options and inputs.
+set -euo pipefail
+
+shards=1 parts=1 work="" jobs="" bin=""
+args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --shards) shards=$2; shift 2 ;;
+        --parts) parts=$2; shift 2 ;;
+        --work) work=$2; shift 2 ;;
+        --jobs) jobs=$2; shift 2 ;;
+        --dupfind) bin=$2; shift 2 ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+if [ -z "$work" ]; then
+    echo "run-local.sh: --work DIR is required" >&2
+    exit 2
+fi
+if [ -z "$bin" ]; then
+    if command -v dupfind > /dev/null; then
+        bin=$(command -v dupfind)
+    else
+        bin="$(cd "$(dirname "$0")/../.." && pwd)/target/release/dupfind"
+    fi
+fi
+if [ ! -x "$bin" ]; then
+    echo "run-local.sh: no dupfind binary at $bin (build it: cargo build --release)" >&2
+    exit 2
+fi
+jobs=${jobs:-$(nproc 2> /dev/null || echo 2)}
+
+# One stage over indices 0..count-1, `jobs` processes at a time; any failure stops the run.
+each() { # stage flag count
+    local stage=$1 flag=$2 count=$3
+    seq 0 $((count - 1)) | xargs -P "$jobs" -I{} \
+        "$bin" stage "$stage" --work "$work" "$flag" "{}/$count"
+}
+
+"$bin" stage init --work "$work" --shards "$shards" --parts "$parts" "${args[@]}"
+each sign --shard "$shards"
+each group --part "$parts"
+"$bin" stage components --work "$work"
+each route --shard "$shards"
+each verify --part "$parts"
+exec "$bin" stage report --work "$work"

@@ -1,0 +1,130 @@
+//! `stage group --part J/M`: the shuffle. Reads every shard's keys of partition J, sorts them by
+//! (table, key, document) and writes each bucket of two or more documents
+//! (`group/part-J.parquet`: table, key, the documents in increasing order and, for the content
+//! table, their hashes' low halves). A sort and one pass: a bucket of 10,000 documents costs
+//! what 10,000 keys cost, never their pairs. `group/part-J.json`, last, marks it complete.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
+use arrow_array::{Int32Array, Int64Array, RecordBatch};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::columns::{arc, batch, column};
+use super::files;
+use super::plan::Plan;
+use super::sign::{keys_path, summary_path, CONTENT_TABLE};
+use super::summary::SignSummary;
+
+/// The buckets of partition `part`.
+pub fn buckets_path(work: &Path, part: u32) -> PathBuf {
+    work.join("group").join(format!("part-{part:06}.parquet"))
+}
+
+/// The partition's summary, written last.
+pub fn summary_path_of(work: &Path, part: u32) -> PathBuf {
+    work.join("group").join(format!("part-{part:06}.json"))
+}
+
+/// `group/part-J.json`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GroupSummary {
+    /// The run.
+    pub run: String,
+    /// The partition.
+    pub part: u32,
+    /// Key rows read.
+    pub keys: u64,
+    /// Buckets of two or more documents written.
+    pub buckets: u64,
+    /// Documents of the largest.
+    pub largest: u64,
+}
+
+/// Checks that every shard was signed (by its summary), naming the first that was not.
+pub fn check_signed(work: &Path, plan: &Plan) -> Result<()> {
+    for shard in 0..plan.shards {
+        let path = summary_path(work, shard);
+        let what = format!("shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)", plan.shards);
+        let s: SignSummary = files::read_json(&path, &what)?;
+        super::check_run(&path, &s.run, &plan.run)?;
+    }
+    Ok(())
+}
+
+/// Groups partition `part`.
+pub fn group(work: &Path, part: u32) -> Result<()> {
+    let plan = Plan::read(work)?;
+    let part = plan.part(part)?;
+    check_signed(work, &plan)?;
+    let mut rows: Vec<(i32, i64, i64, i64)> = Vec::new();
+    for shard in 0..plan.shards {
+        let path = keys_path(work, shard, part);
+        for b in files::read_parquet(&path, &plan.run, "its shard was not signed completely")? {
+            let b = b?;
+            let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
+            let table = column::<Int32Array>(&b, "table").with_context(damaged)?;
+            let key = column::<Int64Array>(&b, "key").with_context(damaged)?;
+            let doc = column::<Int64Array>(&b, "doc").with_context(damaged)?;
+            let aux = column::<Int64Array>(&b, "aux").with_context(damaged)?;
+            rows.extend((0..b.num_rows()).map(|k| (table.value(k), key.value(k), doc.value(k), aux.value(k))));
+        }
+    }
+    let keys = rows.len() as u64;
+    rows.par_sort_unstable();
+    let mut out = BucketsOut::default();
+    let (mut buckets, mut largest) = (0u64, 0u64);
+    for run in rows.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+        if run.len() < 2 {
+            continue;
+        }
+        buckets += 1;
+        largest = largest.max(run.len() as u64);
+        out.push(run);
+    }
+    let b = out.finish()?;
+    files::write_parquet(&buckets_path(work, part), b.schema(), &[b], &plan.run)?;
+    let summary = GroupSummary {
+        run: plan.run.clone(),
+        part,
+        keys,
+        buckets,
+        largest,
+    };
+    files::write_json(&summary_path_of(work, part), &summary)
+}
+
+/// Buckets as they are written.
+#[derive(Default)]
+struct BucketsOut {
+    table: Int32Builder,
+    key: Int64Builder,
+    docs: ListBuilder<Int64Builder>,
+    aux: ListBuilder<Int64Builder>,
+}
+
+impl BucketsOut {
+    fn push(&mut self, run: &[(i32, i64, i64, i64)]) {
+        self.table.append_value(run[0].0);
+        self.key.append_value(run[0].1);
+        for r in run {
+            self.docs.values().append_value(r.2);
+            if r.0 == CONTENT_TABLE {
+                self.aux.values().append_value(r.3);
+            }
+        }
+        self.docs.append(true);
+        self.aux.append(true);
+    }
+
+    fn finish(&mut self) -> Result<RecordBatch> {
+        batch(vec![
+            ("table", arc(self.table.finish())),
+            ("key", arc(self.key.finish())),
+            ("docs", arc(self.docs.finish())),
+            ("aux", arc(self.aux.finish())),
+        ])
+    }
+}

@@ -1,0 +1,243 @@
+//! `stage init`: checks the options as `scan` does, walks the inputs once (as `scan` walks them:
+//! path order, one entry per inode), and writes the plan, the input list and the walk's counts.
+//! Shards are contiguous ranges of the sorted inputs, cut where the bytes are about equal, so
+//! the run-wide document ids (shard, then position) are in `scan`'s order.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder};
+use arrow_array::{Array, BinaryArray, BooleanArray, Int32Array, Int64Array, ListArray, RecordBatch};
+
+use crate::cli::ScanArgs;
+use crate::config::{Config, MethodConfig};
+use crate::input::walk::{walk, FileEntry, Walked};
+use crate::messages::display_path;
+
+use super::columns::{arc, batch, column, time_from_parts, time_parts};
+use super::files;
+use super::plan::{path_to_b64, Plan, LAYOUT};
+use super::summary::{ErrorRec, WalkSummary};
+
+/// Inputs per batch of the input list.
+const BATCH: usize = 64 * 1024;
+
+/// Starts a run in `work` with `shards` shards and `parts` partitions.
+pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> {
+    if shards == 0 || parts == 0 {
+        bail!("--shards and --parts must be at least 1");
+    }
+    if shards > 1 << 20 || parts > 1 << 20 {
+        bail!("--shards and --parts must be at most 1048576");
+    }
+    let plan_path = work.join("run.json");
+    if plan_path.exists() {
+        bail!(
+            "{} already holds a run ({} exists); start a new run in an empty directory",
+            display_path(work),
+            display_path(&plan_path)
+        );
+    }
+    // The options as stored (without the inputs), then the config from the whole command line.
+    let options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
+    let mut cfg = Config::from_args(args)?;
+    refuse_unsupported(&cfg)?;
+    // Every shard must see the same entries, one per inode: the walk stats every file.
+    cfg.walk.defer_metadata = false;
+    let Walked {
+        files,
+        files_seen,
+        skipped,
+        errors,
+    } = walk(&cfg.walk, &cfg.messages)?;
+    let run = format!("{:016x}", crate::index::dir::fresh_token());
+    let dir = work.join("init");
+    write_inputs(&dir.join("inputs.parquet"), &files, &run)?;
+    let summary = WalkSummary {
+        run: run.clone(),
+        files_seen,
+        not_regular: skipped.not_regular,
+        symlink: skipped.symlink,
+        outside_roots: skipped.outside_roots,
+        too_short: skipped.too_short,
+        too_large: skipped.too_large,
+        errors: errors.iter().map(ErrorRec::from).collect(),
+        inputs: files.len() as u64,
+    };
+    files::write_json(&dir.join("walk.json"), &summary)?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let plan = Plan {
+        layout: LAYOUT,
+        run,
+        dupfind_version: env!("CARGO_PKG_VERSION").to_string(),
+        hashing: crate::sketch::shingle::HASH_SCHEME,
+        cwd: path_to_b64(&cwd),
+        shards,
+        parts,
+        shard_starts: shard_starts(&files, shards),
+        options,
+    };
+    // Last: a directory with run.json holds a complete start.
+    files::write_json(&plan_path, &plan)
+}
+
+/// What the staged pipeline does not do yet, refused before anything is written.
+fn refuse_unsupported(cfg: &Config) -> Result<()> {
+    if let MethodConfig::MinHash {
+        containment: true, ..
+    } = cfg.method
+    {
+        bail!(
+            "--containment is not supported by the staged pipeline (its candidates are gathered \
+             per document over every size class); use `dupfind scan`"
+        );
+    }
+    Ok(())
+}
+
+/// Where each shard's inputs start (and the end last): cuts at about equal bytes, never empty
+/// unless there are fewer inputs than shards.
+fn shard_starts(files: &[FileEntry], shards: u32) -> Vec<u64> {
+    let total: u128 = files.iter().map(|f| u128::from(f.size.max(1))).sum();
+    let mut starts = vec![0u64];
+    let mut seen: u128 = 0;
+    let mut next = 1u128;
+    for (i, f) in files.iter().enumerate() {
+        while next < u128::from(shards) && seen * u128::from(shards) >= next * total {
+            starts.push(i as u64);
+            next += 1;
+        }
+        seen += u128::from(f.size.max(1));
+    }
+    while starts.len() < shards as usize + 1 {
+        starts.push(files.len() as u64);
+    }
+    starts
+}
+
+fn write_inputs(path: &Path, files: &[FileEntry], run: &str) -> Result<()> {
+    let first = inputs_batch(&files[..0])?;
+    let mut out = files::ParquetOut::create(path, first.schema(), run)?;
+    for chunk in files.chunks(BATCH) {
+        out.write(&inputs_batch(chunk)?)?;
+    }
+    out.commit()
+}
+
+fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut paths = BinaryBuilder::new();
+    let mut aliases = ListBuilder::new(BinaryBuilder::new());
+    let (mut size, mut dev, mut inode, mut secs) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
+    let mut nanos = Int32Builder::new();
+    let mut dump = BooleanBuilder::new();
+    for f in files {
+        paths.append_value(f.path.as_os_str().as_bytes());
+        for a in &f.aliases {
+            aliases.values().append_value(a.as_os_str().as_bytes());
+        }
+        aliases.append(true);
+        size.append_value(f.size as i64);
+        dev.append_value(f.id.0 as i64);
+        inode.append_value(f.id.1 as i64);
+        let t = f.modified.map(time_parts);
+        secs.append_option(t.map(|t| t.0));
+        nanos.append_option(t.map(|t| t.1));
+        dump.append_value(f.dump);
+    }
+    batch(vec![
+        ("path", arc(paths.finish())),
+        ("aliases", arc(aliases.finish())),
+        ("size", arc(size.finish())),
+        ("dev", arc(dev.finish())),
+        ("inode", arc(inode.finish())),
+        ("modified_secs", arc(secs.finish())),
+        ("modified_nanos", arc(nanos.finish())),
+        ("dump", arc(dump.finish())),
+    ])
+}
+
+/// The inputs `[start, end)` of the run's list.
+pub fn read_inputs(work: &Path, run: &str, start: u64, end: u64) -> Result<Vec<FileEntry>> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = work.join("init").join("inputs.parquet");
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    for b in files::read_parquet(&path, run, "run `dupfind stage init` first")? {
+        let b = b?;
+        let n = b.num_rows() as u64;
+        if at + n <= start || at >= end {
+            at += n;
+            continue;
+        }
+        let damaged = || format!("{} is damaged", display_path(&path));
+        let paths = column::<BinaryArray>(&b, "path").with_context(damaged)?;
+        let aliases = column::<ListArray>(&b, "aliases").with_context(damaged)?;
+        let size = column::<Int64Array>(&b, "size").with_context(damaged)?;
+        let dev = column::<Int64Array>(&b, "dev").with_context(damaged)?;
+        let inode = column::<Int64Array>(&b, "inode").with_context(damaged)?;
+        let secs = column::<Int64Array>(&b, "modified_secs").with_context(damaged)?;
+        let nanos = column::<Int32Array>(&b, "modified_nanos").with_context(damaged)?;
+        let dump = column::<BooleanArray>(&b, "dump").with_context(damaged)?;
+        let path_of = |v: &[u8]| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(v));
+        for k in 0..b.num_rows() {
+            let i = at + k as u64;
+            if i < start || i >= end {
+                continue;
+            }
+            let list = aliases.value(k);
+            let list = (list.as_any().downcast_ref::<BinaryArray>()).with_context(damaged)?;
+            out.push(FileEntry {
+                path: path_of(paths.value(k)),
+                aliases: (0..list.len()).map(|j| path_of(list.value(j))).collect(),
+                size: size.value(k) as u64,
+                id: (dev.value(k) as u64, inode.value(k) as u64),
+                modified: (!secs.is_null(k))
+                    .then(|| time_from_parts(secs.value(k), nanos.value(k)))
+                    .flatten(),
+                dump: dump.value(k),
+                record: None,
+                deferred: false,
+            });
+        }
+        at += n;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(sizes: &[u64]) -> Vec<FileEntry> {
+        sizes
+            .iter()
+            .map(|&size| FileEntry {
+                path: "x".into(),
+                aliases: Vec::new(),
+                size,
+                id: (0, 0),
+                modified: None,
+                dump: false,
+                record: None,
+                deferred: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_cut_the_inputs_at_about_equal_bytes() {
+        assert_eq!(shard_starts(&files(&[10; 8]), 4), [0, 2, 4, 6, 8]);
+        // One large dump takes a shard of its own.
+        assert_eq!(shard_starts(&files(&[100, 1, 1, 1, 1]), 2), [0, 1, 5]);
+        // Fewer inputs than shards: the last shards are empty.
+        assert_eq!(shard_starts(&files(&[5, 5]), 4), [0, 1, 1, 2, 2]);
+        assert_eq!(shard_starts(&files(&[]), 3), [0, 0, 0, 0]);
+        assert_eq!(shard_starts(&files(&[7; 5]), 1), [0, 5]);
+    }
+}

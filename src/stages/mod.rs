@@ -1,0 +1,104 @@
+//! The staged pipeline: `scan`'s stages as separate processes over files in a work directory,
+//! so that job arrays and Spark can run them on many machines, with the same report as `scan`
+//! (docs/staged.md has the file contract):
+//!
+//! ```text
+//! init                       options checked, inputs walked once, the run planned
+//! sign       per shard       documents + their band keys, by key partition
+//! group      per partition   the shuffle: buckets of two or more documents
+//! components once            byte-identical groups, candidate components, dealt to partitions
+//! route      per shard       each candidate, with its content, to its partition
+//! verify     per partition   scan's verify, cluster and records on the partition
+//! report     once            the counts added up, the clusters in order: scan's report
+//! ```
+//!
+//! Every output is written atomically and tagged with the run's id, so a failed shard or
+//! partition is simply run again, and a file of another run is refused by name.
+
+mod columns;
+mod components;
+mod docs;
+mod files;
+mod group;
+mod init;
+mod plan;
+mod records;
+mod report;
+mod route;
+mod sign;
+mod summary;
+mod verify;
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::cli::StageCommand;
+use crate::exit::ExitCode;
+use crate::messages::display_path;
+
+/// Runs one stage.
+pub fn run(cmd: StageCommand) -> Result<ExitCode> {
+    match cmd {
+        StageCommand::Init(args) => {
+            init::init(&args.work, args.shards, args.parts, args.scan)?;
+        }
+        StageCommand::Sign { work, shard } => {
+            check_count(&work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&work, || sign::sign(&work, shard.0))?;
+        }
+        StageCommand::Group { work, part } => {
+            check_count(&work, "--part", part.1, |p| p.parts)?;
+            in_pool(&work, || group::group(&work, part.0))?;
+        }
+        StageCommand::Components { work } => in_pool(&work, || components::components(&work))?,
+        StageCommand::Route { work, shard } => {
+            check_count(&work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&work, || route::route(&work, shard.0))?;
+        }
+        StageCommand::Verify { work, part } => {
+            check_count(&work, "--part", part.1, |p| p.parts)?;
+            in_pool(&work, || verify::verify(&work, part.0))?;
+        }
+        StageCommand::Report { work } => {
+            crate::interrupt::install();
+            let (report, code, cfg) = report::report(&work)?;
+            return crate::app::deliver(&report, code, &cfg);
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Runs `f` on a pool of the plan's `--threads`.
+fn in_pool(work: &Path, f: impl FnOnce() -> Result<()> + Send) -> Result<()> {
+    let threads = plan::Plan::read(work)?.options.threads.map_or(0, |t| t as usize);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?
+        .install(f)
+}
+
+/// Refuses an `I/N` whose N is not the plan's.
+fn check_count(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32) -> Result<()> {
+    let plan = plan::Plan::read(work)?;
+    if of(&plan) != n {
+        bail!(
+            "{flag} .../{n}: the run in {} has {} (see its run.json)",
+            display_path(work),
+            of(&plan)
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a summary of another run.
+fn check_run(path: &Path, found: &str, run: &str) -> Result<()> {
+    if found != run {
+        bail!(
+            "{} belongs to another run (run {found}; this work directory's run is {run}); run \
+             that stage again",
+            display_path(path)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! The plan of a staged run (`run.json` in the work directory): the scan options every stage
+//! runs with, the number of shards and partitions, where each shard's inputs start, the
+//! directory the inputs are relative to, and the run's id, which tags every file of the run.
+//! Written once by `stage init`; every other stage reads it, so no stage can run with options
+//! of its own.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::ScanArgs;
+use crate::config::Config;
+use crate::messages::display_path;
+
+use super::files;
+
+/// Version of the work directory's layout; a stage refuses any other.
+pub const LAYOUT: u32 = 1;
+
+/// The run's settings.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Plan {
+    /// [`LAYOUT`].
+    pub layout: u32,
+    /// A random id, in every file's metadata.
+    pub run: String,
+    /// The dupfind that wrote the plan; every stage must be the same build of it.
+    pub dupfind_version: String,
+    /// The hash scheme (stages of another scheme would sign differently).
+    pub hashing: u32,
+    /// The working directory of `stage init`, whose relative input paths are relative to it
+    /// (its bytes, base64).
+    pub cwd: String,
+    /// Shards the inputs are signed in.
+    pub shards: u32,
+    /// Partitions of the band keys and of the candidate components.
+    pub parts: u32,
+    /// Index in the input list where each shard starts, and the list's length last.
+    pub shard_starts: Vec<u64>,
+    /// The scan options (inputs excluded).
+    pub options: ScanArgs,
+}
+
+impl Plan {
+    /// The plan in `work`, checked against this build.
+    pub fn read(work: &Path) -> Result<Plan> {
+        let path = work.join("run.json");
+        let plan: Plan = files::read_json(&path, "run `dupfind stage init` first")?;
+        if plan.layout != LAYOUT {
+            bail!(
+                "{}: work directory layout {} is not supported (this build uses {LAYOUT})",
+                display_path(&path),
+                plan.layout
+            );
+        }
+        let here = env!("CARGO_PKG_VERSION");
+        if plan.dupfind_version != here || plan.hashing != crate::sketch::shingle::HASH_SCHEME {
+            bail!(
+                "{} was written by dupfind {} (hash scheme {}); this is dupfind {here} (hash \
+                 scheme {}): every stage of a run must be the same build",
+                display_path(&path),
+                plan.dupfind_version,
+                plan.hashing,
+                crate::sketch::shingle::HASH_SCHEME
+            );
+        }
+        let starts = &plan.shard_starts;
+        if plan.shards == 0
+            || plan.parts == 0
+            || starts.len() != plan.shards as usize + 1
+            || starts.windows(2).any(|w| w[0] > w[1])
+        {
+            bail!("{} is damaged (its shards do not add up)", display_path(&path));
+        }
+        Ok(plan)
+    }
+
+    /// The configuration every stage runs with, from the stored options. Also moves the
+    /// process into `stage init`'s working directory, so that relative input paths open and
+    /// print as they did there.
+    pub fn config(&self) -> Result<Config> {
+        let cwd = path_from_b64(&self.cwd)?;
+        std::env::set_current_dir(&cwd).with_context(|| {
+            format!(
+                "cannot enter {}, the directory `stage init` ran in",
+                display_path(&cwd)
+            )
+        })?;
+        let options = serde_json::to_value(&self.options)?;
+        let args: ScanArgs = serde_json::from_value(options)?;
+        Config::from_args(args)
+    }
+
+    /// The shard `shard` (0-based), checked.
+    pub fn shard(&self, shard: u32) -> Result<(u64, u64)> {
+        if shard >= self.shards {
+            bail!("--shard {shard} is out of range: this run has {} shards (0 to {})", self.shards, self.shards - 1);
+        }
+        let i = shard as usize;
+        Ok((self.shard_starts[i], self.shard_starts[i + 1]))
+    }
+
+    /// The partition `part` (0-based), checked.
+    pub fn part(&self, part: u32) -> Result<u32> {
+        if part >= self.parts {
+            bail!("--part {part} is out of range: this run has {} partitions (0 to {})", self.parts, self.parts - 1);
+        }
+        Ok(part)
+    }
+}
+
+/// A path's exact bytes as base64, and back.
+pub fn path_to_b64(p: &Path) -> String {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStrExt;
+    base64::engine::general_purpose::STANDARD.encode(p.as_os_str().as_bytes())
+}
+
+/// The path whose bytes `s` holds in base64.
+pub fn path_from_b64(s: &str) -> Result<PathBuf> {
+    use base64::Engine;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .context("a path in the work directory is damaged")?;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
+}

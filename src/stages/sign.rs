@@ -1,0 +1,222 @@
+//! `stage sign --shard I/N`: reads, hashes, shingles and sketches the shard's inputs with
+//! `scan`'s first pass, then writes its documents (`sign/shard-I.docs.parquet`), its keys for
+//! each group partition (`sign/shard-I.keys-J.parquet`) and its counts (`sign/shard-I.json`,
+//! last: the shard is complete when it exists).
+//!
+//! Keys: every document with text gives one row in the content table (table −1: the high half
+//! of its content hash, the low half beside it), so byte-identical documents meet in one bucket
+//! whatever shard they are in. The first document of each content in the shard (its *unit*
+//! there) gives one row per band (MinHash) or piece (SimHash); a later copy would only repeat
+//! them. Each row goes to the partition its key hashes to.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use arrow_array::builder::Int64Builder;
+use arrow_array::builder::Int32Builder;
+use arrow_array::RecordBatch;
+
+use crate::candidates::identical;
+use crate::candidates::lsh::band_key;
+use crate::config::{Config, MethodConfig};
+use crate::ingest;
+use crate::ingest::corpus::Corpus;
+use crate::ingest::worker::Outcome;
+use crate::sketch::minhash::mix64;
+use crate::sketch::simhash;
+
+use super::columns::{arc, batch, key_to_i64};
+use super::docs::{self, DocRow};
+use super::files;
+use super::init::read_inputs;
+use super::plan::Plan;
+use super::summary::{ErrorRec, SignSummary};
+
+/// The content table's number in the key files.
+pub const CONTENT_TABLE: i32 = -1;
+
+/// Documents per batch of the document file.
+const BATCH: usize = 16 * 1024;
+
+/// A shard's file names.
+pub fn docs_path(work: &Path, shard: u32) -> PathBuf {
+    work.join("sign").join(format!("shard-{shard:06}.docs.parquet"))
+}
+
+/// The keys shard `shard` gave partition `part`.
+pub fn keys_path(work: &Path, shard: u32, part: u32) -> PathBuf {
+    work.join("sign").join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
+}
+
+/// The shard's summary, written last.
+pub fn summary_path(work: &Path, shard: u32) -> PathBuf {
+    work.join("sign").join(format!("shard-{shard:06}.json"))
+}
+
+/// The group partition of a key of `table`: its hash, so partitions get keys evenly.
+pub fn partition(table: i32, key: u64, parts: u32) -> u32 {
+    (mix64(key ^ (u64::from(table as u32) << 32)) % u64::from(parts)) as u32
+}
+
+/// Signs shard `shard`.
+pub fn sign(work: &Path, shard: u32) -> Result<()> {
+    let plan = Plan::read(work)?;
+    let cfg = plan.config()?;
+    let (start, end) = plan.shard(shard)?;
+    let inputs = read_inputs(work, &plan.run, start, end)?;
+    let engine = ingest::engine(&cfg, None);
+    let signed = ingest::sign(&cfg, inputs, &engine, false);
+    let mut corpus = signed.corpus;
+    let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
+    let found = identical::group(&mut corpus);
+    let id = |d: usize| (i64::from(shard) << 32) | d as i64;
+    let texts: Vec<usize> = (0..corpus.len())
+        .filter(|&d| matches!(corpus.docs[d].outcome, Outcome::Sketched | Outcome::Duplicate))
+        .collect();
+    let minhash = matches!(cfg.method, MethodConfig::MinHash { .. });
+    write_docs(work, shard, &plan.run, &corpus, &found.canon, &texts, minhash, id)?;
+    write_keys(work, shard, &plan, &cfg, &corpus, &found.canon, &texts, id)?;
+    let mut errors: Vec<ErrorRec> = signed.summary.errors.iter().map(ErrorRec::from).collect();
+    errors.extend(outcomes.errors.iter().map(ErrorRec::from));
+    let summary = SignSummary {
+        run: plan.run.clone(),
+        shard,
+        documents: found.documents,
+        bytes: found.bytes,
+        empty: found.empty,
+        binary: outcomes.binary,
+        not_regular: outcomes.not_regular,
+        too_short: outcomes.too_short,
+        too_large: outcomes.too_large,
+        bad_lines: signed.summary.bad_lines,
+        empty_dumps: signed.summary.empty_dumps,
+        kmv_k: signed.summary.distinct.k(),
+        kmv: signed.summary.distinct.kept().into_owned(),
+        errors,
+    };
+    files::write_json(&summary_path(work, shard), &summary)
+}
+
+/// The document file: every document with text, its sketches on its shard's unit only
+/// (`minhash`: with a signature).
+#[allow(clippy::too_many_arguments)]
+fn write_docs(
+    work: &Path,
+    shard: u32,
+    run: &str,
+    corpus: &Corpus,
+    canon: &[u32],
+    texts: &[usize],
+    minhash: bool,
+    id: impl Fn(usize) -> i64,
+) -> Result<()> {
+    let lanes = corpus.lanes;
+    let row = |d: usize| {
+        let c = canon[d] as usize;
+        let (doc, unit) = (&corpus.docs[d], &corpus.docs[c]);
+        let signature =
+            (c == d && minhash).then(|| corpus.sigs[d * lanes..(d + 1) * lanes].to_vec());
+        DocRow {
+            doc: id(d),
+            canon: id(c),
+            file: corpus.files[d].clone(),
+            bytes: doc.bytes,
+            hash: doc.hash,
+            fingerprint: unit.fingerprint,
+            shingles: unit.shingles,
+            signature,
+            bottom: (c == d && corpus.bottom.is_on()).then(|| corpus.bottom.get(d as u32).to_vec()),
+            text: None,
+            text_error: None,
+        }
+    };
+    let empty = docs::to_batch(&[], false)?;
+    let mut out = files::ParquetOut::create(&docs_path(work, shard), empty.schema(), run)?;
+    for chunk in texts.chunks(BATCH) {
+        let rows: Vec<DocRow> = chunk.iter().map(|&d| row(d)).collect();
+        out.write(&docs::to_batch(&rows, false)?)?;
+    }
+    out.commit()
+}
+
+/// One row of a key file.
+struct KeyRow {
+    table: i32,
+    key: u64,
+    doc: i64,
+    aux: i64,
+}
+
+/// The key files, one per group partition (empty ones too, so a partition can tell a shard with
+/// nothing for it from one not signed).
+#[allow(clippy::too_many_arguments)]
+fn write_keys(
+    work: &Path,
+    shard: u32,
+    plan: &Plan,
+    cfg: &Config,
+    corpus: &Corpus,
+    canon: &[u32],
+    texts: &[usize],
+    id: impl Fn(usize) -> i64,
+) -> Result<()> {
+    let parts = plan.parts;
+    let mut rows: Vec<Vec<KeyRow>> = (0..parts).map(|_| Vec::new()).collect();
+    let mut push = |table: i32, key: u64, doc: i64, aux: i64| {
+        rows[partition(table, key, parts) as usize].push(KeyRow {
+            table,
+            key,
+            doc,
+            aux,
+        });
+    };
+    let lanes = corpus.lanes;
+    for &d in texts {
+        let hash = corpus.docs[d].hash;
+        push(CONTENT_TABLE, (hash >> 64) as u64, id(d), hash as u64 as i64);
+        if canon[d] as usize != d {
+            continue;
+        }
+        match &cfg.method {
+            MethodConfig::MinHash { banding, .. } => {
+                let sig = &corpus.sigs[d * lanes..(d + 1) * lanes];
+                for band in 0..banding.bands {
+                    let r = banding.rows;
+                    push(band as i32, band_key(band, &sig[band * r..(band + 1) * r]), id(d), 0);
+                }
+            }
+            MethodConfig::SimHash { max_distance, .. } => {
+                let fp = corpus.docs[d].fingerprint;
+                for (i, piece) in simhash::pieces(*max_distance).into_iter().enumerate() {
+                    push(i as i32, simhash::piece_key(piece, fp), id(d), 0);
+                }
+            }
+        }
+    }
+    for (part, rows) in rows.into_iter().enumerate() {
+        let b = key_batch(&rows)?;
+        files::write_parquet(&keys_path(work, shard, part as u32), b.schema(), &[b], &plan.run)?;
+    }
+    Ok(())
+}
+
+fn key_batch(rows: &[KeyRow]) -> Result<RecordBatch> {
+    let mut table = Int32Builder::with_capacity(rows.len());
+    let (mut key, mut doc, mut aux) = (
+        Int64Builder::with_capacity(rows.len()),
+        Int64Builder::with_capacity(rows.len()),
+        Int64Builder::with_capacity(rows.len()),
+    );
+    for r in rows {
+        table.append_value(r.table);
+        key.append_value(key_to_i64(r.key));
+        doc.append_value(r.doc);
+        aux.append_value(r.aux);
+    }
+    batch(vec![
+        ("table", arc(table.finish())),
+        ("key", arc(key.finish())),
+        ("doc", arc(doc.finish())),
+        ("aux", arc(aux.finish())),
+    ])
+}

@@ -1,0 +1,124 @@
+//! The JSON summaries stages leave beside their Parquet files: counts and errors that the
+//! report adds up, and the marker that a shard or partition is complete (written last).
+
+use serde::{Deserialize, Serialize};
+
+use crate::messages::InputError;
+use crate::sketch::kmv::Kmv;
+
+use super::plan::{path_from_b64, path_to_b64};
+
+/// An input error, its path as exact bytes (base64).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ErrorRec {
+    /// The path's bytes, base64.
+    pub path: String,
+    /// The line of a dump, when the error is about one.
+    pub line: Option<u64>,
+    /// Why.
+    pub error: String,
+}
+
+impl From<&InputError> for ErrorRec {
+    fn from(e: &InputError) -> Self {
+        ErrorRec {
+            path: path_to_b64(&e.path),
+            line: e.line,
+            error: e.error.clone(),
+        }
+    }
+}
+
+impl ErrorRec {
+    /// The error as the report takes it.
+    pub fn to_input_error(&self) -> anyhow::Result<InputError> {
+        Ok(InputError {
+            path: path_from_b64(&self.path)?,
+            line: self.line,
+            error: self.error.clone(),
+        })
+    }
+}
+
+/// `init/walk.json`: what the walk saw.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WalkSummary {
+    /// The run.
+    pub run: String,
+    /// Non-directory entries that passed the filters.
+    pub files_seen: u64,
+    /// FIFOs, sockets, devices.
+    pub not_regular: u64,
+    /// Symbolic links not followed.
+    pub symlink: u64,
+    /// Links followed out of the roots or into a loop.
+    pub outside_roots: u64,
+    /// Below `--min-size`.
+    pub too_short: u64,
+    /// Above `--max-size`.
+    pub too_large: u64,
+    /// Entries that could not be read.
+    pub errors: Vec<ErrorRec>,
+    /// Inputs listed in `init/inputs.parquet`.
+    pub inputs: u64,
+}
+
+
+/// `sign/shard-I.json`: what signing one shard found.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SignSummary {
+    /// The run.
+    pub run: String,
+    /// The shard.
+    pub shard: u32,
+    /// Documents with text (sketched, or a copy of one sketched).
+    pub documents: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Documents without a token.
+    pub empty: u64,
+    /// A NUL byte near the start.
+    pub binary: u64,
+    /// No longer regular files when opened.
+    pub not_regular: u64,
+    /// Under `--min-size` when opened.
+    pub too_short: u64,
+    /// Over `--max-size` when opened or read.
+    pub too_large: u64,
+    /// Dump lines that held no document.
+    pub bad_lines: u64,
+    /// Dumps without a record.
+    pub empty_dumps: u64,
+    /// The shard's distinct-shingle sketch: its k and kept values.
+    pub kmv_k: usize,
+    /// The kept values, ascending.
+    pub kmv: Vec<u64>,
+    /// Dump errors, then read errors, in input order.
+    pub errors: Vec<ErrorRec>,
+}
+
+impl SignSummary {
+    /// The distinct-shingle sketch.
+    pub fn kmv(&self) -> Kmv {
+        let mut k = Kmv::new(self.kmv_k);
+        k.insert_set(&self.kmv);
+        k
+    }
+}
+
+/// `components/summary.json`: what grouping the buckets found.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ComponentsSummary {
+    /// The run.
+    pub run: String,
+    /// Groups of two or more byte-identical documents.
+    pub exact_groups: u64,
+    /// Documents that are a byte-identical copy of an earlier one.
+    pub exact_copies: u64,
+    /// Candidate components (two or more members) assigned to partitions.
+    pub components: u64,
+    /// Members of the largest.
+    pub largest_component: u64,
+    /// Documents of the largest bucket.
+    pub largest_bucket: u64,
+}

@@ -1,0 +1,283 @@
+//! `stage verify --part K/M`: verifies partition K's candidate components and builds their
+//! clusters, with `scan`'s own stages: the partition's documents become a corpus of their own
+//! (numbered in run-wide order, so every ordering is `scan`'s), its buckets the candidates, its
+//! copies the byte-identical groups, the carried contents what verification reads again; then
+//! verify, cluster and cluster records run unchanged. Writes `verify/part-K.json`: the counts
+//! and errors, and the cluster records with the run-wide id of their first member.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use arrow_array::{Array, Int32Array, Int64Array, ListArray};
+use serde::{Deserialize, Serialize};
+
+use crate::candidates::buckets::Buckets;
+use crate::candidates::identical::Identical;
+use crate::candidates::Candidates;
+use crate::cluster;
+use crate::config::{Config, MethodConfig};
+use crate::ingest;
+use crate::ingest::corpus::Corpus;
+use crate::ingest::worker::{DocResult, Outcome};
+use crate::pairs::Pair;
+use crate::report::build;
+use crate::sketch::bottomk::Sketches;
+use crate::sketch::simhash;
+use crate::verify::{self, Judge};
+
+use super::columns::{column, key_from_i64};
+use super::components::{copies_path, part_path};
+use super::docs::{self, DocRow};
+use super::files;
+use super::plan::Plan;
+use super::records::ClusterRec;
+use super::route::{route_path, summary_path as route_summary, RouteSummary};
+use super::summary::ErrorRec;
+
+/// The partition's result.
+pub fn verified_path(work: &Path, part: u32) -> PathBuf {
+    work.join("verify").join(format!("part-{part:06}.json"))
+}
+
+/// `verify/part-K.json`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct VerifySummary {
+    /// The run.
+    pub run: String,
+    /// The partition.
+    pub part: u32,
+    /// Distinct candidate pairs checked.
+    pub checked: u64,
+    /// Checked pairs that passed.
+    pub passed: u64,
+    /// `--verify edit`: pairs judged by Jaccard instead.
+    pub fallbacks: Option<u64>,
+    /// Documents that could not be read again.
+    pub errors: Vec<ErrorRec>,
+    /// The clusters, in order of their first member.
+    pub clusters: Vec<ClusterRec>,
+}
+
+/// Verifies partition `part`.
+pub fn verify(work: &Path, part: u32) -> Result<()> {
+    let plan = Plan::read(work)?;
+    let cfg = plan.config()?;
+    let part = plan.part(part)?;
+    let rows = read_routed(work, &plan, part)?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.doc).collect();
+    let local = |d: i64| -> Result<u32> {
+        ids.binary_search(&d)
+            .map(|i| i as u32)
+            .ok()
+            .with_context(|| format!("document {d:#x} of partition {part} was not routed to it"))
+    };
+    let copies = read_copies(work, &plan, part)?;
+    let (mut corpus, texts) = corpus_of(&cfg, rows, &copies);
+    let identical = identical_of(&corpus, &copies, &local)?;
+    let candidates = candidates_of(work, &plan, &cfg, part, &local)?;
+    let engine = ingest::engine(&cfg, None);
+    engine
+        .spill
+        .fill_carried(texts)
+        .context("cannot store the carried texts in a temporary file")?;
+    let kept = vec![None; corpus.len()];
+    corpus.first_new = 0;
+    let judge = Judge {
+        method: &cfg.method,
+        lanes: corpus.lanes,
+        sigs: &corpus.sigs,
+        docs: &corpus.docs,
+        canon: &identical.canon,
+        bottom: &corpus.bottom,
+        first_new: 0,
+    };
+    let verified = verify::run(&cfg, &judge, &engine, &corpus.files, kept, &identical, &candidates);
+    let mut errors = verified.errors.clone();
+    let material = cluster::Material {
+        judge: &judge,
+        engine: &engine,
+        retained: &verified.retained,
+    };
+    let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
+    let inputs = build::Inputs {
+        files: &corpus.files,
+        judge: &judge,
+        engine: &engine,
+        evidence: cfg.pairs,
+        retained: &verified.retained,
+    };
+    let clusters = build::cluster_records(&inputs, &found, &mut errors);
+    let summary = VerifySummary {
+        run: plan.run.clone(),
+        part,
+        checked: verified.checked,
+        passed: verified.passed,
+        fallbacks: verified.fallbacks,
+        errors: errors.iter().map(ErrorRec::from).collect(),
+        clusters: (found.iter().zip(&clusters))
+            .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
+            .collect(),
+    };
+    files::write_json(&verified_path(work, part), &summary)
+}
+
+/// Every document routed to the partition, in run-wide order.
+fn read_routed(work: &Path, plan: &Plan, part: u32) -> Result<Vec<DocRow>> {
+    let mut rows = Vec::new();
+    for shard in 0..plan.shards {
+        let path = route_summary(work, shard);
+        let what = format!("shard {shard} has not been routed (run `dupfind stage route --shard {shard}/{}`)", plan.shards);
+        let s: RouteSummary = files::read_json(&path, &what)?;
+        super::check_run(&path, &s.run, &plan.run)?;
+        if !s.parts.contains(&part) {
+            continue;
+        }
+        let path = route_path(work, part, shard);
+        for b in files::read_parquet(&path, &plan.run, "its shard was not routed completely")? {
+            rows.extend(docs::from_batch(&b?)?);
+        }
+    }
+    rows.sort_by_key(|r| r.doc);
+    if rows.windows(2).any(|w| w[0].doc == w[1].doc) {
+        bail!("partition {part}: a document was routed twice (a route file of another plan?)");
+    }
+    Ok(rows)
+}
+
+/// (copy, unit) of the partition's byte-identical copies.
+fn read_copies(work: &Path, plan: &Plan, part: u32) -> Result<Vec<(i64, i64)>> {
+    let path = copies_path(work, part);
+    let mut out = Vec::new();
+    for b in files::read_parquet(&path, &plan.run, "run `dupfind stage components` first")? {
+        let b = b?;
+        let doc = column::<Int64Array>(&b, "doc")?;
+        let canon = column::<Int64Array>(&b, "canon")?;
+        out.extend((0..b.num_rows()).map(|k| (doc.value(k), canon.value(k))));
+    }
+    Ok(out)
+}
+
+type Texts = Vec<(u32, Result<Vec<u8>, String>)>;
+
+/// The partition's documents as a corpus (units sketched, copies their duplicates), and the
+/// units' carried contents by local id.
+fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus, Texts) {
+    let lanes = cfg.lanes();
+    let n = rows.len();
+    let bottom_k = match cfg.method {
+        MethodConfig::MinHash {
+            bottom_k: true,
+            num_perm,
+            ..
+        } => Some(num_perm),
+        _ => None,
+    };
+    let mut corpus = Corpus {
+        files: Vec::with_capacity(n),
+        docs: Vec::with_capacity(n),
+        sigs: vec![0; n * lanes],
+        lanes,
+        bottom: Sketches::default(),
+        first_new: 0,
+    };
+    let mut bottoms = Vec::new();
+    let mut texts = Vec::new();
+    for (d, row) in rows.into_iter().enumerate() {
+        let unit = copies.binary_search_by_key(&row.doc, |c| c.0).is_err();
+        if let Some(sig) = row.signature.as_ref().filter(|_| unit) {
+            corpus.sigs[d * lanes..(d + 1) * lanes].copy_from_slice(sig);
+        }
+        if let (Some(b), true) = (&row.bottom, unit) {
+            bottoms.push((d, b.clone()));
+        }
+        if unit {
+            match (row.text, row.text_error) {
+                (Some(t), _) => texts.push((d as u32, Ok(t))),
+                (None, Some(e)) => texts.push((d as u32, Err(e))),
+                (None, None) => {}
+            }
+        }
+        corpus.docs.push(DocResult {
+            outcome: if unit { Outcome::Sketched } else { Outcome::Duplicate },
+            bytes: row.bytes,
+            hash: row.hash,
+            fingerprint: row.fingerprint,
+            set: None,
+            shingles: row.shingles,
+        });
+        corpus.files.push(row.file);
+    }
+    if let Some(k) = bottom_k {
+        let mut slots = vec![0u64; n * (k + 1)];
+        for (d, b) in bottoms {
+            Sketches::fill(&mut slots[d * (k + 1)..(d + 1) * (k + 1)], &b);
+        }
+        corpus.bottom = Sketches::from_slots(k, slots);
+    }
+    (corpus, texts)
+}
+
+/// The byte-identical groups: each copy paired with its unit, in order of the units.
+fn identical_of(
+    corpus: &Corpus,
+    copies: &[(i64, i64)],
+    local: &impl Fn(i64) -> Result<u32>,
+) -> Result<Identical> {
+    let mut canon: Vec<u32> = (0..corpus.len() as u32).collect();
+    let mut pairs = Vec::with_capacity(copies.len());
+    for &(copy, unit) in copies {
+        let (c, u) = (local(copy)?, local(unit)?);
+        canon[c as usize] = u;
+        pairs.push(Pair {
+            lo: u,
+            hi: c,
+            similarity: 1.0,
+            distance: None,
+            exact: true,
+        });
+    }
+    pairs.sort_by_key(|p| (p.lo, p.hi));
+    let units = (0..corpus.len() as u32).filter(|&d| canon[d as usize] == d).collect();
+    Ok(Identical {
+        pairs,
+        units,
+        canon,
+        ..Identical::default()
+    })
+}
+
+/// The partition's band (or piece) buckets as `scan`'s tables: every table, buckets in key
+/// order, documents by local id.
+fn candidates_of(
+    work: &Path,
+    plan: &Plan,
+    cfg: &Config,
+    part: u32,
+    local: &impl Fn(i64) -> Result<u32>,
+) -> Result<Candidates> {
+    let tables = match &cfg.method {
+        MethodConfig::MinHash { banding, .. } => banding.bands,
+        MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance).len(),
+    };
+    let mut entries: Vec<Vec<(u64, u32)>> = vec![Vec::new(); tables];
+    let path = part_path(work, part);
+    for b in files::read_parquet(&path, &plan.run, "run `dupfind stage components` first")? {
+        let b = b?;
+        let table = column::<Int32Array>(&b, "table")?;
+        let key = column::<Int64Array>(&b, "key")?;
+        let docs = column::<ListArray>(&b, "docs")?;
+        for k in 0..b.num_rows() {
+            let t = usize::try_from(table.value(k)).ok().filter(|&t| t < tables);
+            let t = t.with_context(|| format!("{}: table {} is out of range", path.display(), table.value(k)))?;
+            let list = docs.value(k);
+            let list = list.as_any().downcast_ref::<Int64Array>().context("docs is not a list of ids")?;
+            for i in 0..list.len() {
+                entries[t].push((key_from_i64(key.value(k)), local(list.value(i))?));
+            }
+        }
+    }
+    Ok(Candidates {
+        tables: entries.into_iter().map(Buckets::from_keys).collect(),
+        ruled_out: 0,
+    })
+}
