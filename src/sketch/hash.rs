@@ -1,0 +1,329 @@
+//! The hash scheme's pinned values: what tokens, shingles, signatures and fingerprints hash to
+//! today, so that a change to any of them fails a test instead of silently breaking the
+//! indexes stored under `HASH_SCHEME`.
+
+#[cfg(test)]
+mod tests {
+    use crate::sketch::minhash::{mix64, splitmix64, MinHasher, SketchKind};
+    use crate::sketch::shingle::{char_hash, token_hash, ShingleKind, Shingler};
+    use crate::sketch::{bottomk, simhash};
+
+    /// Mixed case, punctuation, a run of white space, a tab, U+3000, non-ASCII letters whose
+    /// lowercase is longer (İ), a token over 16 bytes: every branch of the tokenizer.
+    const TEXT: &str = "The quick brown Fox jumps over the lazy dog;  the QUICK brown fox naps.\t\
+        Straße\u{3000}ÉTÉ internationalization-of-everything 12345 İx";
+    /// ASCII only: character shingles take the packed (and, where the CPU has it, AVX2) path.
+    const ASCII: &str =
+        "The quick  brown fox\njumps over the LAZY dog, twice: the quick brown fox.";
+    /// The two seeds: the default and one other.
+    const SEEDS: [u64; 2] = [0, 0x5EED];
+
+    fn shingles(kind: ShingleKind, n: usize, text: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        Shingler::new(kind, n).shingle(text, &mut out);
+        out
+    }
+
+    /// One value for a whole list, so a list is pinned by its first few values and this.
+    fn digest(v: impl IntoIterator<Item = u64>) -> u64 {
+        v.into_iter().fold(0, |h, x| mix64(h ^ x))
+    }
+
+    /// A list pinned as its length, first four values and digest.
+    fn summary(v: &[u64]) -> Vec<u64> {
+        let mut out = vec![v.len() as u64];
+        out.extend(v.iter().take(4));
+        out.push(digest(v.iter().copied()));
+        out
+    }
+
+    /// Every value the test pins, named.
+    fn observed() -> Vec<(String, Vec<u64>)> {
+        let mut out: Vec<(String, Vec<u64>)> = Vec::new();
+        let mut state = 0;
+        out.push((
+            "mix64(0, 1, MAX)".into(),
+            vec![mix64(0), mix64(1), mix64(u64::MAX)],
+        ));
+        out.push((
+            "splitmix64 from 0".into(),
+            vec![splitmix64(&mut state), splitmix64(&mut state)],
+        ));
+        for t in [
+            "",
+            "a",
+            "the",
+            "sixteen-bytes-xy",
+            "seventeen-bytes-z",
+            "straße",
+            "internationalization-of-everything",
+        ] {
+            out.push((format!("token_hash({t:?})"), vec![token_hash(t.as_bytes())]));
+        }
+        for t in ["a", "abcde", "abcdefg", "abcdefgh", "añb"] {
+            out.push((format!("char_hash({t:?})"), vec![char_hash(t.as_bytes())]));
+        }
+        let words = shingles(ShingleKind::Word, 3, TEXT);
+        out.push(("word 3-shingles of TEXT".into(), summary(&words)));
+        for (name, n, text) in [("ASCII", 5, ASCII), ("TEXT", 5, TEXT), ("ASCII", 9, ASCII)] {
+            let s = shingles(ShingleKind::Char, n, text);
+            out.push((format!("char {n}-shingles of {name}"), summary(&s)));
+        }
+        let mut state = 1;
+        let big: Vec<u64> = (0..1000).map(|_| splitmix64(&mut state)).collect();
+        for seed in SEEDS {
+            for kind in [SketchKind::Oph, SketchKind::Kperm] {
+                // Few shingles (OPH densifies) and many (every bin filled).
+                for (name, set) in [("word shingles", &words), ("1000 hashes", &big)] {
+                    let mut sig = vec![0u32; 128];
+                    MinHasher::new(kind, 128, seed).sketch(set, &mut sig, &mut Vec::new());
+                    let mut v: Vec<u64> = sig[..8].iter().map(|&x| u64::from(x)).collect();
+                    v.push(digest(sig.iter().map(|&x| u64::from(x))));
+                    out.push((format!("{} of {name}, seed {seed:#x}", kind.name()), v));
+                }
+            }
+            out.push((
+                format!("simhash, seed {seed:#x}"),
+                vec![
+                    simhash::fingerprint(&words, seed),
+                    simhash::fingerprint(&big, seed),
+                ],
+            ));
+            let sketch = bottomk::sketch(&big, 64, seed);
+            out.push((format!("bottom-64, seed {seed:#x}"), summary(&sketch)));
+        }
+        out
+    }
+
+    /// Values computed from the code as it was before the sketch modules were split (commit
+    /// 2c776de). A failure here means the hash scheme changed: stored indexes would then hold
+    /// signatures and shingle sets that no longer match what a scan computes, and match nothing
+    /// without an error. If the change is intended, bump `HASH_SCHEME` (so old indexes are
+    /// refused) and update these values; if not, the change is a bug.
+    const PINNED: &[(&str, &[u64])] = &[
+        (
+            "mix64(0, 1, MAX)",
+            &[0x0, 0x5692161d100b05e5, 0xb4d055fcf2cbbd7b],
+        ),
+        (
+            "splitmix64 from 0",
+            &[0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4],
+        ),
+        ("token_hash(\"\")", &[0xe4b5bf0fda298d3b]),
+        ("token_hash(\"a\")", &[0x3ab02a0fb314c434]),
+        ("token_hash(\"the\")", &[0x6b5262e48aee7981]),
+        ("token_hash(\"sixteen-bytes-xy\")", &[0x887725b8a784b9c0]),
+        ("token_hash(\"seventeen-bytes-z\")", &[0xcafac3a829c11603]),
+        ("token_hash(\"straße\")", &[0xc9e4e8d961129ed]),
+        (
+            "token_hash(\"internationalization-of-everything\")",
+            &[0xd25b986cf1728dc],
+        ),
+        ("char_hash(\"a\")", &[0x94072be4826ac2ab]),
+        ("char_hash(\"abcde\")", &[0x954195c3c8523bd2]),
+        ("char_hash(\"abcdefg\")", &[0xa8d76496f8b4c877]),
+        ("char_hash(\"abcdefgh\")", &[0x6f45a76842a96483]),
+        ("char_hash(\"añb\")", &[0xfff13cf1d3d6f22b]),
+        (
+            "word 3-shingles of TEXT",
+            &[
+                0x11,
+                0xf66a4f4f4bf6a0ea,
+                0x219ad6e0b32e921c,
+                0x6e59f6149d050ae9,
+                0x73e1a3f6a8b6e0e0,
+                0xb9c63c9db748f6cf,
+            ],
+        ),
+        (
+            "char 5-shingles of ASCII",
+            &[
+                0x44,
+                0xca88d32092b5393b,
+                0xbc103c0cfbb20f68,
+                0xfa7f4b32c7ef9929,
+                0x886063b021da7322,
+                0x438e0ece69bfaec2,
+            ],
+        ),
+        (
+            "char 5-shingles of TEXT",
+            &[
+                0x7a,
+                0xca88d32092b5393b,
+                0xbc103c0cfbb20f68,
+                0xfa7f4b32c7ef9929,
+                0x886063b021da7322,
+                0xf5f4fda0bac5be98,
+            ],
+        ),
+        (
+            "char 9-shingles of ASCII",
+            &[
+                0x40,
+                0x3ae780cc480516c7,
+                0x9f0efbb2d03b7d4e,
+                0x4809a134e5e00ec,
+                0x3ef457602a7cef11,
+                0x7004bbc2f9cd63d1,
+            ],
+        ),
+        (
+            "oph of word shingles, seed 0x0",
+            &[
+                0x4866515,
+                0x204d426,
+                0x204d426,
+                0x7c985f54,
+                0xb3df9498,
+                0x23c09bc8,
+                0xe6783cdb,
+                0x2fa04bbd,
+                0x839271b24748a628,
+            ],
+        ),
+        (
+            "oph of 1000 hashes, seed 0x0",
+            &[
+                0x204dff3c,
+                0x1aaca286,
+                0x49861834,
+                0x22bb1f55,
+                0x109f339c,
+                0x81c022f,
+                0x2101a9d5,
+                0x136a858a,
+                0xaca61fff39f73763,
+            ],
+        ),
+        (
+            "kperm of word shingles, seed 0x0",
+            &[
+                0x25fdbb,
+                0x105cbd07,
+                0x2136d550,
+                0x7640bab,
+                0x2a417d9,
+                0x1d5f57d5,
+                0x657c71e,
+                0x57bcdb,
+                0x433cf97482cf6932,
+            ],
+        ),
+        (
+            "kperm of 1000 hashes, seed 0x0",
+            &[
+                0x7406f4,
+                0xb54885,
+                0x8c0119,
+                0x11f30b,
+                0xc12b43,
+                0x2e440,
+                0x2efcf4,
+                0x3a935,
+                0xad36ad1502e72795,
+            ],
+        ),
+        (
+            "simhash, seed 0x0",
+            &[0xe904f36a5beff930, 0x369c8346aec225e8],
+        ),
+        (
+            "bottom-64, seed 0x0",
+            &[
+                0x40,
+                0x167077add67c6d,
+                0x26df5fa19336d7,
+                0x2959fbedfa9c90,
+                0x6d5b674c578268,
+                0xe8ba7c19a3f9eab,
+            ],
+        ),
+        (
+            "oph of word shingles, seed 0x5eed",
+            &[
+                0x689f3396,
+                0x87cb7872,
+                0xab9a2b07,
+                0xd061d875,
+                0xd061d875,
+                0xab9a2b07,
+                0xe16ac75b,
+                0xd061d875,
+                0x5d639695d4b1127,
+            ],
+        ),
+        (
+            "oph of 1000 hashes, seed 0x5eed",
+            &[
+                0x2699f7c4,
+                0x4357d0,
+                0xaacc7b8,
+                0x90af781,
+                0xe8cc518,
+                0x3c45eaf8,
+                0x13a1c46b,
+                0x19638843,
+                0xf7efb7b6c7cf6c,
+            ],
+        ),
+        (
+            "kperm of word shingles, seed 0x5eed",
+            &[
+                0x905a683,
+                0x327c42a7,
+                0x30e8205,
+                0x1dcd8668,
+                0xbee9c23,
+                0xca1399a,
+                0x2a81a453,
+                0x1daf1e6,
+                0x407bce2fbd72deb4,
+            ],
+        ),
+        (
+            "kperm of 1000 hashes, seed 0x5eed",
+            &[
+                0x335bbe,
+                0x1a7e23,
+                0xf116,
+                0x2267a7,
+                0x1825a83,
+                0xced569,
+                0x3b171b,
+                0x6122a8,
+                0xfb70458398d11b8c,
+            ],
+        ),
+        (
+            "simhash, seed 0x5eed",
+            &[0x216be2a9981354ac, 0xb8d6df35c736a4f9],
+        ),
+        (
+            "bottom-64, seed 0x5eed",
+            &[
+                0x40,
+                0x61f9aed25e8e72,
+                0xa8b5edfb5eab53,
+                0x1103f07ff92f8c6,
+                0x1e692020f0085bb,
+                0xbed2200f2595c4f9,
+            ],
+        ),
+    ];
+
+    #[test]
+    fn hash_scheme_values_are_pinned() {
+        let got = observed();
+        let names: Vec<&str> = got.iter().map(|(name, _)| name.as_str()).collect();
+        let want: Vec<&str> = PINNED.iter().map(|&(name, _)| name).collect();
+        assert_eq!(names, want);
+        for ((name, values), (_, pinned)) in got.iter().zip(PINNED) {
+            assert_eq!(
+                values[..],
+                pinned[..],
+                "{name}: the hash scheme changed, bump HASH_SCHEME"
+            );
+        }
+    }
+}
