@@ -22,6 +22,11 @@
 
 use std::fmt;
 
+use crate::cpu;
+use crate::sketch::kmv_table::Table;
+#[cfg(target_arch = "x86_64")]
+use crate::sketch::kmv_x86;
+
 /// Default number of values kept: relative error about 1/√4094 ≈ 1.6 %.
 pub const DEFAULT_KMV_K: usize = 4096;
 
@@ -29,48 +34,17 @@ pub const DEFAULT_KMV_K: usize = 4096;
 /// each in a `u64` mask.
 const CHUNK: usize = 64;
 
-fn has_avx2() -> bool {
+/// Bit i set when `chunk[i] < limit` (`chunk` holds at most 64 hashes); a whole chunk takes
+/// the AVX2 compares when `avx2` is given.
+#[inline]
+fn below_mask(chunk: &[u64], limit: u64, avx2: Option<cpu::Avx2>) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
-/// Bit i set when `chunk[i] < limit` (`chunk` holds at most 64 hashes). `avx2` must be true only
-/// when the CPU has AVX2: the comparisons then run four at a time (x86-64's baseline SSE2 has
-/// no 64-bit compare; the portable loop was about 1 ns per hash).
-fn below_mask(chunk: &[u64], limit: u64, avx2: bool) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 && chunk.len() == CHUNK {
-        // SAFETY: the caller found AVX2 on this CPU; the chunk holds 64 hashes.
-        return unsafe { below_mask_avx2(chunk, limit) };
+    if let (Some(avx2), Ok(chunk)) = (avx2, <&[u64; CHUNK]>::try_from(chunk)) {
+        return kmv_x86::below_mask_avx2(avx2, chunk, limit);
     }
     let _ = avx2;
     (chunk.iter().enumerate()).fold(0, |m, (i, &h)| m | u64::from(h < limit) << i)
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn below_mask_avx2(chunk: &[u64], limit: u64) -> u64 {
-    use std::arch::x86_64::*;
-    // AVX2 compares signed 64-bit lanes: flipping the top bit of both sides orders them as
-    // unsigned.
-    let flip = _mm256_set1_epi64x(i64::MIN);
-    let limit = _mm256_xor_si256(_mm256_set1_epi64x(limit as i64), flip);
-    let mut mask = 0u64;
-    for (i, four) in chunk.chunks_exact(4).enumerate() {
-        // SAFETY: `four` is 4 u64 values, 32 bytes; the load needs no alignment.
-        let v = unsafe { _mm256_loadu_si256(four.as_ptr().cast()) };
-        let lt = _mm256_cmpgt_epi64(limit, _mm256_xor_si256(v, flip));
-        let bits = _mm256_movemask_pd(_mm256_castsi256_pd(lt)) as u32 as u64;
-        mask |= bits << (4 * i);
-    }
-    mask
-}
-
-/// An empty slot of the lookup table. A kept value equal to it is simply not in the table:
-/// lookups may miss (the value is then found by binary search) but never err.
-const EMPTY: u64 = u64::MAX;
 
 /// A k-minimum-values sketch of a multiset of 64-bit hashes.
 #[derive(Clone)]
@@ -78,14 +52,11 @@ pub struct Kmv {
     k: usize,
     /// The k smallest distinct values seen, ascending (fewer while fewer were seen).
     values: Vec<u64>,
-    /// Open addressing (linear probing on the low bits, which are uniform) holding every value
-    /// of `values` but [`EMPTY`], built once the sketch is full, empty before. Evicted values
-    /// are left in it: an evicted value was the k-th smallest, so it is above every later k-th
-    /// smallest and can never be looked up again. The table is rebuilt from `values` when such
-    /// leftovers fill it to 3/4.
-    table: Vec<u64>,
-    /// Occupied slots of `table`.
-    occupied: usize,
+    /// Every value of `values` (but `u64::MAX`), built once the sketch is full, empty before.
+    /// Evicted values are left in it: an evicted value was the k-th smallest, so it is above
+    /// every later k-th smallest and can never be looked up again. The table is rebuilt from
+    /// `values` when such leftovers crowd it.
+    table: Table,
     /// Values below the k-th smallest (as it was when they came) not yet merged into `values`;
     /// may repeat. Every reading of the sketch sees `values` and `pending` merged.
     pending: Vec<u64>,
@@ -124,8 +95,7 @@ impl Kmv {
         Kmv {
             k,
             values: Vec::with_capacity(k),
-            table: Vec::new(),
-            occupied: 0,
+            table: Table::default(),
             pending: Vec::new(),
         }
     }
@@ -158,15 +128,15 @@ impl Kmv {
             return;
         }
         if self.table.is_empty() {
-            self.rebuild_table();
+            self.table.rebuild(self.k, &self.values);
         }
-        let avx2 = has_avx2();
+        let avx2 = cpu::Avx2::detect();
         for chunk in rest.chunks(CHUNK) {
             let mut below = below_mask(chunk, self.limit(), avx2);
             while below != 0 {
                 let h = chunk[below.trailing_zeros() as usize];
                 below &= below - 1;
-                if !self.in_table(h) {
+                if !self.table.contains(h) {
                     self.pending.push(h);
                 }
             }
@@ -191,10 +161,10 @@ impl Kmv {
             // Pending values are not in the table (checked when they came); those still kept
             // go in. Evicted ones may stay in it: see `table`.
             for &v in new.iter().filter(|&&v| v <= limit) {
-                self.table_add(v);
+                self.table.add(v);
             }
-            if 4 * self.occupied > 3 * self.table.len() {
-                self.rebuild_table();
+            if self.table.is_crowded() {
+                self.table.rebuild(self.k, &self.values);
             }
         }
         new.clear();
@@ -257,47 +227,6 @@ impl Kmv {
         }
     }
 
-    /// True if `v` is in the table (so kept, when below the k-th smallest).
-    #[inline]
-    fn in_table(&self, v: u64) -> bool {
-        let mask = self.table.len() - 1;
-        let mut i = v as usize & mask;
-        loop {
-            match self.table[i] {
-                x if x == v => return true,
-                EMPTY => return false,
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    fn table_add(&mut self, v: u64) {
-        if v == EMPTY {
-            return;
-        }
-        let mask = self.table.len() - 1;
-        let mut i = v as usize & mask;
-        while self.table[i] != EMPTY {
-            if self.table[i] == v {
-                return;
-            }
-            i = (i + 1) & mask;
-        }
-        self.table[i] = v;
-        self.occupied += 1;
-    }
-
-    /// A table of twice k slots (a power of two) holding exactly the kept values.
-    fn rebuild_table(&mut self) {
-        let slots = (2 * self.k).next_power_of_two();
-        self.table.clear();
-        self.table.resize(slots, EMPTY);
-        self.occupied = 0;
-        for i in 0..self.values.len() {
-            self.table_add(self.values[i]);
-        }
-    }
-
     /// Sorts, deduplicates and truncates `values` after a bulk insert (with nothing pending); the
     /// table no longer matches and is dropped until the next [`Kmv::insert_set`] needs it.
     fn normalize(&mut self) {
@@ -305,7 +234,6 @@ impl Kmv {
         self.values.dedup();
         self.values.truncate(self.k);
         self.table.clear();
-        self.occupied = 0;
     }
 }
 
@@ -421,7 +349,8 @@ mod tests {
                     kmv.merge(&Kmv::new(k));
                 }
             }
-            assert!(kmv.occupied >= k && 4 * kmv.occupied <= 3 * kmv.table.len());
+            let (occupied, slots) = kmv.table.load();
+            assert!(occupied >= k && 4 * occupied <= 3 * slots);
         }
         let mut top = Kmv::new(3);
         top.insert_set(&[u64::MAX, u64::MAX - 1, u64::MAX - 2, u64::MAX, 5, u64::MAX]);
@@ -523,9 +452,10 @@ mod tests {
                 })
                 .collect();
             let want = (0..64).fold(0u64, |m, i| m | u64::from(chunk[i] < limit) << i);
-            assert_eq!(below_mask(&chunk, limit, false), want);
-            assert_eq!(below_mask(&chunk, limit, has_avx2()), want);
-            assert_eq!(below_mask(&chunk[..5], limit, has_avx2()), want & 0b11111);
+            let avx2 = cpu::Avx2::detect();
+            assert_eq!(below_mask(&chunk, limit, None), want);
+            assert_eq!(below_mask(&chunk, limit, avx2), want);
+            assert_eq!(below_mask(&chunk[..5], limit, avx2), want & 0b11111);
         }
     }
 }

@@ -3,7 +3,14 @@
 pub mod bottomk;
 pub mod hash;
 pub mod kmv;
+mod kmv_table;
+#[cfg(target_arch = "x86_64")]
+mod kmv_x86;
+mod kperm;
 pub mod minhash;
 pub mod shingle;
+#[cfg(target_arch = "x86_64")]
+mod shingle_x86;
 pub mod simhash;
+pub mod sort;
 pub mod tokenize;
