@@ -23,28 +23,12 @@
 use std::fmt;
 
 use crate::cpu;
+use crate::sketch::kmv_filter::{below_mask, CHUNK};
 use crate::sketch::kmv_table::Table;
-#[cfg(target_arch = "x86_64")]
-use crate::sketch::kmv_x86;
+use crate::sketch::sort::merge_sorted;
 
 /// Default number of values kept: relative error about 1/√4094 ≈ 1.6 %.
 pub const DEFAULT_KMV_K: usize = 4096;
-
-/// Hashes filtered against the k-th smallest value per step of [`Kmv::insert_set`]: one bit
-/// each in a `u64` mask.
-const CHUNK: usize = 64;
-
-/// Bit i set when `chunk[i] < limit` (`chunk` holds at most 64 hashes); a whole chunk takes
-/// the AVX2 compares when `avx2` is given.
-#[inline]
-fn below_mask(chunk: &[u64], limit: u64, avx2: Option<cpu::Avx2>) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if let (Some(avx2), Ok(chunk)) = (avx2, <&[u64; CHUNK]>::try_from(chunk)) {
-        return kmv_x86::below_mask_avx2(avx2, chunk, limit);
-    }
-    let _ = avx2;
-    (chunk.iter().enumerate()).fold(0, |m, (i, &h)| m | u64::from(h < limit) << i)
-}
 
 /// A k-minimum-values sketch of a multiset of 64-bit hashes.
 #[derive(Clone)]
@@ -237,37 +221,6 @@ impl Kmv {
     }
 }
 
-/// The `k` smallest values of two ascending, duplicate-free lists, ascending, without
-/// duplicates.
-fn merge_sorted(a: &[u64], b: &[u64], k: usize) -> Vec<u64> {
-    let mut out = Vec::with_capacity(k.min(a.len() + b.len()));
-    let (mut i, mut j) = (0, 0);
-    while out.len() < k && (i < a.len() || j < b.len()) {
-        let v = match (a.get(i), b.get(j)) {
-            (Some(&x), Some(&y)) if x == y => {
-                i += 1;
-                j += 1;
-                x
-            }
-            (Some(&x), Some(&y)) if x < y => {
-                i += 1;
-                x
-            }
-            (Some(&x), None) => {
-                i += 1;
-                x
-            }
-            (_, Some(&y)) => {
-                j += 1;
-                y
-            }
-            (None, None) => break,
-        };
-        out.push(v);
-    }
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -435,27 +388,5 @@ mod tests {
         docs.iter().flatten().for_each(|&h| one_by_one.insert(h));
         assert_eq!(one_by_one, once);
         assert!(!once.is_exact());
-    }
-
-    #[test]
-    fn below_mask_sets_the_bits_of_hashes_under_the_limit_on_every_path() {
-        let mut rng = StdRng::seed_from_u64(9);
-        // Limits and hashes on both sides of the top bit, where a signed compare would err.
-        let limits = [0, 1, 1 << 63, (1 << 63) + 5, u64::MAX, rng.random::<u64>()];
-        for limit in limits {
-            let chunk: Vec<u64> = (0..64)
-                .map(|i| match i % 4 {
-                    0 => limit.wrapping_sub(1),
-                    1 => limit,
-                    2 => limit ^ (1 << 63),
-                    _ => rng.random(),
-                })
-                .collect();
-            let want = (0..64).fold(0u64, |m, i| m | u64::from(chunk[i] < limit) << i);
-            let avx2 = cpu::Avx2::detect();
-            assert_eq!(below_mask(&chunk, limit, None), want);
-            assert_eq!(below_mask(&chunk, limit, avx2), want);
-            assert_eq!(below_mask(&chunk[..5], limit, avx2), want & 0b11111);
-        }
     }
 }

@@ -3,9 +3,8 @@
 pub mod bottomk;
 pub mod hash;
 pub mod kmv;
+mod kmv_filter;
 mod kmv_table;
-#[cfg(target_arch = "x86_64")]
-mod kmv_x86;
 mod kperm;
 pub mod minhash;
 pub mod shingle;

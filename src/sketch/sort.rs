@@ -158,6 +158,37 @@ fn scatter<T: Copy + Default, P: Position>(
     out
 }
 
+/// The `k` smallest values of two ascending, duplicate-free lists, ascending, without
+/// duplicates.
+pub(crate) fn merge_sorted(a: &[u64], b: &[u64], k: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(k.min(a.len() + b.len()));
+    let (mut i, mut j) = (0, 0);
+    while out.len() < k && (i < a.len() || j < b.len()) {
+        let v = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x == y => {
+                i += 1;
+                j += 1;
+                x
+            }
+            (Some(&x), Some(&y)) if x < y => {
+                i += 1;
+                x
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (None, None) => break,
+        };
+        out.push(v);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +239,16 @@ mod tests {
         expected.sort_unstable();
         sort_by_uniform_key(&mut v, |&h| h);
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn merge_keeps_the_k_smallest_distinct_values() {
+        assert_eq!(
+            merge_sorted(&[1, 4, 6, 9], &[2, 4, 9, 10], 5),
+            vec![1, 2, 4, 6, 9]
+        );
+        assert_eq!(merge_sorted(&[1, 4], &[2], 10), vec![1, 2, 4]);
+        assert_eq!(merge_sorted(&[], &[3, 5], 1), vec![3]);
+        assert!(merge_sorted(&[], &[], 4).is_empty());
     }
 }
