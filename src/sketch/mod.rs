@@ -12,4 +12,10 @@ pub mod shingle;
 mod shingle_x86;
 pub mod simhash;
 pub mod sort;
+#[cfg(test)]
+mod testing;
 pub mod tokenize;
+mod tokenize_ascii;
+mod tokenize_words;
+#[cfg(target_arch = "x86_64")]
+mod tokenize_x86;
