@@ -7,6 +7,8 @@ mod kmv_filter;
 mod kmv_table;
 mod kperm;
 pub mod minhash;
+#[cfg(test)]
+mod props;
 pub mod shingle;
 #[cfg(target_arch = "x86_64")]
 mod shingle_x86;
