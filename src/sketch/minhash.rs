@@ -330,7 +330,14 @@ mod tests {
     fn oph_in_copies_equals_one_shingle_at_a_time() {
         let mut state = 9u64;
         let mut scratch = Vec::new();
-        for k in [1, 2, 7, 64, 128, 200, 256] {
+        // Under Miri, which runs about 10^4 times slower, k up to 64 (densifying a sketch of k
+        // bins with few filled takes about k² steps): both ways of picking a bin still run.
+        let ks: &[usize] = if cfg!(miri) {
+            &[1, 2, 7, 64]
+        } else {
+            &[1, 2, 7, 64, 128, 200, 256]
+        };
+        for &k in ks {
             let h = MinHasher::new(SketchKind::Oph, k, k as u64);
             let mut out = vec![0; k];
             // Under Miri, which runs about 10^4 times slower, up to 300 shingles.

@@ -101,8 +101,8 @@ mod tests {
         let mut state = 13u64;
         let alphabet = b"aB c\t\nDe.fG  \r\x0b\x0ch\0~Z";
         let mut out = Vec::new();
-        // Under Miri, which runs about 10^4 times slower, up to two blocks and one long text.
-        let lengths = if cfg!(miri) { 0..130 } else { 0..200 };
+        // Under Miri, which runs about 10^4 times slower, across one block edge and one long text.
+        let lengths = if cfg!(miri) { 0..70 } else { 0..200 };
         for len in lengths.chain(if cfg!(miri) {
             vec![500]
         } else {
