@@ -22,55 +22,13 @@
 
 use std::fmt;
 
+use crate::cpu;
+use crate::sketch::kmv_filter::{below_mask, CHUNK};
+use crate::sketch::kmv_table::Table;
+use crate::sketch::sort::merge_sorted;
+
 /// Default number of values kept: relative error about 1/√4094 ≈ 1.6 %.
 pub const DEFAULT_KMV_K: usize = 4096;
-
-/// Hashes filtered against the k-th smallest value per step of [`Kmv::insert_set`]: one bit
-/// each in a `u64` mask.
-const CHUNK: usize = 64;
-
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
-/// Bit i set when `chunk[i] < limit` (`chunk` holds at most 64 hashes). `avx2` must be true only
-/// when the CPU has AVX2: the comparisons then run four at a time (x86-64's baseline SSE2 has
-/// no 64-bit compare; the portable loop was about 1 ns per hash).
-fn below_mask(chunk: &[u64], limit: u64, avx2: bool) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 && chunk.len() == CHUNK {
-        // SAFETY: the caller found AVX2 on this CPU; the chunk holds 64 hashes.
-        return unsafe { below_mask_avx2(chunk, limit) };
-    }
-    let _ = avx2;
-    (chunk.iter().enumerate()).fold(0, |m, (i, &h)| m | u64::from(h < limit) << i)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn below_mask_avx2(chunk: &[u64], limit: u64) -> u64 {
-    use std::arch::x86_64::*;
-    // AVX2 compares signed 64-bit lanes: flipping the top bit of both sides orders them as
-    // unsigned.
-    let flip = _mm256_set1_epi64x(i64::MIN);
-    let limit = _mm256_xor_si256(_mm256_set1_epi64x(limit as i64), flip);
-    let mut mask = 0u64;
-    for (i, four) in chunk.chunks_exact(4).enumerate() {
-        // SAFETY: `four` is 4 u64 values, 32 bytes; the load needs no alignment.
-        let v = unsafe { _mm256_loadu_si256(four.as_ptr().cast()) };
-        let lt = _mm256_cmpgt_epi64(limit, _mm256_xor_si256(v, flip));
-        let bits = _mm256_movemask_pd(_mm256_castsi256_pd(lt)) as u32 as u64;
-        mask |= bits << (4 * i);
-    }
-    mask
-}
-
-/// An empty slot of the lookup table. A kept value equal to it is simply not in the table:
-/// lookups may miss (the value is then found by binary search) but never err.
-const EMPTY: u64 = u64::MAX;
 
 /// A k-minimum-values sketch of a multiset of 64-bit hashes.
 #[derive(Clone)]
@@ -78,14 +36,11 @@ pub struct Kmv {
     k: usize,
     /// The k smallest distinct values seen, ascending (fewer while fewer were seen).
     values: Vec<u64>,
-    /// Open addressing (linear probing on the low bits, which are uniform) holding every value
-    /// of `values` but [`EMPTY`], built once the sketch is full, empty before. Evicted values
-    /// are left in it: an evicted value was the k-th smallest, so it is above every later k-th
-    /// smallest and can never be looked up again. The table is rebuilt from `values` when such
-    /// leftovers fill it to 3/4.
-    table: Vec<u64>,
-    /// Occupied slots of `table`.
-    occupied: usize,
+    /// Every value of `values` (but `u64::MAX`), built once the sketch is full, empty before.
+    /// Evicted values are left in it: an evicted value was the k-th smallest, so it is above
+    /// every later k-th smallest and can never be looked up again. The table is rebuilt from
+    /// `values` when such leftovers crowd it.
+    table: Table,
     /// Values below the k-th smallest (as it was when they came) not yet merged into `values`;
     /// may repeat. Every reading of the sketch sees `values` and `pending` merged.
     pending: Vec<u64>,
@@ -124,8 +79,7 @@ impl Kmv {
         Kmv {
             k,
             values: Vec::with_capacity(k),
-            table: Vec::new(),
-            occupied: 0,
+            table: Table::default(),
             pending: Vec::new(),
         }
     }
@@ -158,15 +112,15 @@ impl Kmv {
             return;
         }
         if self.table.is_empty() {
-            self.rebuild_table();
+            self.table.rebuild(self.k, &self.values);
         }
-        let avx2 = has_avx2();
+        let avx2 = cpu::Avx2::detect();
         for chunk in rest.chunks(CHUNK) {
             let mut below = below_mask(chunk, self.limit(), avx2);
             while below != 0 {
                 let h = chunk[below.trailing_zeros() as usize];
                 below &= below - 1;
-                if !self.in_table(h) {
+                if !self.table.contains(h) {
                     self.pending.push(h);
                 }
             }
@@ -191,10 +145,10 @@ impl Kmv {
             // Pending values are not in the table (checked when they came); those still kept
             // go in. Evicted ones may stay in it: see `table`.
             for &v in new.iter().filter(|&&v| v <= limit) {
-                self.table_add(v);
+                self.table.add(v);
             }
-            if 4 * self.occupied > 3 * self.table.len() {
-                self.rebuild_table();
+            if self.table.is_crowded() {
+                self.table.rebuild(self.k, &self.values);
             }
         }
         new.clear();
@@ -257,47 +211,6 @@ impl Kmv {
         }
     }
 
-    /// True if `v` is in the table (so kept, when below the k-th smallest).
-    #[inline]
-    fn in_table(&self, v: u64) -> bool {
-        let mask = self.table.len() - 1;
-        let mut i = v as usize & mask;
-        loop {
-            match self.table[i] {
-                x if x == v => return true,
-                EMPTY => return false,
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    fn table_add(&mut self, v: u64) {
-        if v == EMPTY {
-            return;
-        }
-        let mask = self.table.len() - 1;
-        let mut i = v as usize & mask;
-        while self.table[i] != EMPTY {
-            if self.table[i] == v {
-                return;
-            }
-            i = (i + 1) & mask;
-        }
-        self.table[i] = v;
-        self.occupied += 1;
-    }
-
-    /// A table of twice k slots (a power of two) holding exactly the kept values.
-    fn rebuild_table(&mut self) {
-        let slots = (2 * self.k).next_power_of_two();
-        self.table.clear();
-        self.table.resize(slots, EMPTY);
-        self.occupied = 0;
-        for i in 0..self.values.len() {
-            self.table_add(self.values[i]);
-        }
-    }
-
     /// Sorts, deduplicates and truncates `values` after a bulk insert (with nothing pending); the
     /// table no longer matches and is dropped until the next [`Kmv::insert_set`] needs it.
     fn normalize(&mut self) {
@@ -305,39 +218,7 @@ impl Kmv {
         self.values.dedup();
         self.values.truncate(self.k);
         self.table.clear();
-        self.occupied = 0;
     }
-}
-
-/// The `k` smallest values of two ascending, duplicate-free lists, ascending, without
-/// duplicates.
-fn merge_sorted(a: &[u64], b: &[u64], k: usize) -> Vec<u64> {
-    let mut out = Vec::with_capacity(k.min(a.len() + b.len()));
-    let (mut i, mut j) = (0, 0);
-    while out.len() < k && (i < a.len() || j < b.len()) {
-        let v = match (a.get(i), b.get(j)) {
-            (Some(&x), Some(&y)) if x == y => {
-                i += 1;
-                j += 1;
-                x
-            }
-            (Some(&x), Some(&y)) if x < y => {
-                i += 1;
-                x
-            }
-            (Some(&x), None) => {
-                i += 1;
-                x
-            }
-            (_, Some(&y)) => {
-                j += 1;
-                y
-            }
-            (None, None) => break,
-        };
-        out.push(v);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -396,7 +277,14 @@ mod tests {
     #[test]
     fn chunked_filter_and_table_keep_the_k_smallest() {
         let mut rng = StdRng::seed_from_u64(7);
-        for k in [3usize, 64, 1000] {
+        // Under Miri, which runs about 10^4 times slower, 16 documents, enough to fill the
+        // smaller sketches and reach the filter and the table.
+        let (ks, docs): (&[usize], usize) = if cfg!(miri) {
+            (&[3, 64], 16)
+        } else {
+            (&[3, 64, 1000], 300)
+        };
+        for &k in ks {
             // Documents drawn from a small pool of values (so most filtered values are kept
             // already), some from the top of the range (the table's empty marker included),
             // sizes around the chunk length.
@@ -408,7 +296,7 @@ mod tests {
                 .collect();
             let mut kmv = Kmv::new(k);
             let mut seen = Vec::new();
-            for doc in 0..300 {
+            for doc in 0..docs {
                 let len = rng.random_range(0..3 * CHUNK);
                 let set: Vec<u64> = (0..len)
                     .map(|_| pool[rng.random_range(0..pool.len())])
@@ -416,12 +304,13 @@ mod tests {
                 kmv.insert_set(&set);
                 seen.extend_from_slice(&set);
                 assert_eq!(*kmv.kept(), reference(&seen, k), "k = {k}, doc {doc}");
-                if doc == 150 {
+                if doc == docs / 2 {
                     // A merge drops the table; the next insert rebuilds it.
                     kmv.merge(&Kmv::new(k));
                 }
             }
-            assert!(kmv.occupied >= k && 4 * kmv.occupied <= 3 * kmv.table.len());
+            let (occupied, slots) = kmv.table.load();
+            assert!(occupied >= k && 4 * occupied <= 3 * slots);
         }
         let mut top = Kmv::new(3);
         top.insert_set(&[u64::MAX, u64::MAX - 1, u64::MAX - 2, u64::MAX, 5, u64::MAX]);
@@ -429,6 +318,9 @@ mod tests {
     }
 
     #[test]
+    // Under Miri (about 10^4 times slower) this would take many minutes, and it has no
+    // unsafe code to check: 3,000 single inserts, each sorting the sketch, run natively.
+    #[cfg_attr(miri, ignore)]
     fn counts_exactly_below_k() {
         let mut kmv = Kmv::default();
         for round in 0..3 {
@@ -445,6 +337,9 @@ mod tests {
     }
 
     #[test]
+    // Under Miri (about 10^4 times slower) this would take many minutes, and it has no
+    // unsafe code to check: a statistical test over a 180,000-word corpus, run natively.
+    #[cfg_attr(miri, ignore)]
     fn estimates_distinct_shingles_of_a_zipf_corpus() {
         let docs = corpus();
         let exact = docs.iter().flatten().collect::<HashSet<_>>().len() as f64;
@@ -469,6 +364,9 @@ mod tests {
     }
 
     #[test]
+    // Under Miri (about 10^4 times slower) this would take many minutes, and it has no
+    // unsafe code to check: merges of sketches of a 180,000-word corpus, run natively.
+    #[cfg_attr(miri, ignore)]
     fn merge_order_does_not_change_the_sketch() {
         let docs = corpus();
         let sequential = sketch_of(&docs, 1024);
@@ -494,6 +392,9 @@ mod tests {
     }
 
     #[test]
+    // Under Miri (about 10^4 times slower) this would take many minutes, and it has no
+    // unsafe code to check: sketches of a 180,000-word corpus, run natively.
+    #[cfg_attr(miri, ignore)]
     fn duplicates_and_insert_path_do_not_change_the_estimate() {
         let docs = corpus();
         let once = sketch_of(&docs, 1024);
@@ -506,26 +407,5 @@ mod tests {
         docs.iter().flatten().for_each(|&h| one_by_one.insert(h));
         assert_eq!(one_by_one, once);
         assert!(!once.is_exact());
-    }
-
-    #[test]
-    fn below_mask_sets_the_bits_of_hashes_under_the_limit_on_every_path() {
-        let mut rng = StdRng::seed_from_u64(9);
-        // Limits and hashes on both sides of the top bit, where a signed compare would err.
-        let limits = [0, 1, 1 << 63, (1 << 63) + 5, u64::MAX, rng.random::<u64>()];
-        for limit in limits {
-            let chunk: Vec<u64> = (0..64)
-                .map(|i| match i % 4 {
-                    0 => limit.wrapping_sub(1),
-                    1 => limit,
-                    2 => limit ^ (1 << 63),
-                    _ => rng.random(),
-                })
-                .collect();
-            let want = (0..64).fold(0u64, |m, i| m | u64::from(chunk[i] < limit) << i);
-            assert_eq!(below_mask(&chunk, limit, false), want);
-            assert_eq!(below_mask(&chunk, limit, has_avx2()), want);
-            assert_eq!(below_mask(&chunk[..5], limit, has_avx2()), want & 0b11111);
-        }
     }
 }

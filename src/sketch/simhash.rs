@@ -114,7 +114,8 @@ mod tests {
         for d in [0u32, 1, 3, 6] {
             // Clustered fingerprints: random centers with a few flipped bits each.
             let mut fps = Vec::new();
-            for _ in 0..60 {
+            // 12 clusters under Miri, which runs about 10^4 times slower.
+            for _ in 0..if cfg!(miri) { 12 } else { 60 } {
                 let c = splitmix64(&mut state);
                 fps.push(c);
                 for _ in 0..4 {
@@ -173,7 +174,13 @@ mod tests {
     #[test]
     fn bit_sliced_counts_match_column_sums() {
         let mut state = 4;
-        for n in [0usize, 1, 2, 3, 7, 64, 1000, 5000] {
+        // Up to 300 features under Miri (about 10^4 times slower), past one 255-feature round.
+        let sizes: &[usize] = if cfg!(miri) {
+            &[0, 1, 2, 3, 7, 64, 300]
+        } else {
+            &[0, 1, 2, 3, 7, 64, 1000, 5000]
+        };
+        for &n in sizes {
             let mut v: Vec<u64> = (0..n).map(|_| splitmix64(&mut state) % 50).collect();
             v.extend((0..n / 3).map(|_| splitmix64(&mut state)));
             assert_eq!(fingerprint(&v, 7), by_columns(&v, 7), "n = {n}");
