@@ -151,7 +151,10 @@ fn parse_index(s: &str) -> Result<(u32, u32), String> {
     let i: u32 = i.parse().map_err(|_| format!("'{i}' is not an index"))?;
     let n: u32 = n.parse().map_err(|_| format!("'{n}' is not a count"))?;
     if i >= n {
-        return Err(format!("{i}/{n}: the index must be below the count (0 to {})", n.saturating_sub(1)));
+        return Err(format!(
+            "{i}/{n}: the index must be below the count (0 to {})",
+            n.saturating_sub(1)
+        ));
     }
     Ok((i, n))
 }

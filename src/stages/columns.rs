@@ -102,7 +102,15 @@ mod tests {
 
     #[test]
     fn keys_keep_their_order_as_signed_values() {
-        let keys = [0u64, 1, 1 << 62, (1 << 63) - 1, 1 << 63, u64::MAX - 1, u64::MAX];
+        let keys = [
+            0u64,
+            1,
+            1 << 62,
+            (1 << 63) - 1,
+            1 << 63,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for w in keys.windows(2) {
             assert!(key_to_i64(w[0]) < key_to_i64(w[1]), "{w:?}");
         }

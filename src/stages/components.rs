@@ -30,17 +30,20 @@ use super::summary::ComponentsSummary;
 
 /// Partition K's band buckets.
 pub fn part_path(work: &Path, part: u32) -> PathBuf {
-    work.join("components").join(format!("part-{part:06}.parquet"))
+    work.join("components")
+        .join(format!("part-{part:06}.parquet"))
 }
 
 /// Partition K's copies.
 pub fn copies_path(work: &Path, part: u32) -> PathBuf {
-    work.join("components").join(format!("part-{part:06}.copies.parquet"))
+    work.join("components")
+        .join(format!("part-{part:06}.copies.parquet"))
 }
 
 /// Where shard I's documents go.
 pub fn assign_path(work: &Path, shard: u32) -> PathBuf {
-    work.join("components").join(format!("assign-{shard:06}.parquet"))
+    work.join("components")
+        .join(format!("assign-{shard:06}.parquet"))
 }
 
 /// The summary, written last.
@@ -60,7 +63,10 @@ pub fn components(work: &Path) -> Result<()> {
     let plan = Plan::read(work)?;
     for part in 0..plan.parts {
         let path = summary_path_of(work, part);
-        let what = format!("partition {part} has not been grouped (run `dupfind stage group --part {part}/{}`)", plan.parts);
+        let what = format!(
+            "partition {part} has not been grouped (run `dupfind stage group --part {part}/{}`)",
+            plan.parts
+        );
         let s: GroupSummary = files::read_json(&path, &what)?;
         super::check_run(&path, &s.run, &plan.run)?;
     }
@@ -72,7 +78,9 @@ pub fn components(work: &Path) -> Result<()> {
         .collect();
     copies.par_sort_unstable();
     let is_copy = |d: &i64| copies.binary_search_by_key(d, |c| c.0).is_ok();
-    bands.par_iter_mut().for_each(|b| b.docs.retain(|d| !is_copy(d)));
+    bands
+        .par_iter_mut()
+        .for_each(|b| b.docs.retain(|d| !is_copy(d)));
     bands.retain(|b| b.docs.len() >= 2);
     bands.par_sort_unstable_by_key(|b| (b.table, b.key));
     let largest_bucket = bands.iter().map(|b| b.docs.len() as u64).max().unwrap_or(0);
@@ -102,7 +110,10 @@ pub fn components(work: &Path) -> Result<()> {
         exact_groups: groups.len() as u64,
         exact_copies: copies.len() as u64,
         components: roots.len() as u64,
-        largest_component: (0..ids.len() as u32).map(|i| u64::from(uf.set_size(i))).max().unwrap_or(0),
+        largest_component: (0..ids.len() as u32)
+            .map(|i| u64::from(uf.set_size(i)))
+            .max()
+            .unwrap_or(0),
         largest_bucket,
     };
     files::write_json(&summary_path(work), &summary)
@@ -114,7 +125,8 @@ fn read_buckets(work: &Path, plan: &Plan) -> Result<(Vec<Bucket>, Vec<Vec<i64>>)
     let (mut bands, mut groups) = (Vec::new(), Vec::new());
     for part in 0..plan.parts {
         let path = buckets_path(work, part);
-        for b in files::read_parquet(&path, &plan.run, "its partition was not grouped completely")? {
+        for b in files::read_parquet(&path, &plan.run, "its partition was not grouped completely")?
+        {
             let b = b?;
             let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
             let table = column::<Int32Array>(&b, "table").with_context(damaged)?;
@@ -124,11 +136,15 @@ fn read_buckets(work: &Path, plan: &Plan) -> Result<(Vec<Bucket>, Vec<Vec<i64>>)
             for k in 0..b.num_rows() {
                 let list = |l: &ListArray| -> Result<Vec<i64>> {
                     let v = l.value(k);
-                    let v = v.as_any().downcast_ref::<Int64Array>().with_context(damaged)?;
+                    let v = v
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .with_context(damaged)?;
                     Ok(v.values().to_vec())
                 };
                 if table.value(k) == CONTENT_TABLE {
-                    let mut by_hash: Vec<(i64, i64)> = list(aux)?.into_iter().zip(list(docs)?).collect();
+                    let mut by_hash: Vec<(i64, i64)> =
+                        list(aux)?.into_iter().zip(list(docs)?).collect();
                     // Contents that share the hash's high half are told apart by the low half.
                     by_hash.sort_unstable();
                     for run in by_hash.chunk_by(|x, y| x.0 == y.0) {
@@ -222,10 +238,17 @@ fn write_parts(
         let b = pairs_batch(&mine, "canon")?;
         files::write_parquet(&copies_path(work, part), b.schema(), &[b], run)?;
     }
-    let canon = |d: i64| copies.binary_search_by_key(&d, |c| c.0).map_or(d, |i| copies[i].1);
+    let canon = |d: i64| {
+        copies
+            .binary_search_by_key(&d, |c| c.0)
+            .map_or(d, |i| copies[i].1)
+    };
     for shard in 0..plan.shards {
         let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
-        let (from, to) = (ids.partition_point(|&d| d < lo), ids.partition_point(|&d| d < hi));
+        let (from, to) = (
+            ids.partition_point(|&d| d < lo),
+            ids.partition_point(|&d| d < hi),
+        );
         let mut doc = Int64Builder::new();
         let mut unit = Int64Builder::new();
         let mut part = Int32Builder::new();

@@ -99,13 +99,25 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
         ("size", i64s(&|r| r.file.size as i64)),
         ("dev", i64s(&|r| r.file.id.0 as i64)),
         ("inode", i64s(&|r| r.file.id.1 as i64)),
-        ("modified_secs", opt_i64s(&|r| r.file.modified.map(|t| time_parts(t).0))),
+        (
+            "modified_secs",
+            opt_i64s(&|r| r.file.modified.map(|t| time_parts(t).0)),
+        ),
         ("modified_nanos", arc(nanos.finish())),
         ("line", opt_i64s(&|r| record(r).map(|x| x.line as i64))),
         ("record_id", arc(ids.finish())),
-        ("file_size", opt_i64s(&|r| record(r).map(|x| x.file_size as i64))),
-        ("at_offset", opt_i64s(&|r| record(r).and_then(|x| x.at).map(|a| a.0 as i64))),
-        ("at_len", opt_i64s(&|r| record(r).and_then(|x| x.at).map(|a| a.1 as i64))),
+        (
+            "file_size",
+            opt_i64s(&|r| record(r).map(|x| x.file_size as i64)),
+        ),
+        (
+            "at_offset",
+            opt_i64s(&|r| record(r).and_then(|x| x.at).map(|a| a.0 as i64)),
+        ),
+        (
+            "at_len",
+            opt_i64s(&|r| record(r).and_then(|x| x.at).map(|a| a.1 as i64)),
+        ),
         ("bytes", i64s(&|r| r.bytes as i64)),
         ("hash_hi", i64s(&|r| (r.hash >> 64) as i64)),
         ("hash_lo", i64s(&|r| r.hash as u64 as i64)),
@@ -124,18 +136,27 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
 /// The rows of a batch [`to_batch`] made.
 pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
     let i = |name| column::<Int64Array>(b, name);
-    let (doc, canon, size, dev, inode) = (i("doc")?, i("canon")?, i("size")?, i("dev")?, i("inode")?);
+    let (doc, canon, size, dev, inode) =
+        (i("doc")?, i("canon")?, i("size")?, i("dev")?, i("inode")?);
     let (secs, line, file_size) = (i("modified_secs")?, i("line")?, i("file_size")?);
     let (at_offset, at_len, bytes) = (i("at_offset")?, i("at_len")?, i("bytes")?);
-    let (hi, lo, fp, shingles) = (i("hash_hi")?, i("hash_lo")?, i("fingerprint")?, i("shingles")?);
+    let (hi, lo, fp, shingles) = (
+        i("hash_hi")?,
+        i("hash_lo")?,
+        i("fingerprint")?,
+        i("shingles")?,
+    );
     let nanos = column::<Int32Array>(b, "modified_nanos")?;
     let paths = column::<BinaryArray>(b, "path")?;
     let aliases = column::<ListArray>(b, "aliases")?;
     let ids = column::<StringArray>(b, "record_id")?;
     let sigs = column::<BinaryArray>(b, "signature")?;
     let bottoms = column::<BinaryArray>(b, "bottom")?;
-    let texts = b.column_by_name("text").and_then(|c| c.as_any().downcast_ref::<LargeBinaryArray>());
-    let text_errors = (b.column_by_name("text_error")).and_then(|c| c.as_any().downcast_ref::<StringArray>());
+    let texts = b
+        .column_by_name("text")
+        .and_then(|c| c.as_any().downcast_ref::<LargeBinaryArray>());
+    let text_errors =
+        (b.column_by_name("text_error")).and_then(|c| c.as_any().downcast_ref::<StringArray>());
     let opt = |a: &Int64Array, k: usize| (!a.is_null(k)).then(|| a.value(k));
     let mut out = Vec::with_capacity(b.num_rows());
     for k in 0..b.num_rows() {
@@ -149,7 +170,9 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
                 line: l as u64,
                 id: (!ids.is_null(k)).then(|| ids.value(k).to_string()),
                 file_size: opt(file_size, k).unwrap_or(0) as u64,
-                at: opt(at_offset, k).zip(opt(at_len, k)).map(|(o, n)| (o as u64, n as u64)),
+                at: opt(at_offset, k)
+                    .zip(opt(at_len, k))
+                    .map(|(o, n)| (o as u64, n as u64)),
             })
         });
         let modified = opt(secs, k).and_then(|s| time_from_parts(s, nanos.value(k)));
@@ -158,7 +181,9 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
             canon: canon.value(k),
             file: FileEntry {
                 path: path_of(paths.value(k)),
-                aliases: (0..alias_bytes.len()).map(|j| path_of(alias_bytes.value(j))).collect(),
+                aliases: (0..alias_bytes.len())
+                    .map(|j| path_of(alias_bytes.value(j)))
+                    .collect(),
                 size: size.value(k) as u64,
                 id: (dev.value(k) as u64, inode.value(k) as u64),
                 modified,
@@ -173,7 +198,9 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
             signature: (!sigs.is_null(k)).then(|| u32s_from_le(sigs.value(k))),
             bottom: (!bottoms.is_null(k)).then(|| u64s_from_le(bottoms.value(k))),
             text: texts.filter(|t| !t.is_null(k)).map(|t| t.value(k).to_vec()),
-            text_error: text_errors.filter(|t| !t.is_null(k)).map(|t| t.value(k).to_string()),
+            text_error: text_errors
+                .filter(|t| !t.is_null(k))
+                .map(|t| t.value(k).to_string()),
         });
     }
     Ok(out)
@@ -239,6 +266,9 @@ mod tests {
                 ..r
             })
             .collect();
-        assert_eq!(from_batch(&to_batch(&rows, false).unwrap()).unwrap(), without);
+        assert_eq!(
+            from_batch(&to_batch(&rows, false).unwrap()).unwrap(),
+            without
+        );
     }
 }

@@ -92,8 +92,12 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(path))),
     };
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is damaged (not the JSON a stage writes)", display_path(path)))
+    serde_json::from_slice(&bytes).with_context(|| {
+        format!(
+            "{} is damaged (not the JSON a stage writes)",
+            display_path(path)
+        )
+    })
 }
 
 /// A Parquet file being written a batch at a time.
@@ -141,7 +145,12 @@ impl ParquetOut {
 }
 
 /// Writes `batches` (one schema) to `path` atomically.
-pub fn write_parquet(path: &Path, schema: Arc<Schema>, batches: &[RecordBatch], run: &str) -> Result<()> {
+pub fn write_parquet(
+    path: &Path,
+    schema: Arc<Schema>,
+    batches: &[RecordBatch],
+    run: &str,
+) -> Result<()> {
     let mut out = ParquetOut::create(path, schema, run)?;
     for b in batches {
         out.write(b)?;
@@ -163,7 +172,12 @@ pub fn read_parquet(
         }
         Err(e) => return Err(e).with_context(|| format!("opening {}", display_path(path))),
     };
-    let damaged = || format!("{} is damaged or truncated (not a Parquet file a stage wrote)", display_path(path));
+    let damaged = || {
+        format!(
+            "{} is damaged or truncated (not a Parquet file a stage wrote)",
+            display_path(path)
+        )
+    };
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).with_context(damaged)?;
     let tag = builder
         .metadata()

@@ -47,7 +47,10 @@ pub struct GroupSummary {
 pub fn check_signed(work: &Path, plan: &Plan) -> Result<()> {
     for shard in 0..plan.shards {
         let path = summary_path(work, shard);
-        let what = format!("shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)", plan.shards);
+        let what = format!(
+            "shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)",
+            plan.shards
+        );
         let s: SignSummary = files::read_json(&path, &what)?;
         super::check_run(&path, &s.run, &plan.run)?;
     }
@@ -69,7 +72,10 @@ pub fn group(work: &Path, part: u32) -> Result<()> {
             let key = column::<Int64Array>(&b, "key").with_context(damaged)?;
             let doc = column::<Int64Array>(&b, "doc").with_context(damaged)?;
             let aux = column::<Int64Array>(&b, "aux").with_context(damaged)?;
-            rows.extend((0..b.num_rows()).map(|k| (table.value(k), key.value(k), doc.value(k), aux.value(k))));
+            rows.extend(
+                (0..b.num_rows())
+                    .map(|k| (table.value(k), key.value(k), doc.value(k), aux.value(k))),
+            );
         }
     }
     let keys = rows.len() as u64;

@@ -6,8 +6,12 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use arrow_array::builder::{BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder};
-use arrow_array::{Array, BinaryArray, BooleanArray, Int32Array, Int64Array, ListArray, RecordBatch};
+use arrow_array::builder::{
+    BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, ListBuilder,
+};
+use arrow_array::{
+    Array, BinaryArray, BooleanArray, Int32Array, Int64Array, ListArray, RecordBatch,
+};
 
 use crate::cli::ScanArgs;
 use crate::config::{Config, MethodConfig};

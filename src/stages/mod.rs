@@ -71,7 +71,10 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
 
 /// Runs `f` on a pool of the plan's `--threads`.
 fn in_pool(work: &Path, f: impl FnOnce() -> Result<()> + Send) -> Result<()> {
-    let threads = plan::Plan::read(work)?.options.threads.map_or(0, |t| t as usize);
+    let threads = plan::Plan::read(work)?
+        .options
+        .threads
+        .map_or(0, |t| t as usize);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?

@@ -71,7 +71,10 @@ impl Plan {
             || starts.len() != plan.shards as usize + 1
             || starts.windows(2).any(|w| w[0] > w[1])
         {
-            bail!("{} is damaged (its shards do not add up)", display_path(&path));
+            bail!(
+                "{} is damaged (its shards do not add up)",
+                display_path(&path)
+            );
         }
         Ok(plan)
     }
@@ -95,7 +98,11 @@ impl Plan {
     /// The shard `shard` (0-based), checked.
     pub fn shard(&self, shard: u32) -> Result<(u64, u64)> {
         if shard >= self.shards {
-            bail!("--shard {shard} is out of range: this run has {} shards (0 to {})", self.shards, self.shards - 1);
+            bail!(
+                "--shard {shard} is out of range: this run has {} shards (0 to {})",
+                self.shards,
+                self.shards - 1
+            );
         }
         let i = shard as usize;
         Ok((self.shard_starts[i], self.shard_starts[i + 1]))
@@ -104,7 +111,11 @@ impl Plan {
     /// The partition `part` (0-based), checked.
     pub fn part(&self, part: u32) -> Result<u32> {
         if part >= self.parts {
-            bail!("--part {part} is out of range: this run has {} partitions (0 to {})", self.parts, self.parts - 1);
+            bail!(
+                "--part {part} is out of range: this run has {} partitions (0 to {})",
+                self.parts,
+                self.parts - 1
+            );
         }
         Ok(part)
     }

@@ -27,7 +27,10 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let mut signs = Vec::new();
     for shard in 0..plan.shards {
         let path = sign_summary(work, shard);
-        let what = format!("shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)", plan.shards);
+        let what = format!(
+            "shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)",
+            plan.shards
+        );
         let s: SignSummary = files::read_json(&path, &what)?;
         super::check_run(&path, &s.run, &plan.run)?;
         signs.push(s);
@@ -38,7 +41,10 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let mut parts = Vec::new();
     for part in 0..plan.parts {
         let path = verified_path(work, part);
-        let what = format!("partition {part} has not been verified (run `dupfind stage verify --part {part}/{}`)", plan.parts);
+        let what = format!(
+            "partition {part} has not been verified (run `dupfind stage verify --part {part}/{}`)",
+            plan.parts
+        );
         let v: VerifySummary = files::read_json(&path, &what)?;
         super::check_run(&path, &v.run, &plan.run)?;
         parts.push(v);

@@ -29,7 +29,9 @@ const BATCH: usize = 4096;
 
 /// What shard I sent partition K.
 pub fn route_path(work: &Path, part: u32, shard: u32) -> PathBuf {
-    work.join("route").join(format!("part-{part:06}")).join(format!("shard-{shard:06}.parquet"))
+    work.join("route")
+        .join(format!("part-{part:06}"))
+        .join(format!("shard-{shard:06}.parquet"))
 }
 
 /// The shard's summary, written last.
@@ -66,7 +68,11 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     super::check_run(&path, &s.run, &plan.run)?;
     let assign = read_assign(work, &plan, shard)?;
     let mut rows = Vec::new();
-    for b in files::read_parquet(&docs_path(work, shard), &plan.run, "its shard was not signed")? {
+    for b in files::read_parquet(
+        &docs_path(work, shard),
+        &plan.run,
+        "its shard was not signed",
+    )? {
         for row in docs::from_batch(&b?)? {
             if let Ok(i) = assign.binary_search_by_key(&row.doc, |a| a.0) {
                 rows.push((assign[i].2, assign[i].1, row));
@@ -82,7 +88,8 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     for run in rows.chunk_by(|x, y| x.0 == y.0) {
         let part = run[0].0;
         let first = docs::to_batch(&[], true)?;
-        let mut out = files::ParquetOut::create(&route_path(work, part, shard), first.schema(), &plan.run)?;
+        let mut out =
+            files::ParquetOut::create(&route_path(work, part, shard), first.schema(), &plan.run)?;
         for chunk in run.chunks(BATCH) {
             let chunk: Vec<DocRow> = chunk.iter().map(|r| r.2.clone()).collect();
             out.write(&docs::to_batch(&chunk, true)?)?;
@@ -117,7 +124,9 @@ fn read_assign(work: &Path, plan: &Plan, shard: u32) -> Result<Vec<(i64, i64, u3
 /// Reads the contents of the units among `rows` ((partition, unit, row)): a copy's content is
 /// its unit's, which verification takes instead.
 fn read_texts(cfg: &Config, rows: &mut [(u32, i64, DocRow)]) -> Result<()> {
-    let units: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].1 == rows[i].2.doc).collect();
+    let units: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].1 == rows[i].2.doc)
+        .collect();
     let entries: Vec<FileEntry> = units.iter().map(|&i| rows[i].2.file.clone()).collect();
     let engine = ingest::engine(cfg, None);
     let records: Vec<u32> = (0..entries.len() as u32)

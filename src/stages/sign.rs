@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use arrow_array::builder::Int64Builder;
 use arrow_array::builder::Int32Builder;
+use arrow_array::builder::Int64Builder;
 use arrow_array::RecordBatch;
 
 use crate::candidates::identical;
@@ -40,12 +40,14 @@ const BATCH: usize = 16 * 1024;
 
 /// A shard's file names.
 pub fn docs_path(work: &Path, shard: u32) -> PathBuf {
-    work.join("sign").join(format!("shard-{shard:06}.docs.parquet"))
+    work.join("sign")
+        .join(format!("shard-{shard:06}.docs.parquet"))
 }
 
 /// The keys shard `shard` gave partition `part`.
 pub fn keys_path(work: &Path, shard: u32, part: u32) -> PathBuf {
-    work.join("sign").join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
+    work.join("sign")
+        .join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
 }
 
 /// The shard's summary, written last.
@@ -71,10 +73,24 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
     let found = identical::group(&mut corpus);
     let id = |d: usize| (i64::from(shard) << 32) | d as i64;
     let texts: Vec<usize> = (0..corpus.len())
-        .filter(|&d| matches!(corpus.docs[d].outcome, Outcome::Sketched | Outcome::Duplicate))
+        .filter(|&d| {
+            matches!(
+                corpus.docs[d].outcome,
+                Outcome::Sketched | Outcome::Duplicate
+            )
+        })
         .collect();
     let minhash = matches!(cfg.method, MethodConfig::MinHash { .. });
-    write_docs(work, shard, &plan.run, &corpus, &found.canon, &texts, minhash, id)?;
+    write_docs(
+        work,
+        shard,
+        &plan.run,
+        &corpus,
+        &found.canon,
+        &texts,
+        minhash,
+        id,
+    )?;
     write_keys(work, shard, &plan, &cfg, &corpus, &found.canon, &texts, id)?;
     let mut errors: Vec<ErrorRec> = signed.summary.errors.iter().map(ErrorRec::from).collect();
     errors.extend(outcomes.errors.iter().map(ErrorRec::from));
@@ -173,7 +189,12 @@ fn write_keys(
     let lanes = corpus.lanes;
     for &d in texts {
         let hash = corpus.docs[d].hash;
-        push(CONTENT_TABLE, (hash >> 64) as u64, id(d), hash as u64 as i64);
+        push(
+            CONTENT_TABLE,
+            (hash >> 64) as u64,
+            id(d),
+            hash as u64 as i64,
+        );
         if canon[d] as usize != d {
             continue;
         }
@@ -182,7 +203,12 @@ fn write_keys(
                 let sig = &corpus.sigs[d * lanes..(d + 1) * lanes];
                 for band in 0..banding.bands {
                     let r = banding.rows;
-                    push(band as i32, band_key(band, &sig[band * r..(band + 1) * r]), id(d), 0);
+                    push(
+                        band as i32,
+                        band_key(band, &sig[band * r..(band + 1) * r]),
+                        id(d),
+                        0,
+                    );
                 }
             }
             MethodConfig::SimHash { max_distance, .. } => {
@@ -195,7 +221,12 @@ fn write_keys(
     }
     for (part, rows) in rows.into_iter().enumerate() {
         let b = key_batch(&rows)?;
-        files::write_parquet(&keys_path(work, shard, part as u32), b.schema(), &[b], &plan.run)?;
+        files::write_parquet(
+            &keys_path(work, shard, part as u32),
+            b.schema(),
+            &[b],
+            &plan.run,
+        )?;
     }
     Ok(())
 }

@@ -63,7 +63,6 @@ pub struct WalkSummary {
     pub inputs: u64,
 }
 
-
 /// `sign/shard-I.json`: what signing one shard found.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SignSummary {

@@ -91,7 +91,15 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         bottom: &corpus.bottom,
         first_new: 0,
     };
-    let verified = verify::run(&cfg, &judge, &engine, &corpus.files, kept, &identical, &candidates);
+    let verified = verify::run(
+        &cfg,
+        &judge,
+        &engine,
+        &corpus.files,
+        kept,
+        &identical,
+        &candidates,
+    );
     let mut errors = verified.errors.clone();
     let material = cluster::Material {
         judge: &judge,
@@ -126,7 +134,10 @@ fn read_routed(work: &Path, plan: &Plan, part: u32) -> Result<Vec<DocRow>> {
     let mut rows = Vec::new();
     for shard in 0..plan.shards {
         let path = route_summary(work, shard);
-        let what = format!("shard {shard} has not been routed (run `dupfind stage route --shard {shard}/{}`)", plan.shards);
+        let what = format!(
+            "shard {shard} has not been routed (run `dupfind stage route --shard {shard}/{}`)",
+            plan.shards
+        );
         let s: RouteSummary = files::read_json(&path, &what)?;
         super::check_run(&path, &s.run, &plan.run)?;
         if !s.parts.contains(&part) {
@@ -198,7 +209,11 @@ fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus,
             }
         }
         corpus.docs.push(DocResult {
-            outcome: if unit { Outcome::Sketched } else { Outcome::Duplicate },
+            outcome: if unit {
+                Outcome::Sketched
+            } else {
+                Outcome::Duplicate
+            },
             bytes: row.bytes,
             hash: row.hash,
             fingerprint: row.fingerprint,
@@ -237,7 +252,9 @@ fn identical_of(
         });
     }
     pairs.sort_by_key(|p| (p.lo, p.hi));
-    let units = (0..corpus.len() as u32).filter(|&d| canon[d as usize] == d).collect();
+    let units = (0..corpus.len() as u32)
+        .filter(|&d| canon[d as usize] == d)
+        .collect();
     Ok(Identical {
         pairs,
         units,
@@ -268,9 +285,18 @@ fn candidates_of(
         let docs = column::<ListArray>(&b, "docs")?;
         for k in 0..b.num_rows() {
             let t = usize::try_from(table.value(k)).ok().filter(|&t| t < tables);
-            let t = t.with_context(|| format!("{}: table {} is out of range", path.display(), table.value(k)))?;
+            let t = t.with_context(|| {
+                format!(
+                    "{}: table {} is out of range",
+                    path.display(),
+                    table.value(k)
+                )
+            })?;
             let list = docs.value(k);
-            let list = list.as_any().downcast_ref::<Int64Array>().context("docs is not a list of ids")?;
+            let list = list
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .context("docs is not a list of ids")?;
             for i in 0..list.len() {
                 entries[t].push((key_from_i64(key.value(k)), local(list.value(i))?));
             }
