@@ -40,10 +40,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
-use dupfind::input::read::{decode, Decoded};
-use dupfind::sketch::minhash::splitmix64;
-use dupfind::sketch::shingle::{into_set, ShingleKind, Shingler};
-use dupfind::verify::jaccard;
+use dupfind::api::jaccard;
+use dupfind::api::splitmix64;
+use dupfind::api::{decode, Decoded};
+use dupfind::api::{into_set, ShingleKind, Shingler};
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {

@@ -20,12 +20,12 @@ use criterion::{
     Throughput,
 };
 
-use dupfind::candidates::buckets::Buckets;
-use dupfind::candidates::lsh::{band_key, Banding, RECALL_WEIGHT};
-use dupfind::sketch::minhash::{splitmix64, MinHasher, SketchKind};
-use dupfind::sketch::shingle::{for_each_token, into_set, ShingleKind, Shingler};
-use dupfind::sketch::simhash;
-use dupfind::verify::{jaccard, jaccard_at_least};
+use dupfind::api::simhash;
+use dupfind::api::Buckets;
+use dupfind::api::{band_key, Banding, RECALL_WEIGHT};
+use dupfind::api::{for_each_token, into_set, ShingleKind, Shingler};
+use dupfind::api::{jaccard, jaccard_at_least};
+use dupfind::api::{splitmix64, MinHasher, SketchKind};
 
 /// The command line's defaults: 5-word shingles, 128 values, threshold 0.8.
 const NGRAM: usize = 5;

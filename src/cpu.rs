@@ -9,7 +9,7 @@
 //! The wrapper takes the token by value, so its one `unsafe` call is sound because the token
 //! exists, and no caller can reach the kernel without one.
 //!
-//! ```ignore
+//! ```text
 //! pub fn kernel(_: cpu::Avx2, data: &[u64; 64]) -> u64 {
 //!     #[target_feature(enable = "avx2")]
 //!     fn avx2(data: &[u64; 64]) -> u64 { … }

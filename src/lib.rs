@@ -1,47 +1,64 @@
 //! dupfind finds near-duplicate documents.
 //!
-//! The pipeline, one module per stage, data flowing one way:
+//! The pipeline, one folder per family, data flowing one way (`scan::scan` calls the stages in
+//! this order; ARCHITECTURE.md draws it):
 //!
 //! ```text
-//! cli → config            command line → validated Config
-//! walk                    roots → sorted regular files, one per inode
-//! read                    file → bytes → decoded text
-//! tokenize                text → lowercased tokens
-//! shingle                 tokens → 64-bit shingle hashes
-//! minhash / simhash       shingles → signature / fingerprint
-//! doc                     the per-file work above, run in parallel
-//! dump / ingest           JSON Lines dumps (plain, gzip, zstd) → one document per record
-//! lsh / buckets           signatures → bands (or SimHash pieces) → buckets of candidates
-//! containment             --containment: bands per pair of size classes instead
-//! verify / exact          candidates → exact Jaccard / Hamming → joined pairs
-//! edit_verify / material  (--verify edit) candidates → token edit similarity → joined pairs
-//! cluster                 union-find → clusters with a spanning set of pairs
-//! report                  clusters → JSON on stdout
+//! cli → config        command line → validated Config (clap stops at config/validate.rs, app.rs)
+//! input/              roots → sorted files, one per inode; their bytes (walk, read, readahead,
+//!                     decompress, jsonl, spill)
+//! index/              an incremental index joined before the first pass, updated after
+//! ingest/             the first pass, in parallel: read → hash → shingle → sketch (the "sign"
+//!                     stage), and the corpus of documents by id
+//! sketch/             text → tokens → shingles → MinHash / SimHash / bottom-k / KMV
+//! candidates/         byte-identical groups, then LSH bands, SimHash pieces or containment
+//!                     classes → buckets
+//! verify/             the judge decides every pair; sets or token sequences loaded a batch at
+//!                     a time
+//! cluster/            union-find components, strict clusters, the representative (--keep)
+//! report/             clusters → records → JSON, JSON Lines or text on stdout
+//! stages/             the same stages as separate processes over Parquet (dupfind stage …)
 //! ```
 //!
-//! `scan::scan` strings the stages together, with `copies` grouping byte-identical documents,
-//! `against` joining an incremental index (`index_store` is its file format) and `settings`
-//! saying what the scan reports of itself. `walk`, `read`, `ingest`, `spill`, `index_store` and
-//! `report` touch the OS; the middle is pure and is what the benches and unit tests call.
+//! `pairs` holds what the middle stages share (document ids, pairs, scores, union-find); `cpu`
+//! the run-time CPU features; `messages` what goes to stderr; `exit` the exit codes. Only
+//! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
+//! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
+//! binary calls [`run`], and the benches and tests call [`api`].
 
 mod app;
-pub mod candidates;
+mod candidates;
 pub mod cli;
-pub mod cluster;
-pub mod config;
-pub mod cpu;
+mod cluster;
+mod config;
+mod cpu;
 pub mod exit;
-pub mod explain;
-pub mod index;
-pub mod ingest;
-pub mod input;
-pub mod interrupt;
-pub mod messages;
-pub mod pairs;
-pub mod report;
-pub mod scan;
-pub mod sketch;
+mod explain;
+mod index;
+mod ingest;
+mod input;
+mod interrupt;
+mod messages;
+mod pairs;
+mod report;
+mod scan;
+mod sketch;
 mod stages;
-pub mod verify;
+mod verify;
 
 pub use app::{is_broken_pipe, run};
+
+/// What the benches, the benchmark corpus tool and the integration tests call, exactly as
+/// `scan` calls it: tokenizing and shingling, the MinHash and SimHash sketches, banding, the set
+/// measures, the text decoder, and the index reader. Not a stable interface.
+#[doc(hidden)]
+pub mod api {
+    pub use crate::candidates::buckets::Buckets;
+    pub use crate::candidates::lsh::{band_key, Banding, RECALL_WEIGHT};
+    pub use crate::index::store::Index;
+    pub use crate::input::read::{decode, Decoded};
+    pub use crate::sketch::minhash::{mix64, splitmix64, MinHasher, SketchKind};
+    pub use crate::sketch::shingle::{for_each_token, into_set, ShingleKind, Shingler};
+    pub use crate::sketch::simhash;
+    pub use crate::verify::{jaccard, jaccard_at_least};
+}

@@ -30,9 +30,9 @@ impl Score {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pair {
     /// The smaller document id.
-    pub lo: u32,
+    pub lo: DocId,
     /// The larger document id.
-    pub hi: u32,
+    pub hi: DocId,
     /// Jaccard similarity (MinHash) or 1 − distance/64 (SimHash).
     pub similarity: f64,
     /// SimHash Hamming distance, when the method is SimHash.
@@ -58,7 +58,7 @@ impl UnionFind {
     }
 
     /// The representative of `x`'s set, compressing the path on the way.
-    pub fn find(&mut self, mut x: u32) -> u32 {
+    pub fn find(&mut self, mut x: DocId) -> DocId {
         while self.parent[x as usize] != x {
             let grand = self.parent[self.parent[x as usize] as usize];
             self.parent[x as usize] = grand;
@@ -68,7 +68,7 @@ impl UnionFind {
     }
 
     /// The representative of `x`'s set without modifying anything (for readers in parallel).
-    pub fn root(&self, mut x: u32) -> u32 {
+    pub fn root(&self, mut x: DocId) -> DocId {
         while self.parent[x as usize] != x {
             x = self.parent[x as usize];
         }
@@ -76,13 +76,13 @@ impl UnionFind {
     }
 
     /// The number of elements in `x`'s set.
-    pub fn set_size(&mut self, x: u32) -> u32 {
+    pub fn set_size(&mut self, x: DocId) -> u32 {
         let root = self.find(x);
         self.size[root as usize]
     }
 
     /// Joins the sets of `a` and `b`; false when they were already one set.
-    pub fn union(&mut self, a: u32, b: u32) -> bool {
+    pub fn union(&mut self, a: DocId, b: DocId) -> bool {
         let (mut ra, mut rb) = (self.find(a), self.find(b));
         if ra == rb {
             return false;

@@ -12,7 +12,7 @@ use crate::config::{ClusterMode, Config};
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Engine;
 use crate::messages::InputError;
-use crate::pairs::{Pair, UnionFind};
+use crate::pairs::{DocId, Pair, UnionFind};
 use crate::verify::reload::Loaded;
 use crate::verify::Judge;
 
@@ -20,7 +20,7 @@ use crate::verify::Judge;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found {
     /// The member to keep, chosen by `--keep` (with `--containment`, the container).
-    pub representative: u32,
+    pub representative: DocId,
     /// Its members and the pairs that joined them.
     pub cluster: Cluster,
 }
@@ -80,7 +80,7 @@ pub fn form(
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cluster {
     /// Document ids in increasing order.
-    pub members: Vec<u32>,
+    pub members: Vec<DocId>,
     /// The spanning pairs, as indices into `members` (`a < b`), sorted.
     pub pairs: Vec<(usize, usize, Pair)>,
 }

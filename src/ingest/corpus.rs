@@ -59,11 +59,6 @@ impl Corpus {
         self.files.len()
     }
 
-    /// True when there is no document.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
     /// The sets the first pass kept (for exact verification), taken out of the results so that
     /// verification can consume them while the rest is read by the judge.
     pub fn take_kept_sets(&mut self) -> Vec<Option<Set>> {

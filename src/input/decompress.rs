@@ -26,6 +26,7 @@ pub enum Compression {
 }
 
 impl Compression {
+    #[cfg(test)]
     /// The lowercase name, for messages and the report.
     pub fn name(self) -> &'static str {
         match self {

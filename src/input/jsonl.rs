@@ -169,11 +169,6 @@ impl RawLine {
         }
     }
 
-    /// True when there is nothing to parse.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The line parsed: a document, or why it is none.
     pub fn parse(self, opts: &JsonlOptions) -> Line {
         match self {

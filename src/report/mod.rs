@@ -24,7 +24,7 @@ pub use assemble::{assemble, finish, Parts, WalkCounts};
 pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };
-pub use model::{ErrorOut, IndexStats, Params, Report, Skipped, Stats, SCHEMA_VERSION};
+pub use model::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]

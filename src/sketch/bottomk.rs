@@ -12,6 +12,7 @@
 
 use crate::sketch::minhash::{mix64, splitmix64};
 
+#[cfg(test)]
 /// The sketch of a set of shingle hashes: its k smallest distinct values under the seeded
 /// permutation, ascending (the whole set, permuted, when it has fewer than k distinct values).
 pub fn sketch(set: &[u64], k: usize, seed: u64) -> Vec<u64> {
@@ -86,6 +87,7 @@ pub fn estimate(a: &[u64], b: &[u64], k: usize) -> f64 {
     common as f64 / taken as f64
 }
 
+#[cfg(test)]
 /// Standard error of the estimate at true similarity `j` with `k` values: sqrt(j(1−j)/k).
 ///
 /// S is a sample of k elements drawn without replacement from A ∪ B (size u), and the count of
@@ -107,6 +109,7 @@ pub struct Sketches {
 }
 
 impl Sketches {
+    #[cfg(test)]
     /// Room for `docs` sketches of up to `k` values, all empty.
     pub fn new(docs: usize, k: usize) -> Self {
         Sketches {
@@ -125,11 +128,7 @@ impl Sketches {
         !self.slots.is_empty()
     }
 
-    /// Values per sketch.
-    pub fn k(&self) -> usize {
-        self.k
-    }
-
+    #[cfg(test)]
     /// One mutable slot per document, in document order, for [`Sketches::fill`].
     pub fn slots_mut(&mut self) -> rayon::slice::ChunksMut<'_, u64> {
         use rayon::prelude::*;

@@ -113,6 +113,7 @@ pub fn token_hash(tok: &[u8]) -> u64 {
     token_final(le64(&tok[n - 16..]), le64(&tok[n - 8..]), seed, n)
 }
 
+#[cfg(test)]
 /// [`token_hash`] of `buf[start..end]`, loading 16 bytes from `start` and masking off those
 /// past the token when the buffer has them: no branch on the token's length up to 16 bytes.
 #[inline(always)]

@@ -89,6 +89,7 @@ impl Kmv {
         self.k
     }
 
+    #[cfg(test)]
     /// Adds one hash.
     pub fn insert(&mut self, hash: u64) {
         self.insert_set(&[hash]);

@@ -25,9 +25,9 @@ use crate::sketch::shingle_x86;
 use crate::sketch::tokenize::{hash_words, normalize_ascii, Word, WordBuffers};
 
 // The hashes and sorts shingling is known for, where callers have always found them.
-pub use crate::sketch::hash::{char_hash, combine, token_hash, token_hash_at, HASH_SCHEME};
+pub use crate::sketch::hash::{char_hash, combine, token_hash, HASH_SCHEME};
 pub use crate::sketch::sort::{into_set, sort_by_uniform_key};
-pub use crate::sketch::tokenize::{for_each_token, for_each_token_at, normalize};
+pub use crate::sketch::tokenize::for_each_token;
 
 /// What a shingle is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +188,7 @@ fn packed_windows_portable(norm: &[u8], count: usize, n: usize, out: &mut Vec<u6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::tokenize::normalize;
     use xxhash_rust::xxh3::xxh3_64;
 
     fn shingles(kind: ShingleKind, n: usize, text: &str) -> Vec<u64> {

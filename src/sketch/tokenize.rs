@@ -20,7 +20,7 @@
 #[cfg(target_arch = "x86_64")]
 use crate::sketch::tokenize_x86::classify64;
 
-pub use crate::sketch::tokenize_ascii::{normalize_ascii, NORMALIZED_PAD};
+pub use crate::sketch::tokenize_ascii::normalize_ascii;
 pub use crate::sketch::tokenize_words::{hash_words, Word, WordBuffers};
 
 /// Byte classes (bit flags, so one test covers two).
@@ -282,6 +282,7 @@ fn lowercase_into(token: &str, out: &mut Vec<u8>) {
     }
 }
 
+#[cfg(test)]
 /// The normalized text itself (tokens joined by single spaces): what the shingles are cut from.
 pub fn normalize(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len());

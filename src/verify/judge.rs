@@ -10,7 +10,7 @@ use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
 use crate::candidates::lsh::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
 use crate::ingest::worker::DocResult;
-use crate::pairs::Score;
+use crate::pairs::{DocId, Score};
 use crate::sketch::bottomk::Sketches;
 use crate::sketch::minhash::estimate;
 use crate::sketch::simhash;
@@ -61,7 +61,7 @@ impl Judge<'_> {
     }
 
     /// True when the two documents are byte-identical.
-    pub fn same_content(&self, a: u32, b: u32) -> bool {
+    pub fn same_content(&self, a: DocId, b: DocId) -> bool {
         self.canon[a as usize] == self.canon[b as usize]
     }
 
@@ -135,7 +135,7 @@ impl Judge<'_> {
     }
 
     /// False when the signatures rule the pair out of exact verification (the prefilter).
-    pub fn plausible(&self, a: u32, b: u32) -> bool {
+    pub fn plausible(&self, a: DocId, b: DocId) -> bool {
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
@@ -158,7 +158,7 @@ impl Judge<'_> {
     /// Whether verification should load the material of candidate pair `lo < hi`: not for a
     /// pair of two indexed documents, nor one the signatures rule out. (`--containment`
     /// candidates passed their prefilter when they were gathered.)
-    pub fn worth_loading(&self, lo: u32, hi: u32) -> bool {
+    pub fn worth_loading(&self, lo: DocId, hi: DocId) -> bool {
         hi >= self.first_new && (self.is_containment() || self.plausible(lo, hi))
     }
 
@@ -167,7 +167,7 @@ impl Judge<'_> {
     /// prefiltered again and may be turned away on a sample of the smaller set
     /// ([`containment_verified`]), and an edit-verified pair says whether it fell back to
     /// Jaccard.
-    pub fn candidate(&self, lo: u32, hi: u32, loaded: &Loaded) -> Verdict {
+    pub fn candidate(&self, lo: DocId, hi: DocId, loaded: &Loaded) -> Verdict {
         let no = Verdict {
             score: None,
             fallback: false,
@@ -212,7 +212,7 @@ impl Judge<'_> {
     /// The verdict on any pair: its score when it is reported as duplicates. `loaded` holds the
     /// documents' shingle sets when [`Judge::needs_sets`], their token sequences when
     /// [`Judge::needs_tokens`] (keyed by `canon`).
-    pub fn check(&self, a: u32, b: u32, loaded: &Loaded) -> Option<Score> {
+    pub fn check(&self, a: DocId, b: DocId, loaded: &Loaded) -> Option<Score> {
         if self.same_content(a, b) {
             return Some(Score {
                 similarity: 1.0,

@@ -13,12 +13,9 @@ pub mod members;
 pub mod reload;
 pub mod sets;
 
-pub use crate::pairs::Score;
-pub use connect::{all_buckets, connect, Verification};
+pub use connect::{all_buckets, connect};
 pub use judge::Judge;
-pub use measures::{
-    containment_at_least, containment_verified, intersection, jaccard, jaccard_at_least,
-};
+pub use measures::{intersection, jaccard, jaccard_at_least};
 
 use crate::candidates::identical::Identical;
 use crate::candidates::Candidates;

@@ -54,6 +54,7 @@ impl Loaded {
         self.sets.insert(d, set);
     }
 
+    #[cfg(test)]
     /// Holds `tokens` as document `d`'s token sequence.
     pub fn insert_tokens(&mut self, d: u32, tokens: Box<[u64]>) {
         self.tokens.insert(d, tokens);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use dupfind::sketch::minhash::mix64;
+use dupfind::api::mix64;
 use serde_json::Value;
 
 mod fixtures;

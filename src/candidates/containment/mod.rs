@@ -112,6 +112,7 @@ impl Scheme {
             .fold(1.0, f64::min)
     }
 
+    #[cfg(test)]
     /// The chance that a pair at the threshold with size ratio `q` becomes a candidate, given
     /// how many classes apart it is (0 beyond [`MAX_OFFSET`]).
     pub fn candidate_probability(&self, q: f64, offset: u32) -> f64 {
@@ -136,11 +137,6 @@ impl Scheme {
             bandings.join(", "),
             self.recall()
         )
-    }
-
-    /// Number of tables: the bands of every offset.
-    pub fn tables(&self) -> usize {
-        self.offsets.iter().map(|b| b.bands).sum()
     }
 
     /// The band (of the pair's class offset) in which two signatures agree, the one that made

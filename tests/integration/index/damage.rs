@@ -4,8 +4,8 @@ use std::fs;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use dupfind::index::store::Index;
-use dupfind::sketch::minhash::mix64;
+use dupfind::api::mix64;
+use dupfind::api::Index;
 use serde_json::json;
 
 use super::{
