@@ -35,6 +35,9 @@ mod results;
 /// Methods, shingles, sketches, thresholds, exact copies.
 #[path = "integration/similarity.rs"]
 mod similarity;
+/// The staged pipeline: reports equal scan's; damaged work files.
+#[path = "integration/staged.rs"]
+mod staged;
 /// `--verify edit` and `--sketch bottom-k`.
 #[path = "integration/verify_sketch.rs"]
 mod verify_sketch;

@@ -9,7 +9,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// `dir` made canonical, or, when it does not exist yet, its parent's canonical form joined
 /// with its name.
-pub(super) fn absolute_dir(dir: &Path) -> PathBuf {
+pub(crate) fn absolute_dir(dir: &Path) -> PathBuf {
     if let Ok(c) = std::fs::canonicalize(dir) {
         return c;
     }

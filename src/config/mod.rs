@@ -3,7 +3,7 @@
 //! before any file is touched); `inputs` reads what the command line points at (a file list,
 //! globs). Nothing below `app` sees the command line itself.
 
-mod inputs;
+pub(crate) mod inputs;
 mod validate;
 
 use std::path::PathBuf;

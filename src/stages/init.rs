@@ -46,8 +46,12 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
     let options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
     let mut cfg = Config::from_args(args)?;
     refuse_unsupported(&cfg)?;
-    // Every shard must see the same entries, one per inode: the walk stats every file.
+    // Every shard must see the same entries, one per inode: the walk stats every file. The work
+    // directory is never an input, even inside a root.
     cfg.walk.defer_metadata = false;
+    cfg.walk
+        .skip_dirs
+        .push(crate::config::inputs::absolute_dir(work));
     let Walked {
         files,
         files_seen,

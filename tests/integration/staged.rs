@@ -1,0 +1,313 @@
+//! The staged pipeline (`dupfind stage …`): its report equals `scan`'s byte for byte for any
+//! number of shards and partitions, and a damaged, missing or foreign work file is a clear error
+//! naming it, with nothing overwritten.
+
+use std::fs;
+use std::path::Path;
+
+use super::util::{edit, text, Run, TestDir};
+
+/// Runs every stage as a separate process, shards and partitions one after another, in `t`
+/// with work directory `work` (beside the scanned tree `c`, so that a scan of it never reads a
+/// work directory); returns the report stage's run.
+fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&str]) -> Run {
+    let (s, p) = (shards.to_string(), parts.to_string());
+    let init = [
+        &[
+            "stage", "init", "--work", work, "--shards", &s, "--parts", &p,
+        ][..],
+        args,
+    ]
+    .concat();
+    let r = t.run(&init);
+    assert_eq!(r.code(), 0, "init {args:?}: {}", r.stderr);
+    let each = |stage: &str, flag: &str, n: u32| {
+        for i in 0..n {
+            let index = format!("{i}/{n}");
+            let r = t.run(&["stage", stage, "--work", work, flag, &index]);
+            assert_eq!(r.code(), 0, "{stage} {index} {args:?}: {}", r.stderr);
+        }
+    };
+    each("sign", "--shard", shards);
+    each("group", "--part", parts);
+    let r = t.run(&["stage", "components", "--work", work]);
+    assert_eq!(r.code(), 0, "components {args:?}: {}", r.stderr);
+    each("route", "--shard", shards);
+    each("verify", "--part", parts);
+    t.run(&["stage", "report", "--work", work])
+}
+
+/// Asserts that the staged pipeline at each (shards, parts) prints what `scan` prints with
+/// `args`, and exits as it does.
+fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u32)]) {
+    let scan = t.run(&[&["scan"][..], args].concat());
+    assert!(
+        scan.code() == 0 || scan.code() == 2,
+        "{args:?}: {}",
+        scan.stderr
+    );
+    assert!(
+        scan.stdout.contains("cluster"),
+        "the corpus has clusters: {}",
+        scan.stdout
+    );
+    for (i, &(shards, parts)) in layouts.iter().enumerate() {
+        let work = format!("work-{}-{i}", args.join("").replace(['/', '.', ' '], ""));
+        let r = staged(t, &work, shards, parts, args);
+        assert_eq!(
+            r.code(),
+            scan.code(),
+            "{args:?} at {shards}x{parts}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stdout == scan.stdout,
+            "{args:?} at {shards} shards, {parts} parts: the report differs from scan's\n{}",
+            first_difference(&scan.stdout, &r.stdout)
+        );
+    }
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    let at = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+    match at {
+        Some(i) => format!(
+            "line {}:\n  scan:   {}\n  staged: {}",
+            i + 1,
+            a.lines().nth(i).unwrap_or(""),
+            b.lines().nth(i).unwrap_or("")
+        ),
+        None => format!("lengths {} and {}", a.len(), b.len()),
+    }
+}
+
+/// Families of near-copies and a chain, byte-identical copies in different directories (so
+/// different shards), empty and blank documents, a binary file, unrelated texts, and a hot
+/// bucket: 60 documents that share a boilerplate header long enough to fill whole bands but
+/// differ in the rest.
+fn corpus(t: &TestDir) {
+    for f in 0..6u64 {
+        let base = text(700 + f, 250);
+        for v in 0..4usize {
+            let name = format!("c/d{}/fam{f}-{v}.txt", (f as usize + v) % 5);
+            t.write(name, edit(&base, &[v * 17, v * 31 + 3]));
+        }
+    }
+    let a = text(800, 300);
+    let b = edit(&a, &[20, 60, 100, 140]);
+    let c = edit(&b, &[170, 190, 210, 230, 250, 270]);
+    t.write("c/d0/chain-a.txt", &a)
+        .write("c/d2/chain-b.txt", &b)
+        .write("c/d4/chain-c.txt", &c)
+        .write("c/d1/copy-of-a.txt", &a)
+        .write("c/d3/another-copy-of-a.txt", &a)
+        .write("c/d3/empty.txt", "")
+        .write("c/d4/blank.txt", " \n\t\n")
+        .write("c/d2/bin.dat", b"\x00\x01\x02 binary");
+    let header = text(900, 120);
+    for i in 0..60u64 {
+        t.write(
+            format!("c/d{}/hot-{i:02}.txt", i % 5),
+            format!("{header} {}", text(1000 + i, 40)),
+        );
+    }
+    for i in 0..10u64 {
+        t.write(format!("c/d{}/alone-{i}.txt", i % 5), text(2000 + i, 200));
+    }
+}
+
+const LAYOUTS: [(u32, u32); 5] = [(1, 1), (2, 1), (3, 2), (5, 4), (2, 3)];
+
+#[test]
+fn staged_minhash_reports_equal_scan_at_any_number_of_shards_and_partitions() {
+    let t = TestDir::new();
+    corpus(&t);
+    assert_same_as_scan(&t, &["-q", "c"], &LAYOUTS);
+    assert_same_as_scan(
+        &t,
+        &["-q", "--pairs", "--cluster", "components", "c"],
+        &LAYOUTS[2..4],
+    );
+    assert_same_as_scan(
+        &t,
+        &["-q", "--format", "text", "-t", "0.6", "c"],
+        &LAYOUTS[3..4],
+    );
+}
+
+#[test]
+fn staged_simhash_and_other_verifications_equal_scan() {
+    let t = TestDir::new();
+    corpus(&t);
+    for args in [
+        &["-q", "-m", "simhash", "--max-distance", "6", "c"][..],
+        &["-q", "--verify", "edit", "--pairs", "c"],
+        &["-q", "--verify", "estimate", "--sketch", "bottom-k", "c"],
+        &[
+            "-q",
+            "--sketch",
+            "kperm",
+            "--shingle",
+            "char",
+            "--format",
+            "jsonl",
+            "c",
+        ],
+    ] {
+        assert_same_as_scan(&t, args, &[(1, 1), (3, 2)]);
+    }
+}
+
+#[test]
+fn staged_dumps_and_files_together_equal_scan() {
+    let t = TestDir::new();
+    corpus(&t);
+    // The same family as records of a plain dump and of a gzip one, beside the files.
+    let base = text(700, 250);
+    let mut plain = String::new();
+    for v in 0..5usize {
+        let record = serde_json::json!({"id": format!("r{v}"), "text": edit(&base, &[v * 11])});
+        plain.push_str(&format!("{record}\n"));
+    }
+    plain.push_str("not json\n");
+    t.write("c/dumps/a.jsonl", &plain);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, plain.replace("\"r", "\"g").as_bytes()).unwrap();
+    t.write("c/dumps/b.jsonl.gz", gz.finish().unwrap());
+    // Exit 2 (the bad lines), the same as scan's.
+    assert_same_as_scan(&t, &["-q", "--pairs", "c"], &[(1, 1), (2, 2), (5, 3)]);
+}
+
+#[test]
+fn staged_reports_do_not_depend_on_the_order_inputs_are_named_in() {
+    let t = TestDir::new();
+    corpus(&t);
+    let forward = staged(
+        &t,
+        "w1",
+        3,
+        2,
+        &["-q", "c/d0", "c/d1", "c/d2", "c/d3", "c/d4"],
+    );
+    let backward = staged(
+        &t,
+        "w2",
+        2,
+        3,
+        &["-q", "c/d4", "c/d3", "c/d2", "c/d1", "c/d0"],
+    );
+    assert_eq!(forward.code(), 0, "{}", forward.stderr);
+    assert_eq!(forward.stdout, backward.stdout);
+    let scan = t.run(&["scan", "-q", "c/d2", "c/d0", "c/d4", "c/d1", "c/d3"]);
+    assert_eq!(forward.stdout, scan.stdout);
+}
+
+#[test]
+fn the_local_driver_runs_every_stage_as_a_process() {
+    let t = TestDir::new();
+    corpus(&t);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(&script)
+        .args([
+            "--shards", "3", "--parts", "2", "--jobs", "2", "--work", "w",
+        ])
+        .args(["--dupfind", super::util::bin(), "-q", "c"])
+        .current_dir(t.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let r = super::util::run_command(cmd);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, t.run(&["scan", "-q", "c"]).stdout);
+}
+
+#[test]
+fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() {
+    let t = TestDir::new();
+    corpus(&t);
+    let ok = staged(&t, "w", 2, 2, &["-q", "c"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr);
+    let fail = |args: &[&str], want: &str| {
+        let r = t.run(args);
+        assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}");
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    };
+    // A directory that holds a run is not started again.
+    let plan = fs::read(t.join("w/run.json")).unwrap();
+    fail(
+        &["stage", "init", "--work", "w", "c"],
+        "already holds a run",
+    );
+    assert_eq!(fs::read(t.join("w/run.json")).unwrap(), plan);
+    // The count in I/N must be the plan's.
+    fail(
+        &["stage", "sign", "--work", "w", "--shard", "0/3"],
+        "the run in w has 2",
+    );
+    fail(
+        &["stage", "sign", "--work", "w", "--shard", "2/2"],
+        "the index must be below",
+    );
+    // A missing shard file.
+    let keys = t.join("w/sign/shard-000001.keys-000000.parquet");
+    let saved = fs::read(&keys).unwrap();
+    fs::remove_file(&keys).unwrap();
+    fail(
+        &["stage", "group", "--work", "w", "--part", "0/2"],
+        "shard-000001.keys-000000.parquet is missing",
+    );
+    // A truncated one.
+    fs::write(&keys, &saved[..saved.len() / 2]).unwrap();
+    fail(
+        &["stage", "group", "--work", "w", "--part", "0/2"],
+        "shard-000001.keys-000000.parquet is damaged",
+    );
+    fs::write(&keys, &saved).unwrap();
+    // A shard signed with other options (another run in its own directory, copied in).
+    let other = staged(&t, "other", 2, 2, &["-q", "-t", "0.7", "c"]);
+    assert_eq!(other.code(), 0, "{}", other.stderr);
+    let group_before = fs::read(t.join("w/group/part-000000.parquet")).unwrap();
+    fs::copy(t.join("other/sign/shard-000001.keys-000000.parquet"), &keys).unwrap();
+    fail(
+        &["stage", "group", "--work", "w", "--part", "0/2"],
+        "belongs to another run",
+    );
+    assert_eq!(
+        fs::read(t.join("w/group/part-000000.parquet")).unwrap(),
+        group_before
+    );
+    fs::write(&keys, &saved).unwrap();
+    // A summary of another run, and a stage not yet run.
+    fs::copy(
+        t.join("other/verify/part-000001.json"),
+        t.join("w/verify/part-000001.json"),
+    )
+    .unwrap();
+    fail(
+        &["stage", "report", "--work", "w"],
+        "part-000001.json belongs to another run",
+    );
+    fs::remove_file(t.join("w/verify/part-000001.json")).unwrap();
+    fail(
+        &["stage", "report", "--work", "w"],
+        "partition 1 has not been verified",
+    );
+    // A stage run again replaces its output and the run completes as before.
+    let r = t.run(&["stage", "verify", "--work", "w", "--part", "1/2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let again = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!((again.code(), &again.stdout), (0, &ok.stdout));
+    // A work directory without a plan.
+    fail(
+        &["stage", "sign", "--work", "nowhere", "--shard", "0/1"],
+        "run.json is missing",
+    );
+    // What the staged pipeline does not do is refused before anything is written.
+    fail(
+        &["stage", "init", "--work", "c", "--containment", "c"],
+        "--containment is not supported",
+    );
+    assert!(!t.join("c/run.json").exists());
+}
