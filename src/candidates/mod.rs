@@ -26,6 +26,32 @@ pub struct Candidates {
     /// Candidate pairs the estimate prefilter ruled out on the way (`--containment`; 0
     /// otherwise, where verification counts them).
     pub ruled_out: u64,
+    /// Documents in the largest bucket.
+    pub largest_bucket: u64,
+    /// Documents in the largest candidate component (documents linked through shared buckets):
+    /// verification loads a component whole, and its checks can grow with its square.
+    pub largest_component: u64,
+}
+
+/// The sizes of the largest bucket and of the largest candidate component of `tables`, over
+/// `n` documents. No cap is put on either (a cap would change the answer); they are reported.
+pub fn skew(tables: &[Buckets], n: usize) -> (u64, u64) {
+    let mut uf = crate::pairs::UnionFind::new(n);
+    let mut largest_bucket = 0u64;
+    for t in tables {
+        for i in 0..t.len() {
+            let b = t.bucket(i);
+            largest_bucket = largest_bucket.max(b.len() as u64);
+            b.windows(2).for_each(|w| {
+                uf.union(w[0], w[1]);
+            });
+        }
+    }
+    let largest_component = (tables.iter().flat_map(|t| t.docs().iter()))
+        .map(|&d| u64::from(uf.set_size(d)))
+        .max()
+        .unwrap_or(0);
+    (largest_bucket, largest_component)
 }
 
 /// Buckets the `units` (one document per distinct content, in increasing order).
@@ -36,7 +62,13 @@ pub fn find(cfg: &Config, corpus: &Corpus, units: &[u32]) -> Candidates {
             .iter_mut()
             .for_each(|t| t.keep_from(corpus.first_new));
     }
-    Candidates { tables, ruled_out }
+    let (largest_bucket, largest_component) = skew(&tables, corpus.docs.len());
+    Candidates {
+        tables,
+        ruled_out,
+        largest_bucket,
+        largest_component,
+    }
 }
 
 fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {

@@ -36,6 +36,8 @@ pub struct Parts<'a> {
     pub outcomes: Outcomes,
     /// Byte-identical groups.
     pub identical: &'a Identical,
+    /// Documents in the largest candidate bucket and the largest candidate component.
+    pub skew: (u64, u64),
     /// Verification.
     pub verified: Verified,
     /// The clusters found.
@@ -134,6 +136,7 @@ fn counts(p: &Parts) -> Stats {
     s.bytes = p.identical.bytes;
     s.candidate_pairs = p.verified.checked;
     s.verified_pairs = p.verified.passed;
+    (s.largest_bucket, s.largest_component) = p.skew;
     s.edit_fallbacks = p.verified.fallbacks;
     s.clusters = p.found.len() as u64;
     // Counted over the new documents: with --against, a cluster whose representative is an

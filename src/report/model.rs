@@ -94,6 +94,11 @@ pub struct Stats {
     pub candidate_pairs: u64,
     /// Candidate pairs that met the threshold.
     pub verified_pairs: u64,
+    /// Documents in the largest candidate bucket (of any band or piece).
+    pub largest_bucket: u64,
+    /// Documents in the largest candidate component (documents linked through shared buckets;
+    /// byte-identical copies are not counted, their first stands for them).
+    pub largest_component: u64,
     /// Clusters reported.
     pub clusters: u64,
     /// Documents in no cluster.

@@ -67,6 +67,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         &identical,
         &candidates,
     );
+    let skew = (candidates.largest_bucket, candidates.largest_component);
     drop(candidates);
     let mut late_errors = Vec::new();
     let material = cluster::Material {
@@ -97,6 +98,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             signed: signed.summary,
             outcomes,
             identical: &identical,
+            skew,
             verified,
             found: &found,
             clusters,

@@ -97,6 +97,11 @@ pub fn components(work: &Path) -> Result<()> {
             uf.union(index(w[0]), index(w[1]));
         });
     }
+    // Measured before the copies join: a copy is not bucketed, its unit stands for it.
+    let largest_component = (bands.iter().flat_map(|b| b.docs.iter()))
+        .map(|&d| u64::from(uf.set_size(index(d))))
+        .max()
+        .unwrap_or(0);
     for g in &groups {
         g[1..].iter().for_each(|&c| {
             uf.union(index(g[0]), index(c));
@@ -110,10 +115,7 @@ pub fn components(work: &Path) -> Result<()> {
         exact_groups: groups.len() as u64,
         exact_copies: copies.len() as u64,
         components: roots.len() as u64,
-        largest_component: (0..ids.len() as u32)
-            .map(|i| u64::from(uf.set_size(i)))
-            .max()
-            .unwrap_or(0),
+        largest_component,
         largest_bucket,
     };
     files::write_json(&summary_path(work), &summary)

@@ -103,6 +103,8 @@ fn counts(
     s.exact_copies = comps.exact_copies;
     s.candidate_pairs = parts.iter().map(|v| v.checked).sum();
     s.verified_pairs = parts.iter().map(|v| v.passed).sum();
+    s.largest_bucket = comps.largest_bucket;
+    s.largest_component = comps.largest_component;
     if parts.iter().any(|v| v.fallbacks.is_some()) {
         s.edit_fallbacks = Some(parts.iter().filter_map(|v| v.fallbacks).sum());
     }

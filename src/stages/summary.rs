@@ -116,8 +116,8 @@ pub struct ComponentsSummary {
     pub exact_copies: u64,
     /// Candidate components (two or more members) assigned to partitions.
     pub components: u64,
-    /// Members of the largest.
+    /// Documents of the largest candidate component (units only, as `scan` counts it).
     pub largest_component: u64,
-    /// Documents of the largest bucket.
+    /// Documents of the largest band bucket (units only).
     pub largest_bucket: u64,
 }

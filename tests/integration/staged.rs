@@ -311,3 +311,25 @@ fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() 
     );
     assert!(!t.join("c/run.json").exists());
 }
+
+#[test]
+fn a_hot_bucket_and_a_giant_component_are_reported_not_capped() {
+    // 400 documents that differ in one word at their end: a bucket of a band holds nearly all.
+    let t = TestDir::new();
+    let boilerplate = text(3000, 300);
+    for i in 0..400 {
+        t.write(
+            format!("c/d{}/page-{i:03}.txt", i % 7),
+            format!("{boilerplate} unique{i}"),
+        );
+    }
+    let scan = t.run(&["scan", "-q", "c"]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let stats = &scan.json()["stats"];
+    assert!(stats["largest_bucket"].as_u64().unwrap() >= 390, "{stats}");
+    assert_eq!(stats["largest_component"], 400, "{stats}");
+    // Each document joins the first it matches: about 400 checks, not 80,000.
+    assert!(stats["candidate_pairs"].as_u64().unwrap() < 1000, "{stats}");
+    let r = staged(&t, "w", 3, 2, &["-q", "c"]);
+    assert_eq!(r.stdout, scan.stdout);
+}

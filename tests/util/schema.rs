@@ -86,6 +86,8 @@ pub const STATS: Keys = Keys {
         "exact_groups",
         "candidate_pairs",
         "verified_pairs",
+        "largest_bucket",
+        "largest_component",
         "clusters",
         "unique_documents",
         "exact_copies",
