@@ -239,6 +239,7 @@ mod tests {
                 errors: vec![error("z", None, "walk")],
             },
             index: None,
+            skew: (2, 2),
             signed: crate::ingest::SignSummary {
                 distinct: Kmv::new(16),
                 errors: vec![
