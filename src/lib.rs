@@ -32,6 +32,7 @@ pub mod cli;
 mod cluster;
 mod config;
 mod cpu;
+mod dataset;
 pub mod exit;
 mod explain;
 mod index;

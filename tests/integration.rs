@@ -11,6 +11,9 @@ mod cli;
 /// `--containment`.
 #[path = "integration/containment.rs"]
 mod containment;
+/// `--write-dataset`.
+#[path = "integration/dataset.rs"]
+mod dataset;
 /// Threads, seeds and order.
 #[path = "integration/determinism.rs"]
 mod determinism;

@@ -54,4 +54,5 @@ each group --part "$parts"
 "$bin" stage components --work "$work"
 each route --shard "$shards"
 each verify --part "$parts"
+each dataset --shard "$shards"   # with --write-dataset; nothing to do otherwise
 exec "$bin" stage report --work "$work"

@@ -118,6 +118,16 @@ pub enum StageCommand {
         #[arg(long, value_name = "K/M", value_parser = parse_index)]
         part: (u32, u32),
     },
+    /// With --write-dataset: write shard I's part of the deduplicated dataset (nothing to do
+    /// otherwise).
+    Dataset {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// The shard, as I/N.
+        #[arg(long, value_name = "I/N", value_parser = parse_index)]
+        shard: (u32, u32),
+    },
     /// Print the report, as `scan` would have, with its exit status.
     Report {
         /// The work directory.

@@ -124,6 +124,12 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value_t = KeepArg::Oldest)]
     pub keep: KeepArg,
 
+    /// Write the deduplicated dataset to DIR: every document with text but the duplicates, as
+    /// JSON Lines (a dump's record as its original line, a file as {"path", "text"}).
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub write_dataset: Option<PathBuf>,
+
     /// Evidence for each reported pair: exact and estimated similarity, shared shingles, the
     /// band or piece that made it a candidate.
     #[arg(long)]

@@ -189,6 +189,8 @@ pub struct Config {
     pub keep: KeepPolicy,
     /// Evidence for each reported pair.
     pub pairs: bool,
+    /// `--write-dataset`: where the deduplicated dataset goes.
+    pub dataset: Option<PathBuf>,
     /// Exit 1 when duplicates were found.
     pub exit_code: bool,
     /// Diagnostics settings.

@@ -84,6 +84,7 @@ impl Config {
             ),
             keep: args.keep.into(),
             pairs: args.pairs,
+            dataset: args.write_dataset.clone(),
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
@@ -108,6 +109,8 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
     } else {
         args.paths.clone()
     };
+    // The dataset written is never read as input, even inside a root.
+    let skip_dirs = args.write_dataset.iter().map(|d| absolute_dir(d)).collect();
     Ok(WalkOptions {
         roots,
         follow_links: args.follow_links,
@@ -121,7 +124,7 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
             DumpNames::ByName
         },
         listed,
-        skip_dirs: Vec::new(),
+        skip_dirs,
         defer_metadata: true,
     })
 }
@@ -160,7 +163,7 @@ impl Config {
         let mut cfg = Config::from_args(args.scan)?;
         // The index is not read as input, even when it lies below a root. It stores every
         // file's size, inode and time, and compares them before reading: the walk takes them.
-        cfg.walk.skip_dirs = vec![absolute_dir(&args.index)];
+        cfg.walk.skip_dirs.push(absolute_dir(&args.index));
         cfg.walk.defer_metadata = false;
         cfg.against = Some(IndexUse {
             dir: args.index,
@@ -175,7 +178,7 @@ impl Config {
     pub fn for_scan(cmd: crate::cli::ScanCommand) -> Result<Config> {
         let mut cfg = Config::from_args(cmd.scan)?;
         if let Some(dir) = cmd.against {
-            cfg.walk.skip_dirs = vec![absolute_dir(&dir)];
+            cfg.walk.skip_dirs.push(absolute_dir(&dir));
             cfg.walk.defer_metadata = false;
             cfg.against = Some(IndexUse {
                 dir,

@@ -186,7 +186,7 @@ fn read_batches(
 
 /// Opens a dump for reading its records, and says whether it is plain (not compressed), in
 /// which case a record's offset in the stream is its offset in the file.
-fn open_dump(
+pub(crate) fn open_dump(
     file: &FileEntry,
     jsonl: &JsonlOptions,
 ) -> Result<(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool), String> {

@@ -11,7 +11,7 @@
 //! [`corpus::Corpus`].
 
 pub mod corpus;
-mod dumps;
+pub(crate) mod dumps;
 mod links;
 mod pool;
 pub mod reread;

@@ -84,6 +84,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         retained: &verified.retained,
     };
     let clusters = build::cluster_records(&inputs, &found, &mut late_errors);
+    if let Some(dir) = &cfg.dataset {
+        late_errors.extend(write_dataset(
+            cfg, &engine, &corpus, &found, &clusters, dir,
+        )?);
+    }
     let updated = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
     let (report, code) = report::assemble(
@@ -108,6 +113,42 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         },
     );
     Ok(ScanOutput { report, code })
+}
+
+/// `--write-dataset`: the documents read now, but the duplicates; returns those that changed.
+fn write_dataset(
+    cfg: &Config,
+    engine: &crate::ingest::worker::Engine,
+    corpus: &Corpus,
+    found: &[cluster::Found],
+    clusters: &[report::ClusterOut],
+    dir: &std::path::Path,
+) -> Result<Vec<crate::messages::InputError>> {
+    use crate::dataset::{self, DatasetDoc};
+    use crate::ingest::worker::Outcome;
+    let dropped = dataset::dropped(found, clusters, corpus.len());
+    let docs: Vec<DatasetDoc> = (corpus.first_new as usize..corpus.len())
+        .filter(|&d| {
+            matches!(
+                corpus.docs[d].outcome,
+                Outcome::Sketched | Outcome::Duplicate
+            )
+        })
+        .map(|d| DatasetDoc {
+            file: &corpus.files[d],
+            hash: corpus.docs[d].hash,
+            dropped: dropped[d],
+        })
+        .collect();
+    let path = dataset::part_path(dir, 0);
+    let written = dataset::write(&path, &docs, cfg, engine)?;
+    cfg.messages.note(&format!(
+        "dataset: {} records written to {}, {} duplicates left out",
+        written.kept,
+        crate::messages::display_path(&path),
+        written.dropped
+    ));
+    Ok(written.errors)
 }
 
 #[cfg(test)]

@@ -39,9 +39,11 @@ impl Pending {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         let dir = dir.unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
+        // 0666 less the umask, as for any new file (tempfile's default is 0600).
         let temp = tempfile::Builder::new()
             .prefix(".dupfind-")
             .suffix(".tmp")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .with_context(|| format!("creating a file in {}", display_path(dir)))?;
         Ok(Pending {

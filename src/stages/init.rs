@@ -44,6 +44,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
     }
     // The options as stored (without the inputs), then the config from the whole command line.
     let options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
+    let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file. The work
@@ -84,6 +85,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         parts,
         shard_starts: shard_starts(&files, shards),
         options,
+        dataset,
     };
     // Last: a directory with run.json holds a complete start.
     files::write_json(&plan_path, &plan)

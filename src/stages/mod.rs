@@ -17,6 +17,7 @@
 
 mod columns;
 mod components;
+mod dataset;
 mod docs;
 mod files;
 mod group;
@@ -59,6 +60,10 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
         StageCommand::Verify { work, part } => {
             check_count(&work, "--part", part.1, |p| p.parts)?;
             in_pool(&work, || verify::verify(&work, part.0))?;
+        }
+        StageCommand::Dataset { work, shard } => {
+            check_count(&work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&work, || dataset::dataset(&work, shard.0))?;
         }
         StageCommand::Report { work } => {
             crate::interrupt::install();

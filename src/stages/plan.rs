@@ -40,6 +40,8 @@ pub struct Plan {
     pub shard_starts: Vec<u64>,
     /// The scan options (inputs excluded).
     pub options: ScanArgs,
+    /// `--write-dataset`: where the deduplicated dataset goes (its bytes, base64).
+    pub dataset: Option<String>,
 }
 
 impl Plan {
@@ -92,7 +94,9 @@ impl Plan {
         })?;
         let options = serde_json::to_value(&self.options)?;
         let args: ScanArgs = serde_json::from_value(options)?;
-        Config::from_args(args)
+        let mut cfg = Config::from_args(args)?;
+        cfg.dataset = self.dataset.as_deref().map(path_from_b64).transpose()?;
+        Ok(cfg)
     }
 
     /// The shard `shard` (0-based), checked.

@@ -11,6 +11,7 @@ use crate::exit::ExitCode;
 use crate::report::{self, Report, Stats};
 
 use super::components::summary_path as components_summary;
+use super::dataset::{summary_path as dataset_summary, DatasetSummary};
 use super::files;
 use super::plan::Plan;
 use super::sign::summary_path as sign_summary;
@@ -50,10 +51,21 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
         parts.push(v);
     }
     let mut stats = counts(&walk, &signs, &comps, &parts);
+    let mut datasets = Vec::new();
+    if cfg.dataset.is_some() {
+        for shard in 0..plan.shards {
+            let path = dataset_summary(work, shard);
+            let what = format!("shard {shard}'s part of the dataset has not been written (run `dupfind stage dataset --shard {shard}/{}`)", plan.shards);
+            let d: DatasetSummary = files::read_json(&path, &what)?;
+            super::check_run(&path, &d.run, &plan.run)?;
+            datasets.push(d);
+        }
+    }
     let mut errors = Vec::new();
     let all = (walk.errors.iter())
         .chain(signs.iter().flat_map(|s| &s.errors))
-        .chain(parts.iter().flat_map(|v| &v.errors));
+        .chain(parts.iter().flat_map(|v| &v.errors))
+        .chain(datasets.iter().flat_map(|d| &d.errors));
     for e in all {
         errors.push(ErrorRec::to_input_error(e)?);
     }

@@ -56,6 +56,8 @@ pub struct VerifySummary {
     pub errors: Vec<ErrorRec>,
     /// The clusters, in order of their first member.
     pub clusters: Vec<ClusterRec>,
+    /// The run-wide ids of the documents listed as duplicates (left out of the dataset).
+    pub dropped: Vec<i64>,
 }
 
 /// Verifies partition `part`.
@@ -124,6 +126,11 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         errors: errors.iter().map(ErrorRec::from).collect(),
         clusters: (found.iter().zip(&clusters))
             .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
+            .collect(),
+        dropped: (crate::dataset::dropped(&found, &clusters, ids.len()).iter())
+            .zip(&ids)
+            .filter(|(&d, _)| d)
+            .map(|(_, &id)| id)
             .collect(),
     };
     files::write_json(&verified_path(work, part), &summary)

@@ -1,0 +1,150 @@
+//! `--write-dataset`: the deduplicated dataset, from `scan` and from the staged pipeline.
+
+use std::fs;
+
+use serde_json::Value;
+
+use super::util::{edit, text, TestDir};
+
+/// A dump whose records 2 and 4 are near-copies of record 1 and record 5 a byte-identical copy
+/// of record 3, with a bad line and an empty text; and two files, one a near-copy of the other.
+fn corpus(t: &TestDir) {
+    let a = text(4000, 250);
+    let b = text(4001, 250);
+    let records = [
+        serde_json::json!({"id": 1, "text": a, "meta": {"source": "x"}}),
+        serde_json::json!({"id": 2, "text": edit(&a, &[10, 20]), "extra": [1, 2, 3]}),
+        serde_json::json!({"id": 3, "text": b}),
+        serde_json::json!({"id": 4, "text": edit(&a, &[30])}),
+        serde_json::json!({"id": 5, "text": b}),
+        serde_json::json!({"id": 6, "text": "   "}),
+    ];
+    let mut dump = String::new();
+    for (i, r) in records.iter().enumerate() {
+        dump.push_str(&format!("{r}\n"));
+        if i == 2 {
+            dump.push_str("{not json\n");
+        }
+    }
+    let f = text(4002, 200);
+    t.write("in/d.jsonl", &dump)
+        .write("in/f1.txt", &f)
+        .write("in/f2.txt", edit(&f, &[5]));
+}
+
+fn lines(path: &std::path::Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_dataset_keeps_every_document_but_the_duplicates_each_field_as_it_was() {
+    let t = TestDir::new();
+    corpus(&t);
+    let r = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "in"]);
+    assert_eq!(r.code(), 2, "the bad line: {}", r.stderr);
+    assert!(
+        r.stderr.contains("dataset: 3 records written"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("4 duplicates left out"), "{}", r.stderr);
+    let out = lines(&t.join("out/part-00000.jsonl"));
+    let ids: Vec<&Value> = out
+        .iter()
+        .map(|r| r.get("id").unwrap_or(&r["path"]))
+        .collect();
+    assert_eq!(
+        ids,
+        [&Value::from(1), &Value::from(3), &Value::from("in/f1.txt")]
+    );
+    // A record is its original line, every field kept.
+    let first = fs::read_to_string(t.join("in/d.jsonl")).unwrap();
+    let written = fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    assert!(written.starts_with(first.lines().next().unwrap()));
+    assert_eq!(out[0]["meta"]["source"], "x");
+    // A file is its path and text.
+    assert_eq!(
+        out[2]["text"],
+        fs::read_to_string(t.join("in/f1.txt")).unwrap()
+    );
+    // The dataset directory is never scanned, even inside a root.
+    let again = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "."]);
+    assert_eq!(again.json()["stats"]["files_seen"], 3, "{}", again.stdout);
+}
+
+#[test]
+fn only_verified_duplicates_are_left_out_never_linked_members() {
+    // A chain a ~ b ~ c with a ≁ c: as components, c is linked to a, not a duplicate.
+    let t = TestDir::new();
+    let a = text(31, 300);
+    let b = edit(&a, &[20, 60, 100, 140]);
+    let c = edit(&b, &[170, 190, 210, 230, 250, 270]);
+    t.write("in/a.txt", &a)
+        .write("in/b.txt", &b)
+        .write("in/c.txt", &c);
+    let r = t.run(&[
+        "scan",
+        "--cluster",
+        "components",
+        "--keep",
+        "first",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let kept: Vec<String> = (lines(&t.join("out/part-00000.jsonl")).iter())
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kept, ["in/a.txt", "in/c.txt"]);
+}
+
+#[test]
+fn the_staged_dataset_in_shard_order_is_the_scans() {
+    let t = TestDir::new();
+    corpus(&t);
+    for i in 0..30u64 {
+        let base = text(5000 + i / 3, 120);
+        t.write(format!("in/g/{i:02}.txt"), edit(&base, &[i as usize % 100]));
+    }
+    let scan = t.run(&["scan", "-q", "--write-dataset", "scan-out", "in"]);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(&script)
+        .args([
+            "--shards",
+            "3",
+            "--parts",
+            "2",
+            "--work",
+            "w",
+            "--dupfind",
+            super::util::bin(),
+        ])
+        .args(["-q", "--write-dataset", "staged-out", "in"])
+        .current_dir(t.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let staged = super::util::run_command(cmd);
+    assert_eq!(
+        (staged.code(), &staged.stdout),
+        (scan.code(), &scan.stdout),
+        "{}",
+        staged.stderr
+    );
+    let mut parts = String::new();
+    for shard in 0..3 {
+        parts.push_str(
+            &fs::read_to_string(t.join(format!("staged-out/part-{shard:05}.jsonl"))).unwrap(),
+        );
+    }
+    let whole = fs::read_to_string(t.join("scan-out/part-00000.jsonl")).unwrap();
+    assert_eq!(parts, whole);
+    assert!(whole.lines().count() > 10);
+}
