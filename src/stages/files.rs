@@ -78,11 +78,25 @@ impl Pending {
     }
 }
 
-/// Writes `value` as JSON to `path`, atomically.
+/// Writes `value` as indented JSON to `path`, atomically.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_json_as(path, value, true)
+}
+
+/// Writes `value` as JSON on one line to `path`, atomically: for files as large as the
+/// report, which are read by stages, not people.
+pub fn write_json_line<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_json_as(path, value, false)
+}
+
+fn write_json_as<T: Serialize>(path: &Path, value: &T, pretty: bool) -> Result<()> {
     let pending = Pending::new(path)?;
     let mut out = std::io::BufWriter::new(pending.file());
-    serde_json::to_writer_pretty(&mut out, value)?;
+    if pretty {
+        serde_json::to_writer_pretty(&mut out, value)?;
+    } else {
+        serde_json::to_writer(&mut out, value)?;
+    }
     out.write_all(b"\n")?;
     out.flush()
         .with_context(|| format!("writing {}", display_path(path)))?;

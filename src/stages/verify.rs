@@ -133,7 +133,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
             .map(|(_, &id)| id)
             .collect(),
     };
-    files::write_json(&verified_path(work, part), &summary)
+    files::write_json_line(&verified_path(work, part), &summary)
 }
 
 /// Every document routed to the partition, in run-wide order.
