@@ -293,6 +293,7 @@ def group_with_spark(spark, work, run, shards, parts):
     """
     from pyspark.sql import functions as F
 
+    start = time.monotonic()
     keys = (spark.read.parquet(os.path.join(work, "sign", "shard-*.keys-*.parquet"))
             .withColumn("part", F.regexp_extract(F.col("_metadata.file_name"),
                                                  r"\.keys-(\d+)\.parquet$", 1).cast("int")))
@@ -308,9 +309,11 @@ def group_with_spark(spark, work, run, shards, parts):
                        .otherwise(F.array().cast("array<bigint>")).alias("aux"))
                .sortWithinPartitions("part", "table", "key"))
     counts = keys_per_part(work, shards, parts)
+    opened = time.monotonic() - start
     written = (buckets.mapInArrow(bucket_writer(work, run, counts),
                                   "part int, buckets long, largest long")
                .collect())
+    job = time.monotonic() - start - opened
     done = {r["part"] for r in written}
     for part in range(parts):
         if part not in done:
@@ -318,7 +321,7 @@ def group_with_spark(spark, work, run, shards, parts):
             write_buckets(path, run, [])
             write_summary(summary_path, {"run": run, "part": part, "keys": counts[part],
                                          "buckets": 0, "largest": 0})
-    return sum(r["buckets"] for r in written)
+    return {"buckets": sum(r["buckets"] for r in written), "opened": opened, "job": job}
 
 
 def start_spark(master, parts):
@@ -413,7 +416,8 @@ def run_pipeline(opts, init_args, timings):
               task_note(shards, "shard tasks"))
         timed(timings, "group (Spark SQL)",
               lambda: group_with_spark(spark, work, run, shards, parts),
-              lambda n: f"{n} buckets into {parts} partitions")
+              lambda g: f"{g['buckets']} buckets into {parts} partitions; key files opened "
+                        f"{g['opened']:.2f} s, shuffle + aggregate + writes {g['job']:.2f} s")
         timed(timings, "components (driver)",
               lambda: run_on_driver([binary, "stage", "components", "--work", work],
                                     "dupfind stage components"))
