@@ -200,20 +200,37 @@ def temp_name(path):
     return os.path.join(os.path.dirname(path), f".dupfind-spark-{uuid.uuid4().hex}.tmp")
 
 
-def write_buckets(path, run, tables):
-    """Writes the Arrow tables of one partition's buckets to `path`, atomically (zstd)."""
-    import pyarrow.parquet as pq
+class BucketFile:
+    """One partition's `group/part-J.parquet`, written a table at a time under a temporary name
+    (zstd, tagged with the run) and renamed into place by `commit`; counts what it holds."""
 
-    schema = bucket_schema(run)
-    temp = temp_name(path)
-    try:
-        with pq.ParquetWriter(temp, schema, compression="zstd") as out:
-            for t in tables:
-                out.write_table(t.cast(schema))
-        commit_file(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    def __init__(self, path, run):
+        import pyarrow.parquet as pq
+
+        self.path, self.schema = path, bucket_schema(run)
+        self.temp = temp_name(path)
+        self.out = pq.ParquetWriter(self.temp, self.schema, compression="zstd")
+        self.buckets = self.largest = 0
+
+    def write(self, table):
+        """Appends buckets (columns table, key, docs, aux)."""
+        import pyarrow.compute as pc
+
+        self.out.write_table(table.cast(self.schema))
+        self.buckets += table.num_rows
+        if table.num_rows:
+            self.largest = max(self.largest, pc.max(pc.list_value_length(table["docs"])).as_py())
+
+    def commit(self):
+        """Closes the file and makes it visible under its name."""
+        self.out.close()
+        commit_file(self.temp, self.path)
+
+    def discard(self):
+        """Removes the temporary file of a write that failed."""
+        self.out.close()
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
 
 
 def write_summary(path, summary):
@@ -229,56 +246,69 @@ def write_summary(path, summary):
             os.unlink(temp)
 
 
-def keys_per_part(work, shards, parts):
-    """Key rows of each partition (the summaries' `keys`), from the key files' footers."""
+def keys_per_part(work, shards, parts, run):
+    """Key rows of each partition (the summaries' `keys`), from the key files' footers, which
+    must carry this run's id (as `stage group` checks them)."""
     import pyarrow.parquet as pq
 
-    return [
-        sum(pq.read_metadata(os.path.join(work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet"))
-            .num_rows for i in range(shards))
-        for j in range(parts)
-    ]
+    counts = [0] * parts
+    for j in range(parts):
+        for i in range(shards):
+            path = os.path.join(work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet")
+            meta = pq.read_metadata(path)
+            tag = (meta.metadata or {}).get(b"dupfind.run", b"").decode()
+            if tag != run:
+                raise SystemExit(f"dupfind_spark: {path} belongs to another run (run "
+                                 f"{tag or 'none'}; this work directory's run is {run}): sign "
+                                 "its shard again")
+            counts[j] += meta.num_rows
+    return counts
+
+
+def finish_part(work, run, part, keys, out):
+    """Commits partition `part`'s bucket file, then writes its summary (last)."""
+    out.commit()
+    write_summary(group_paths(work, part)[1], {"run": run, "part": part, "keys": keys,
+                                               "buckets": out.buckets, "largest": out.largest})
 
 
 def bucket_writer(work, run, keys):
     """The mapInArrow function writing each partition's buckets and summary from its task.
 
-    Its input is sorted by (part, table, key); every row of a partition is in one task. Yields
-    one row per partition written: part, buckets, largest.
+    Its input is sorted by (part, table, key), and every row of a partition is in one task, so
+    each partition's file is streamed batch by batch and finished when the next one starts.
+    Yields one row per partition written: part, buckets, largest.
     """
 
     def write(batches):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        current, tables = None, []
-
-        def finish():
-            path, summary_path = group_paths(work, current)
-            write_buckets(path, run, tables)
-            buckets = sum(t.num_rows for t in tables)
-            largest = max((pc.max(pc.list_value_length(t["docs"])).as_py() or 0 for t in tables),
-                          default=0)
-            write_summary(summary_path, {"run": run, "part": current, "keys": keys[current],
-                                         "buckets": buckets, "largest": largest})
-            return pa.RecordBatch.from_pydict(
-                {"part": [current], "buckets": [buckets], "largest": [largest]},
-                schema=pa.schema([("part", pa.int32()), ("buckets", pa.int64()),
-                                  ("largest", pa.int64())]))
-
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            table = pa.Table.from_batches([batch])
-            for part in pc.unique(table["part"]).to_pylist():
-                rows = table.filter(pc.equal(table["part"], part))
-                if current is not None and part != current:
-                    yield finish()
-                    tables = []
-                current = part
-                tables.append(rows.select(["table", "key", "docs", "aux"]))
-        if current is not None:
-            yield finish()
+        schema = pa.schema([("part", pa.int32()), ("buckets", pa.int64()),
+                            ("largest", pa.int64())])
+        current, out = None, None
+        try:
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                for part in pc.unique(table["part"]).to_pylist():
+                    if part != current:
+                        if out is not None:
+                            finish_part(work, run, current, keys[current], out)
+                            yield pa.RecordBatch.from_pydict(
+                                {"part": [current], "buckets": [out.buckets],
+                                 "largest": [out.largest]}, schema=schema)
+                        current, out = part, BucketFile(group_paths(work, part)[0], run)
+                    rows = table.filter(pc.equal(table["part"], part))
+                    out.write(rows.select(["table", "key", "docs", "aux"]))
+            if out is not None:
+                finish_part(work, run, current, keys[current], out)
+                yield pa.RecordBatch.from_pydict(
+                    {"part": [current], "buckets": [out.buckets], "largest": [out.largest]},
+                    schema=schema)
+                out = None
+        finally:
+            if out is not None and os.path.exists(out.temp):
+                out.discard()
 
     return write
 
@@ -308,7 +338,7 @@ def group_with_spark(spark, work, run, shards, parts):
                        F.when(F.col("table") == CONTENT_TABLE, F.col("m.aux"))
                        .otherwise(F.array().cast("array<bigint>")).alias("aux"))
                .sortWithinPartitions("part", "table", "key"))
-    counts = keys_per_part(work, shards, parts)
+    counts = keys_per_part(work, shards, parts, run)
     opened = time.monotonic() - start
     written = (buckets.mapInArrow(bucket_writer(work, run, counts),
                                   "part int, buckets long, largest long")
@@ -317,10 +347,8 @@ def group_with_spark(spark, work, run, shards, parts):
     done = {r["part"] for r in written}
     for part in range(parts):
         if part not in done:
-            path, summary_path = group_paths(work, part)
-            write_buckets(path, run, [])
-            write_summary(summary_path, {"run": run, "part": part, "keys": counts[part],
-                                         "buckets": 0, "largest": 0})
+            finish_part(work, run, part, counts[part],
+                        BucketFile(group_paths(work, part)[0], run))
     return {"buckets": sum(r["buckets"] for r in written), "opened": opened, "job": job}
 
 
