@@ -2,7 +2,7 @@
 """The staged pipeline (docs/staged.md) driven by PySpark; prints `dupfind scan`'s report.
 
     dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] [--master URL]
-                     [--timings] [scan options] INPUTS...
+                     [--conf KEY=VALUE]... [--timings] [scan options] INPUTS...
 
 What runs where (docs/staged-engines.md has the whole story):
 
@@ -34,7 +34,7 @@ CONTENT_TABLE = -1
 
 USAGE = (
     "usage: dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] "
-    "[--master URL] [--timings] [scan options] INPUTS..."
+    "[--master URL] [--conf KEY=VALUE]... [--timings] [scan options] INPUTS..."
 )
 
 
@@ -55,7 +55,7 @@ def parse_args(argv):
     (`-m simhash`, `--threshold 0.7`) pass through untouched and in order.
     """
     opts = {"shards": 1, "parts": 1, "work": None, "dupfind": None, "master": None,
-            "timings": False}
+            "timings": False, "conf": []}
     rest = []
     valued = {"--shards": "shards", "--parts": "parts", "--work": "work",
               "--dupfind": "dupfind", "--master": "master"}
@@ -70,6 +70,16 @@ def parse_args(argv):
                 raise SystemExit(f"dupfind_spark: {arg} needs a value\n{USAGE}")
             opts[valued[arg]] = argv[i + 1]
             i += 1
+        elif name == "--conf":
+            # Spark settings, as spark-submit's --conf (spark.task.cpus=4, spark.executor.memory=…).
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise SystemExit(f"dupfind_spark: --conf needs KEY=VALUE\n{USAGE}")
+                value = argv[i + 1]
+                i += 1
+            if "=" not in value:
+                raise SystemExit(f"dupfind_spark: --conf takes KEY=VALUE, not {value!r}")
+            opts["conf"].append(tuple(value.split("=", 1)))
         elif arg == "--timings":
             opts["timings"] = True
         elif arg in ("-h", "--help"):
@@ -352,7 +362,7 @@ def group_with_spark(spark, work, run, shards, parts):
     return {"buckets": sum(r["buckets"] for r in written), "opened": opened, "job": job}
 
 
-def start_spark(master, parts):
+def start_spark(master, parts, conf):
     """A quiet SparkSession (no UI, no progress bar, errors only in the log)."""
     from pyspark.sql import SparkSession
 
@@ -362,6 +372,8 @@ def start_spark(master, parts):
                .config("spark.sql.shuffle.partitions", str(parts))
                .config("spark.driver.extraJavaOptions",
                        "-Dlog4j2.configurationFile=" + log4j_config()))
+    for key, value in conf:
+        builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:
@@ -427,7 +439,7 @@ def run_pipeline(opts, init_args, timings):
                             stderr=subprocess.PIPE)
     spark = None
     try:
-        spark = start_spark(opts["master"], parts)
+        spark = start_spark(opts["master"], parts, opts["conf"])
         jvm_seconds = time.monotonic() - start
         out, err = init.communicate()
         sys.stderr.write(err.decode("utf-8", "replace"))

@@ -17,9 +17,9 @@ from conftest import ROOT, run
 DRIVER = os.path.join(ROOT, "contrib", "spark", "dupfind_spark.py")
 
 
-def spark(dupfind, work, shards, parts, options, inputs, ok=(0, 1)):
-    """Runs the driver; returns (exit status, stdout)."""
-    cmd = [sys.executable, DRIVER, "--master", "local[2]", "--dupfind", dupfind,
+def spark(dupfind, work, shards, parts, options, inputs, extra=(), ok=(0, 1)):
+    """Runs the driver (`extra`: its own options); returns (exit status, stdout)."""
+    cmd = [sys.executable, DRIVER, "--master", "local[2]", "--dupfind", dupfind, *extra,
            "--work", str(work), "--shards", str(shards), "--parts", str(parts),
            *options, *inputs]
     return run(cmd, ok=ok)
@@ -35,15 +35,15 @@ def bucket_rows(work):
     return sorted(rows)
 
 
-@pytest.mark.parametrize("options,shards,parts", [
-    ([], 3, 2),
-    (["-m", "simhash"], 2, 3),
-    (["--pairs", "--cluster", "components", "--exit-code"], 4, 4),
+@pytest.mark.parametrize("options,shards,parts,extra", [
+    ([], 3, 2, []),
+    (["-m", "simhash"], 2, 3, ["--conf", "spark.task.cpus=1", "--timings"]),
+    (["--pairs", "--cluster", "components", "--exit-code"], 4, 4, []),
 ])
-def test_spark_report_is_scans(dupfind, docs, scan, tmp_path, options, shards, parts):
+def test_spark_report_is_scans(dupfind, docs, scan, tmp_path, options, shards, parts, extra):
     """The driver prints scan's report and exits with scan's status."""
     work = tmp_path / "work"
-    status, out = spark(dupfind, work, shards, parts, options, [docs])
+    status, out = spark(dupfind, work, shards, parts, options, [docs], extra)
     want_status, want = scan(options)
     assert out == want, "the Spark driver's report differs from scan's"
     assert status == want_status
