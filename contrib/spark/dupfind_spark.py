@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""The staged pipeline (docs/staged.md) driven by PySpark; prints `dupfind scan`'s report.
+
+    dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] [--master URL]
+                     [--conf KEY=VALUE]... [--timings] [scan options] INPUTS...
+
+What runs where (docs/staged-engines.md has the whole story):
+
+    stage init         the driver (a subprocess, started while the JVM starts)
+    stage sign         Spark tasks, one per shard: the binary, over files in DIR
+    group              Spark SQL: the key files read as a DataFrame, grouped by (table, key)
+                       -- the shuffle -- and each partition's buckets written by its task with
+                       pyarrow, in the group stage's exact file contract
+    stage components   the driver (one process: the edges must fit in its memory)
+    stage route        Spark tasks, one per shard
+    stage verify       Spark tasks, one per partition
+    stage report       the driver: its stdout is this script's, its exit status this script's
+
+DIR is read and written by the driver and by every task, so on a cluster it must be a shared
+file system mounted at the same path everywhere (as must the inputs and the binary). Every
+option this script does not know is passed to `dupfind stage init` as a scan option or input.
+Nothing but the report goes to stdout; Spark's log is cut to errors.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+# The content table's number in the key and bucket files (docs/staged.md).
+CONTENT_TABLE = -1
+
+USAGE = (
+    "usage: dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] "
+    "[--master URL] [--conf KEY=VALUE]... [--timings] [scan options] INPUTS..."
+)
+
+
+class StageError(Exception):
+    """A stage of the binary failed: its command, exit status and stderr."""
+
+    def __init__(self, what, status, stderr):
+        super().__init__(f"{what} failed (exit status {status})")
+        self.what = what
+        self.status = status
+        self.stderr = stderr
+
+
+def parse_args(argv):
+    """Splits the command line into this script's options and `stage init`'s arguments.
+
+    Parsed by hand, as contrib/staged/run-local.sh does, so that scan options with values
+    (`-m simhash`, `--threshold 0.7`) pass through untouched and in order.
+    """
+    opts = {"shards": 1, "parts": 1, "work": None, "dupfind": None, "master": None,
+            "timings": False, "conf": []}
+    rest = []
+    valued = {"--shards": "shards", "--parts": "parts", "--work": "work",
+              "--dupfind": "dupfind", "--master": "master"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name in valued and eq:
+            opts[valued[name]] = value
+        elif arg in valued:
+            if i + 1 >= len(argv):
+                raise SystemExit(f"dupfind_spark: {arg} needs a value\n{USAGE}")
+            opts[valued[arg]] = argv[i + 1]
+            i += 1
+        elif name == "--conf":
+            # Spark settings, as spark-submit's --conf (spark.task.cpus=4, spark.executor.memory=…).
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise SystemExit(f"dupfind_spark: --conf needs KEY=VALUE\n{USAGE}")
+                value = argv[i + 1]
+                i += 1
+            if "=" not in value:
+                raise SystemExit(f"dupfind_spark: --conf takes KEY=VALUE, not {value!r}")
+            opts["conf"].append(tuple(value.split("=", 1)))
+        elif arg == "--timings":
+            opts["timings"] = True
+        elif arg in ("-h", "--help"):
+            print(__doc__)
+            raise SystemExit(0)
+        else:
+            rest.append(arg)
+        i += 1
+    if not opts["work"]:
+        raise SystemExit(f"dupfind_spark: --work DIR is required\n{USAGE}")
+    for key in ("shards", "parts"):
+        try:
+            opts[key] = int(opts[key])
+        except ValueError:
+            raise SystemExit(f"dupfind_spark: --{key} takes a count, not {opts[key]!r}") from None
+        if opts[key] < 1:
+            raise SystemExit(f"dupfind_spark: --{key} must be at least 1")
+    opts["work"] = os.path.abspath(opts["work"])
+    opts["dupfind"] = find_binary(opts["dupfind"])
+    return opts, rest
+
+
+def find_binary(given):
+    """The dupfind binary: --dupfind, else dupfind on PATH, else this repository's release build."""
+    if given:
+        path = os.path.abspath(given)
+    else:
+        from shutil import which
+
+        path = which("dupfind") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "dupfind")
+        path = os.path.abspath(path)
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"dupfind_spark: no dupfind binary at {path} (build it: cargo build --release)")
+    return path
+
+
+def run_stage(binary, stage, work, flag, index, count):
+    """Runs `dupfind stage STAGE --work WORK FLAG INDEX/COUNT` (in a Spark task).
+
+    Returns a dict: index, status, stderr, seconds. A failure is returned, not raised, so that
+    the driver reports the binary's own message rather than a Python traceback through Py4J.
+    """
+    cmd = [binary, "stage", stage, "--work", work, flag, f"{index}/{count}"]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, check=False)
+    return {
+        "index": index,
+        "status": proc.returncode,
+        "stderr": proc.stderr.decode("utf-8", "replace"),
+        "stdout": proc.stdout.decode("utf-8", "replace"),
+        "seconds": time.monotonic() - start,
+    }
+
+
+def run_in_tasks(sc, binary, stage, work, flag, count):
+    """Runs a per-shard or per-partition stage as `count` Spark tasks, one index each.
+
+    Forwards each task's stderr to ours, raises StageError for the first that failed, and
+    returns (summed seconds of the binary, the longest task's seconds).
+    """
+    results = (sc.parallelize(range(count), count)
+               .map(lambda i: run_stage(binary, stage, work, flag, i, count))
+               .collect())
+    results.sort(key=lambda r: r["index"])
+    for r in results:
+        if r["stderr"]:
+            sys.stderr.write(r["stderr"])
+        if r["stdout"]:
+            # The stages write nothing on stdout; keep ours for the report alone.
+            sys.stderr.write(r["stdout"])
+    for r in results:
+        if r["status"] != 0:
+            raise StageError(f"dupfind stage {stage} {flag} {r['index']}/{count}", r["status"],
+                             r["stderr"])
+    seconds = [r["seconds"] for r in results]
+    return sum(seconds), max(seconds)
+
+
+def run_on_driver(cmd, what):
+    """Runs a stage on the driver, its stderr forwarded; raises StageError when it fails."""
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, check=False)
+    sys.stderr.write(proc.stderr.decode("utf-8", "replace"))
+    sys.stderr.write(proc.stdout.decode("utf-8", "replace"))
+    if proc.returncode != 0:
+        raise StageError(what, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+
+
+# --- the group stage's files, as `dupfind stage group` writes them (src/stages/group.rs) ---
+
+
+def group_paths(work, part):
+    """`group/part-J.parquet` and `group/part-J.json` (J zero-padded to six digits)."""
+    base = os.path.join(work, "group", f"part-{part:06d}")
+    return base + ".parquet", base + ".json"
+
+
+def bucket_schema(run):
+    """The group file's schema, tagged with the run (footer key-value metadata `dupfind.run`)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("table", pa.int32()),
+        ("key", pa.int64()),
+        ("docs", pa.list_(pa.int64())),
+        ("aux", pa.list_(pa.int64())),
+    ], metadata={"dupfind.run": run})
+
+
+def commit_file(temp, path):
+    """Makes `temp` durable as `path`: fsync, rename over any older file, fsync the directory."""
+    with open(temp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(temp, path)
+    fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name(path):
+    """A fresh temporary name beside `path` (dot-prefixed: Spark and the stages skip it); makes
+    the directory when missing."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return os.path.join(os.path.dirname(path), f".dupfind-spark-{uuid.uuid4().hex}.tmp")
+
+
+class BucketFile:
+    """One partition's `group/part-J.parquet`, written a table at a time under a temporary name
+    (zstd, tagged with the run) and renamed into place by `commit`; counts what it holds."""
+
+    def __init__(self, path, run):
+        import pyarrow.parquet as pq
+
+        self.path, self.schema = path, bucket_schema(run)
+        self.temp = temp_name(path)
+        self.out = pq.ParquetWriter(self.temp, self.schema, compression="zstd")
+        self.buckets = self.largest = 0
+
+    def write(self, table):
+        """Appends buckets (columns table, key, docs, aux)."""
+        import pyarrow.compute as pc
+
+        self.out.write_table(table.cast(self.schema))
+        self.buckets += table.num_rows
+        if table.num_rows:
+            self.largest = max(self.largest, pc.max(pc.list_value_length(table["docs"])).as_py())
+
+    def commit(self):
+        """Closes the file and makes it visible under its name."""
+        self.out.close()
+        commit_file(self.temp, self.path)
+
+    def discard(self):
+        """Removes the temporary file of a write that failed."""
+        self.out.close()
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
+
+
+def write_summary(path, summary):
+    """Writes a JSON summary atomically (last: it marks the partition complete)."""
+    temp = temp_name(path)
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+            f.write("\n")
+        commit_file(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def keys_per_part(work, shards, parts, run):
+    """Key rows of each partition (the summaries' `keys`), from the key files' footers, which
+    must carry this run's id (as `stage group` checks them)."""
+    import pyarrow.parquet as pq
+
+    counts = [0] * parts
+    for j in range(parts):
+        for i in range(shards):
+            path = os.path.join(work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet")
+            meta = pq.read_metadata(path)
+            tag = (meta.metadata or {}).get(b"dupfind.run", b"").decode()
+            if tag != run:
+                raise SystemExit(f"dupfind_spark: {path} belongs to another run (run "
+                                 f"{tag or 'none'}; this work directory's run is {run}): sign "
+                                 "its shard again")
+            counts[j] += meta.num_rows
+    return counts
+
+
+def finish_part(work, run, part, keys, out):
+    """Commits partition `part`'s bucket file, then writes its summary (last)."""
+    out.commit()
+    write_summary(group_paths(work, part)[1], {"run": run, "part": part, "keys": keys,
+                                               "buckets": out.buckets, "largest": out.largest})
+
+
+def bucket_writer(work, run, keys):
+    """The mapInArrow function writing each partition's buckets and summary from its task.
+
+    Its input is sorted by (part, table, key), and every row of a partition is in one task, so
+    each partition's file is streamed batch by batch and finished when the next one starts.
+    Yields one row per partition written: part, buckets, largest.
+    """
+
+    def write(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        schema = pa.schema([("part", pa.int32()), ("buckets", pa.int64()),
+                            ("largest", pa.int64())])
+        current, out = None, None
+        try:
+            for batch in batches:
+                table = pa.Table.from_batches([batch])
+                for part in pc.unique(table["part"]).to_pylist():
+                    if part != current:
+                        if out is not None:
+                            finish_part(work, run, current, keys[current], out)
+                            yield pa.RecordBatch.from_pydict(
+                                {"part": [current], "buckets": [out.buckets],
+                                 "largest": [out.largest]}, schema=schema)
+                        current, out = part, BucketFile(group_paths(work, part)[0], run)
+                    rows = table.filter(pc.equal(table["part"], part))
+                    out.write(rows.select(["table", "key", "docs", "aux"]))
+            if out is not None:
+                finish_part(work, run, current, keys[current], out)
+                yield pa.RecordBatch.from_pydict(
+                    {"part": [current], "buckets": [out.buckets], "largest": [out.largest]},
+                    schema=schema)
+                out = None
+        finally:
+            if out is not None and os.path.exists(out.temp):
+                out.discard()
+
+    return write
+
+
+def group_with_spark(spark, work, run, shards, parts):
+    """The group stage as Spark SQL: the shuffle, then each partition's files from its task.
+
+    The key files of partition J (`sign/shard-I.keys-J.parquet`) become the buckets of
+    `group/part-J.parquet`, as `dupfind stage group --part J/M` would write them: every
+    (table, key) of two or more rows, `docs` increasing, `aux` parallel to it for the content
+    table and empty for bands. Partitions without a bucket get an empty file from the driver.
+    """
+    from pyspark.sql import functions as F
+
+    start = time.monotonic()
+    keys = (spark.read.parquet(os.path.join(work, "sign", "shard-*.keys-*.parquet"))
+            .withColumn("part", F.regexp_extract(F.col("_metadata.file_name"),
+                                                 r"\.keys-(\d+)\.parquet$", 1).cast("int")))
+    # Repartitioning by `part` is the one shuffle: the aggregate below needs its rows clustered
+    # by (part, table, key), which rows clustered by `part` already are.
+    members = F.sort_array(F.collect_list(F.struct("doc", "aux")))
+    buckets = (keys.repartition(parts, "part")
+               .groupBy("part", "table", "key")
+               .agg(F.count(F.lit(1)).alias("n"), members.alias("m"))
+               .where(F.col("n") >= 2)
+               .select("part", "table", "key", F.col("m.doc").alias("docs"),
+                       F.when(F.col("table") == CONTENT_TABLE, F.col("m.aux"))
+                       .otherwise(F.array().cast("array<bigint>")).alias("aux"))
+               .sortWithinPartitions("part", "table", "key"))
+    counts = keys_per_part(work, shards, parts, run)
+    opened = time.monotonic() - start
+    written = (buckets.mapInArrow(bucket_writer(work, run, counts),
+                                  "part int, buckets long, largest long")
+               .collect())
+    job = time.monotonic() - start - opened
+    done = {r["part"] for r in written}
+    for part in range(parts):
+        if part not in done:
+            finish_part(work, run, part, counts[part],
+                        BucketFile(group_paths(work, part)[0], run))
+    return {"buckets": sum(r["buckets"] for r in written), "opened": opened, "job": job}
+
+
+def start_spark(master, parts, conf):
+    """A quiet SparkSession (no UI, no progress bar, errors only in the log)."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.appName("dupfind")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(parts))
+               .config("spark.driver.extraJavaOptions",
+                       "-Dlog4j2.configurationFile=" + log4j_config()))
+    for key, value in conf:
+        builder = builder.config(key, value)
+    if master:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # Started with plain python rather than spark-submit: run locally on every core.
+        builder = builder.master("local[*]")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def log4j_config():
+    """The log4j2 configuration beside this script: Spark's log on stderr, errors only."""
+    return "file:" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+class Timings:
+    """Wall time of each step, printed on stderr with --timings."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.rows = []
+
+    def add(self, what, seconds, note=""):
+        """Records a step."""
+        self.rows.append((what, seconds, note))
+
+    def print(self):
+        """Prints the steps and the total on stderr."""
+        if not self.enabled:
+            return
+        out = sys.stderr
+        out.write("dupfind_spark: wall time (seconds)\n")
+        for what, seconds, note in self.rows:
+            out.write(f"  {what:<22}{seconds:8.2f}  {note}\n".rstrip() + "\n")
+        out.write(f"  {'total':<22}{time.monotonic() - self.start:8.2f}\n")
+
+
+def timed(timings, what, fn, note=None):
+    """Runs fn(), recording its wall time; `note(result)` annotates the row."""
+    start = time.monotonic()
+    result = fn()
+    timings.add(what, time.monotonic() - start, note(result) if note else "")
+    return result
+
+
+def task_note(count, unit):
+    """The note of a per-shard or per-partition stage: its tasks and the binary's own time."""
+    return lambda r: f"{count} {unit}; binary {r[0]:.2f} s summed, longest task {r[1]:.2f} s"
+
+
+def run_pipeline(opts, init_args, timings):
+    """Runs the stages; returns the report's exit status."""
+    binary, work = opts["dupfind"], opts["work"]
+    shards, parts = opts["shards"], opts["parts"]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    # init walks the inputs while the JVM starts: both are on the driver and independent.
+    start = time.monotonic()
+    init_cmd = [binary, "stage", "init", "--work", work, "--shards", str(shards),
+                "--parts", str(parts), *init_args]
+    init = subprocess.Popen(init_cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    spark = None
+    try:
+        spark = start_spark(opts["master"], parts, opts["conf"])
+        jvm_seconds = time.monotonic() - start
+        out, err = init.communicate()
+        sys.stderr.write(err.decode("utf-8", "replace"))
+        sys.stderr.write(out.decode("utf-8", "replace"))
+        if init.returncode != 0:
+            raise StageError("dupfind stage init", init.returncode, err.decode("utf-8", "replace"))
+        timings.add("spark start + init", time.monotonic() - start,
+                    f"JVM and SparkSession {jvm_seconds:.2f} s, stage init alongside")
+        with open(os.path.join(work, "run.json"), encoding="utf-8") as f:
+            run = json.load(f)["run"]
+        sc = spark.sparkContext
+
+        timed(timings, "sign", lambda: run_in_tasks(sc, binary, "sign", work, "--shard", shards),
+              task_note(shards, "shard tasks"))
+        timed(timings, "group (Spark SQL)",
+              lambda: group_with_spark(spark, work, run, shards, parts),
+              lambda g: f"{g['buckets']} buckets into {parts} partitions; key files opened "
+                        f"{g['opened']:.2f} s, shuffle + aggregate + writes {g['job']:.2f} s")
+        timed(timings, "components (driver)",
+              lambda: run_on_driver([binary, "stage", "components", "--work", work],
+                                    "dupfind stage components"))
+        timed(timings, "route",
+              lambda: run_in_tasks(sc, binary, "route", work, "--shard", shards),
+              task_note(shards, "shard tasks"))
+        timed(timings, "verify",
+              lambda: run_in_tasks(sc, binary, "verify", work, "--part", parts),
+              task_note(parts, "partition tasks"))
+    finally:
+        if init.poll() is None:
+            init.kill()
+            init.wait()
+        if spark is not None:
+            timed(timings, "spark stop", spark.stop)
+
+    sys.stdout.flush()
+    start = time.monotonic()
+    status = subprocess.run([binary, "stage", "report", "--work", work],
+                            stdin=subprocess.DEVNULL, check=False).returncode
+    timings.add("report (driver)", time.monotonic() - start)
+    return status
+
+
+def main(argv):
+    """Runs the pipeline; the exit status is the report's (as `dupfind scan`'s)."""
+    opts, init_args = parse_args(argv)
+    timings = Timings(opts["timings"])
+    try:
+        status = run_pipeline(opts, init_args, timings)
+    except StageError as e:
+        timings.print()
+        sys.stderr.write(f"dupfind_spark: {e}\n")
+        # The stage's own exit status (2 for an error, as scan's), never a success.
+        return e.status if e.status > 0 else 2
+    timings.print()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,100 @@
+"""contrib/duckdb/group.py: the same buckets as `dupfind stage group`, and scan's report when it
+stands in for the group stage of a whole pipeline."""
+
+import glob
+import os
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import ROOT, run
+
+GROUP = os.path.join(ROOT, "contrib", "duckdb", "group.py")
+
+
+def stage(dupfind, name, work, *args):
+    """Runs one stage of the binary."""
+    return run([dupfind, "stage", name, "--work", str(work), *args])
+
+
+def signed(dupfind, work, docs, shards, parts, options):
+    """A work directory through init and sign."""
+    stage(dupfind, "init", work, "--shards", str(shards), "--parts", str(parts), *options, docs)
+    for i in range(shards):
+        stage(dupfind, "sign", work, "--shard", f"{i}/{shards}")
+
+
+def buckets(work):
+    """Every bucket in the group files as (file, table, key, docs, aux), sorted, and the
+    summaries' text."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(work, "group", "part-*.parquet"))):
+        meta = pq.read_metadata(path).metadata
+        assert b"dupfind.run" in meta, f"{path} has no dupfind.run"
+        for r in pq.read_table(path).to_pylist():
+            rows.append((os.path.basename(path), r["table"], r["key"], tuple(r["docs"]),
+                         tuple(r["aux"])))
+    summaries = {os.path.basename(p): open(p).read()
+                 for p in glob.glob(os.path.join(work, "group", "part-*.json"))}
+    return sorted(rows), summaries
+
+
+@pytest.mark.parametrize("options,shards,parts", [
+    ([], 3, 4),
+    (["-m", "simhash"], 2, 3),
+    ([], 2, 64),  # most partitions without a bucket: empty files
+])
+def test_duckdb_groups_as_the_group_stage(dupfind, docs, tmp_path, options, shards, parts):
+    """DuckDB's buckets (table, key, docs, aux) and summaries are the Rust stage's."""
+    rust, duck = tmp_path / "rust", tmp_path / "duck"
+    signed(dupfind, rust, docs, shards, parts, options)
+    import shutil
+
+    shutil.copytree(rust, duck)
+    for j in range(parts):
+        stage(dupfind, "group", rust, "--part", f"{j}/{parts}")
+    run([sys.executable, GROUP, "--work", str(duck)])
+    got, got_summaries = buckets(duck)
+    want, want_summaries = buckets(rust)
+    assert got == want
+    assert got_summaries == want_summaries
+    assert len(got_summaries) == parts
+    assert any(r[1] == -1 for r in want), "the corpus has byte-identical copies"
+
+
+@pytest.mark.parametrize("options,shards,parts", [
+    ([], 3, 2),
+    (["-m", "simhash"], 2, 2),
+    (["--pairs", "--exit-code"], 1, 3),
+])
+def test_pipeline_with_duckdb_group_reports_as_scan(dupfind, docs, scan, tmp_path, options,
+                                                    shards, parts):
+    """init, sign, DuckDB's group (one partition at a time, as a job array would), components,
+    route, verify, report: scan's report and status."""
+    work = tmp_path / "work"
+    signed(dupfind, work, docs, shards, parts, options)
+    for j in range(parts):
+        run([sys.executable, GROUP, "--work", str(work), "--part", f"{j}/{parts}"])
+    stage(dupfind, "components", work)
+    for i in range(shards):
+        stage(dupfind, "route", work, "--shard", f"{i}/{shards}")
+    for k in range(parts):
+        stage(dupfind, "verify", work, "--part", f"{k}/{parts}")
+    status, out = run([dupfind, "stage", "report", "--work", str(work)], ok=(0, 1))
+    want_status, want = scan(options)
+    assert out == want
+    assert status == want_status
+
+
+def test_duckdb_refuses_an_unsigned_run(dupfind, docs, tmp_path):
+    """Grouping before every shard is signed names the shard to sign."""
+    work = tmp_path / "work"
+    stage(dupfind, "init", work, "--shards", "2", docs)
+    stage(dupfind, "sign", work, "--shard", "0/2")
+    import subprocess
+
+    proc = subprocess.run([sys.executable, GROUP, "--work", str(work)], capture_output=True,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode != 0
+    assert b"shard 1 has not been signed" in proc.stderr, proc.stderr
