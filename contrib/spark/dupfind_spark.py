@@ -7,13 +7,15 @@
 What runs where (docs/staged-engines.md has the whole story):
 
     stage init         the driver (a subprocess, started while the JVM starts)
-    stage sign         Spark tasks, one per shard: the binary, over files in DIR
+    stage sign         Spark tasks, one per shard: the binary, over files in DIR, with as
+                       many threads as a task has cores (spark.task.cpus)
     group              Spark SQL: the key files read as a DataFrame, grouped by (table, key)
                        -- the shuffle -- and each partition's buckets written by its task with
                        pyarrow, in the group stage's exact file contract
     stage components   the driver (one process: the edges must fit in its memory)
     stage route        Spark tasks, one per shard
     stage verify       Spark tasks, one per partition
+    stage dataset      Spark tasks, one per shard (with --write-dataset; else nothing to do)
     stage report       the driver: its stdout is this script's, its exit status this script's
 
 DIR is read and written by the driver and by every task, so on a cluster it must be a shared
@@ -117,13 +119,14 @@ def find_binary(given):
     return path
 
 
-def run_stage(binary, stage, work, flag, index, count):
-    """Runs `dupfind stage STAGE --work WORK FLAG INDEX/COUNT` (in a Spark task).
+def run_stage(binary, stage, work, flag, index, count, threads):
+    """Runs `dupfind stage STAGE --work WORK FLAG INDEX/COUNT --threads THREADS` (in a Spark task).
 
     Returns a dict: index, status, stderr, seconds. A failure is returned, not raised, so that
     the driver reports the binary's own message rather than a Python traceback through Py4J.
     """
-    cmd = [binary, "stage", stage, "--work", work, flag, f"{index}/{count}"]
+    cmd = [binary, "stage", stage, "--work", work, flag, f"{index}/{count}",
+           "--threads", str(threads)]
     start = time.monotonic()
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, check=False)
@@ -137,13 +140,15 @@ def run_stage(binary, stage, work, flag, index, count):
 
 
 def run_in_tasks(sc, binary, stage, work, flag, count):
-    """Runs a per-shard or per-partition stage as `count` Spark tasks, one index each.
+    """Runs a per-shard or per-partition stage as `count` Spark tasks, one index each, each
+    binary with as many threads as a task has cores (`spark.task.cpus`).
 
     Forwards each task's stderr to ours, raises StageError for the first that failed, and
     returns (summed seconds of the binary, the longest task's seconds).
     """
+    threads = max(1, int(sc.getConf().get("spark.task.cpus", "1")))
     results = (sc.parallelize(range(count), count)
-               .map(lambda i: run_stage(binary, stage, work, flag, i, count))
+               .map(lambda i: run_stage(binary, stage, work, flag, i, count, threads))
                .collect())
     results.sort(key=lambda r: r["index"])
     for r in results:
@@ -467,6 +472,10 @@ def run_pipeline(opts, init_args, timings):
         timed(timings, "verify",
               lambda: run_in_tasks(sc, binary, "verify", work, "--part", parts),
               task_note(parts, "partition tasks"))
+        # With --write-dataset, each shard's part of the deduplicated dataset; else nothing.
+        timed(timings, "dataset",
+              lambda: run_in_tasks(sc, binary, "dataset", work, "--shard", shards),
+              task_note(shards, "shard tasks"))
     finally:
         if init.poll() is None:
             init.kill()

@@ -7,12 +7,14 @@
 #   contrib/staged/run-local.sh --shards N --parts M --work DIR [scan options] INPUTS...
 #
 # Options: --shards N, --parts M (default 1 each), --work DIR (must not hold a run; made if
-# missing), --jobs J (processes at once; default: the number of cores), --dupfind BINARY
-# (default: dupfind on PATH, else target/release/dupfind of this repository). Everything else is
-# passed to `dupfind stage init` as scan options and inputs.
+# missing), --jobs J (processes at once; default: the number of cores), --threads T (threads of
+# each of those processes; default: cores / J, at least 1), --resume (DIR holds a run that
+# stopped: skip init and every shard or partition whose summary is written, run the rest),
+# --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository).
+# Everything else is passed to `dupfind stage init` as scan options and inputs.
 set -euo pipefail
 
-shards=1 parts=1 work="" jobs="" bin=""
+shards=1 parts=1 work="" jobs="" threads="" bin="" resume=0
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -20,6 +22,8 @@ while [ $# -gt 0 ]; do
         --parts) parts=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
+        --threads) threads=$2; shift 2 ;;
+        --resume) resume=1; shift ;;
         --dupfind) bin=$2; shift 2 ;;
         *) args+=("$1"); shift ;;
     esac
@@ -39,20 +43,32 @@ if [ ! -x "$bin" ]; then
     echo "run-local.sh: no dupfind binary at $bin (build it: cargo build --release)" >&2
     exit 2
 fi
-jobs=${jobs:-$(nproc 2> /dev/null || echo 2)}
+cores=$(nproc 2> /dev/null || echo 2)
+jobs=${jobs:-$cores}
+threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
-# One stage over indices 0..count-1, `jobs` processes at a time; any failure stops the run.
-each() { # stage flag count
-    local stage=$1 flag=$2 count=$3
-    seq 0 $((count - 1)) | xargs -P "$jobs" -I{} \
-        "$bin" stage "$stage" --work "$work" "$flag" "{}/$count"
+# One stage over indices 0..count-1, `jobs` processes of `threads` threads at a time, skipping
+# (with --resume) those whose summary, the last file a stage writes, exists; any failure stops
+# the run.
+each() { # stage flag count summary-prefix
+    local stage=$1 flag=$2 count=$3 summary=$4
+    for i in $(seq 0 $((count - 1))); do
+        if [ "$resume" = 0 ] || [ ! -e "$work/$summary$(printf %06d "$i").json" ]; then
+            echo "$i"
+        fi
+    done | xargs -P "$jobs" -I{} \
+        "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads"
 }
 
-"$bin" stage init --work "$work" --shards "$shards" --parts "$parts" "${args[@]}"
-each sign --shard "$shards"
-each group --part "$parts"
-"$bin" stage components --work "$work"
-each route --shard "$shards"
-each verify --part "$parts"
-each dataset --shard "$shards"   # with --write-dataset; nothing to do otherwise
+if [ "$resume" = 0 ] || [ ! -e "$work/run.json" ]; then
+    "$bin" stage init --work "$work" --shards "$shards" --parts "$parts" "${args[@]}"
+fi
+each sign --shard "$shards" sign/shard-
+each group --part "$parts" group/part-
+if [ "$resume" = 0 ] || [ ! -e "$work/components/summary.json" ]; then
+    "$bin" stage components --work "$work"
+fi
+each route --shard "$shards" route/shard-
+each verify --part "$parts" verify/part-
+each dataset --shard "$shards" dataset/shard-   # with --write-dataset; nothing to do otherwise
 exec "$bin" stage report --work "$work"

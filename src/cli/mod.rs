@@ -78,42 +78,37 @@ pub enum StageCommand {
     Init(Box<StageInitArgs>),
     /// Sign shard I of N: read, shingle and sketch its inputs; write its documents and keys.
     Sign {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
         /// The shard, as I/N (0-based: 0/4 to 3/4).
         #[arg(long, value_name = "I/N", value_parser = parse_index)]
         shard: (u32, u32),
     },
     /// Group partition J of M: the buckets of its keys.
     Group {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
         /// The partition, as J/M.
         #[arg(long, value_name = "J/M", value_parser = parse_index)]
         part: (u32, u32),
     },
     /// Find the candidate components and deal them out to the partitions (one process).
     Components {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
     },
     /// Route shard I of N: send its candidates, with their texts, to their partitions.
     Route {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
         /// The shard, as I/N.
         #[arg(long, value_name = "I/N", value_parser = parse_index)]
         shard: (u32, u32),
     },
     /// Verify partition K of M and build its clusters.
     Verify {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
         /// The partition, as K/M.
         #[arg(long, value_name = "K/M", value_parser = parse_index)]
         part: (u32, u32),
@@ -121,9 +116,8 @@ pub enum StageCommand {
     /// With --write-dataset: write shard I's part of the deduplicated dataset (nothing to do
     /// otherwise).
     Dataset {
-        /// The work directory.
-        #[arg(long, value_name = "DIR")]
-        work: PathBuf,
+        #[command(flatten)]
+        task: StageTask,
         /// The shard, as I/N.
         #[arg(long, value_name = "I/N", value_parser = parse_index)]
         shard: (u32, u32),
@@ -134,6 +128,19 @@ pub enum StageCommand {
         #[arg(long, value_name = "DIR")]
         work: PathBuf,
     },
+}
+
+/// What every stage but `init` and `report` takes: the work directory and its threads.
+#[derive(Debug, Args)]
+pub struct StageTask {
+    /// The work directory.
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Worker threads of this task [default: the run's --threads, else one per core]; a job
+    /// array sets it to the cores each task is given (SLURM_CPUS_PER_TASK). The output does not
+    /// depend on it.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
 }
 
 /// Options of `dupfind stage init`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, LargeListArray, ListArray, RecordBatch};
 
 /// Column `name` of `batch` as array type `A`.
 pub fn column<'a, A: Array + 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a A> {
@@ -16,6 +16,59 @@ pub fn column<'a, A: Array + 'static>(batch: &'a RecordBatch, name: &str) -> Res
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<A>())
         .with_context(|| format!("column `{name}` is missing or not of the type a stage writes"))
+}
+
+/// A column of lists of 64-bit integers, as a stage writes it (`List`) or as an engine that
+/// prefers 64-bit offsets writes it (`LargeList`: Polars, pyarrow's `large_list`).
+pub struct Int64Lists<'a> {
+    offsets: Offsets<'a>,
+    values: &'a [i64],
+}
+
+enum Offsets<'a> {
+    Small(&'a [i32]),
+    Large(&'a [i64]),
+}
+
+impl<'a> Int64Lists<'a> {
+    /// Column `name` of `batch`.
+    pub fn of(batch: &'a RecordBatch, name: &str) -> Result<Int64Lists<'a>> {
+        let wrong = || format!("column `{name}` is missing or not a list of int64");
+        let c = batch.column_by_name(name).with_context(wrong)?.as_any();
+        let (offsets, values) = if let Some(l) = c.downcast_ref::<ListArray>() {
+            (Offsets::Small(l.value_offsets()), l.values())
+        } else if let Some(l) = c.downcast_ref::<LargeListArray>() {
+            (Offsets::Large(l.value_offsets()), l.values())
+        } else {
+            return Err(anyhow::anyhow!(wrong()));
+        };
+        let values = values
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .with_context(wrong)?;
+        Ok(Int64Lists {
+            offsets,
+            values: values.values(),
+        })
+    }
+
+    /// The list of row `k` (a null list is empty).
+    pub fn get(&self, k: usize) -> Result<&'a [i64]> {
+        let (start, end) = match self.offsets {
+            Offsets::Small(o) => (
+                o.get(k).map(|&x| x as usize),
+                o.get(k + 1).map(|&x| x as usize),
+            ),
+            Offsets::Large(o) => (
+                o.get(k).map(|&x| x as usize),
+                o.get(k + 1).map(|&x| x as usize),
+            ),
+        };
+        start
+            .zip(end)
+            .and_then(|(s, e)| self.values.get(s..e))
+            .context("a list column's offsets are out of range")
+    }
 }
 
 /// A batch of named columns (every field nullable, so that batches of one file always agree).

@@ -14,14 +14,14 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
-use arrow_array::{Array, Int32Array, Int64Array, ListArray, RecordBatch};
+use arrow_array::{Int32Array, Int64Array, RecordBatch};
 use rayon::prelude::*;
 
 use crate::pairs::UnionFind;
 
-use super::columns::{arc, batch, column};
+use super::columns::{arc, batch, column, Int64Lists};
 use super::files;
 use super::group::{buckets_path, summary_path_of, GroupSummary};
 use super::plan::Plan;
@@ -133,20 +133,18 @@ fn read_buckets(work: &Path, plan: &Plan) -> Result<(Vec<Bucket>, Vec<Vec<i64>>)
             let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
             let table = column::<Int32Array>(&b, "table").with_context(damaged)?;
             let key = column::<Int64Array>(&b, "key").with_context(damaged)?;
-            let docs = column::<ListArray>(&b, "docs").with_context(damaged)?;
-            let aux = column::<ListArray>(&b, "aux").with_context(damaged)?;
+            let docs = Int64Lists::of(&b, "docs").with_context(damaged)?;
+            let aux = Int64Lists::of(&b, "aux").with_context(damaged)?;
             for k in 0..b.num_rows() {
-                let list = |l: &ListArray| -> Result<Vec<i64>> {
-                    let v = l.value(k);
-                    let v = v
-                        .as_any()
-                        .downcast_ref::<Int64Array>()
-                        .with_context(damaged)?;
-                    Ok(v.values().to_vec())
+                let list = |l: &Int64Lists<'_>| -> Result<Vec<i64>> {
+                    Ok(l.get(k).with_context(damaged)?.to_vec())
                 };
                 if table.value(k) == CONTENT_TABLE {
-                    let mut by_hash: Vec<(i64, i64)> =
-                        list(aux)?.into_iter().zip(list(docs)?).collect();
+                    let (aux, docs) = (list(&aux)?, list(&docs)?);
+                    if aux.len() != docs.len() {
+                        bail!("{}: `aux` is not parallel to `docs`", damaged());
+                    }
+                    let mut by_hash: Vec<(i64, i64)> = aux.into_iter().zip(docs).collect();
                     // Contents that share the hash's high half are told apart by the low half.
                     by_hash.sort_unstable();
                     for run in by_hash.chunk_by(|x, y| x.0 == y.0) {
@@ -158,7 +156,7 @@ fn read_buckets(work: &Path, plan: &Plan) -> Result<(Vec<Bucket>, Vec<Vec<i64>>)
                     bands.push(Bucket {
                         table: table.value(k),
                         key: key.value(k),
-                        docs: list(docs)?,
+                        docs: list(&docs)?,
                     });
                 }
             }

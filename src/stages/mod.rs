@@ -34,7 +34,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::StageCommand;
+use crate::cli::{StageCommand, StageTask};
 use crate::exit::ExitCode;
 use crate::messages::display_path;
 
@@ -44,26 +44,28 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
         StageCommand::Init(args) => {
             init::init(&args.work, args.shards, args.parts, args.scan)?;
         }
-        StageCommand::Sign { work, shard } => {
-            check_count(&work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&work, || sign::sign(&work, shard.0))?;
+        StageCommand::Sign { task, shard } => {
+            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, || sign::sign(&task.work, shard.0))?;
         }
-        StageCommand::Group { work, part } => {
-            check_count(&work, "--part", part.1, |p| p.parts)?;
-            in_pool(&work, || group::group(&work, part.0))?;
+        StageCommand::Group { task, part } => {
+            check_count(&task.work, "--part", part.1, |p| p.parts)?;
+            in_pool(&task, || group::group(&task.work, part.0))?;
         }
-        StageCommand::Components { work } => in_pool(&work, || components::components(&work))?,
-        StageCommand::Route { work, shard } => {
-            check_count(&work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&work, || route::route(&work, shard.0))?;
+        StageCommand::Components { task } => {
+            in_pool(&task, || components::components(&task.work))?;
         }
-        StageCommand::Verify { work, part } => {
-            check_count(&work, "--part", part.1, |p| p.parts)?;
-            in_pool(&work, || verify::verify(&work, part.0))?;
+        StageCommand::Route { task, shard } => {
+            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, || route::route(&task.work, shard.0))?;
         }
-        StageCommand::Dataset { work, shard } => {
-            check_count(&work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&work, || dataset::dataset(&work, shard.0))?;
+        StageCommand::Verify { task, part } => {
+            check_count(&task.work, "--part", part.1, |p| p.parts)?;
+            in_pool(&task, || verify::verify(&task.work, part.0))?;
+        }
+        StageCommand::Dataset { task, shard } => {
+            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, || dataset::dataset(&task.work, shard.0))?;
         }
         StageCommand::Report { work } => {
             crate::interrupt::install();
@@ -74,12 +76,15 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Runs `f` on a pool of the plan's `--threads`.
-fn in_pool(work: &Path, f: impl FnOnce() -> Result<()> + Send) -> Result<()> {
-    let threads = plan::Plan::read(work)?
-        .options
-        .threads
-        .map_or(0, |t| t as usize);
+/// Runs `f` on a pool of the task's `--threads`, else the plan's.
+fn in_pool(task: &StageTask, f: impl FnOnce() -> Result<()> + Send) -> Result<()> {
+    let threads = match task.threads {
+        Some(t) => t as usize,
+        None => plan::Plan::read(&task.work)?
+            .options
+            .threads
+            .map_or(0, |t| t as usize),
+    };
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?

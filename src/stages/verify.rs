@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use arrow_array::{Array, Int32Array, Int64Array, ListArray};
+use arrow_array::{Int32Array, Int64Array};
 use serde::{Deserialize, Serialize};
 
 use crate::candidates::buckets::Buckets;
@@ -25,7 +25,7 @@ use crate::sketch::bottomk::Sketches;
 use crate::sketch::simhash;
 use crate::verify::{self, Judge};
 
-use super::columns::{column, key_from_i64};
+use super::columns::{column, key_from_i64, Int64Lists};
 use super::components::{copies_path, part_path};
 use super::docs::{self, DocRow};
 use super::files;
@@ -289,7 +289,7 @@ fn candidates_of(
         let b = b?;
         let table = column::<Int32Array>(&b, "table")?;
         let key = column::<Int64Array>(&b, "key")?;
-        let docs = column::<ListArray>(&b, "docs")?;
+        let docs = Int64Lists::of(&b, "docs")?;
         for k in 0..b.num_rows() {
             let t = usize::try_from(table.value(k)).ok().filter(|&t| t < tables);
             let t = t.with_context(|| {
@@ -299,13 +299,8 @@ fn candidates_of(
                     table.value(k)
                 )
             })?;
-            let list = docs.value(k);
-            let list = list
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .context("docs is not a list of ids")?;
-            for i in 0..list.len() {
-                entries[t].push((key_from_i64(key.value(k)), local(list.value(i))?));
+            for &doc in docs.get(k)? {
+                entries[t].push((key_from_i64(key.value(k)), local(doc)?));
             }
         }
     }

@@ -202,24 +202,108 @@ fn staged_reports_do_not_depend_on_the_order_inputs_are_named_in() {
     assert_eq!(forward.stdout, scan.stdout);
 }
 
-#[test]
-fn the_local_driver_runs_every_stage_as_a_process() {
-    let t = TestDir::new();
-    corpus(&t);
+/// Runs contrib/staged/run-local.sh in `t` with `args`.
+fn local_driver(t: &TestDir, args: &[&str]) -> Run {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&script)
-        .args([
-            "--shards", "3", "--parts", "2", "--jobs", "2", "--work", "w",
-        ])
-        .args(["--dupfind", super::util::bin(), "-q", "c"])
+        .args(args)
         .current_dir(t.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let r = super::util::run_command(cmd);
+    super::util::run_command(cmd)
+}
+
+#[test]
+fn the_local_driver_runs_every_stage_as_a_process() {
+    let t = TestDir::new();
+    corpus(&t);
+    let bin = super::util::bin();
+    let args = [
+        "--shards",
+        "3",
+        "--parts",
+        "2",
+        "--jobs",
+        "2",
+        "--work",
+        "w",
+        "--dupfind",
+        bin,
+        "-q",
+        "c",
+    ];
+    let r = local_driver(&t, &args);
     assert_eq!(r.code(), 0, "{}", r.stderr);
-    assert_eq!(r.stdout, t.run(&["scan", "-q", "c"]).stdout);
+    let scan = t.run(&["scan", "-q", "c"]).stdout;
+    assert_eq!(r.stdout, scan);
+
+    // A run that stopped part way: --resume runs what has no summary, and only that.
+    let kept = t.join("w/sign/shard-000000.docs.parquet");
+    let signed = fs::metadata(&kept).unwrap().modified().unwrap();
+    for lost in [
+        "w/sign/shard-000002.json",
+        "w/components/summary.json",
+        "w/verify/part-000001.json",
+    ] {
+        fs::remove_file(t.join(lost)).unwrap();
+    }
+    let again = local_driver(&t, &[&["--resume"][..], &args].concat());
+    assert_eq!(again.code(), 0, "{}", again.stderr);
+    assert_eq!(again.stdout, scan);
+    for redone in ["w/sign/shard-000002.json", "w/components/summary.json"] {
+        assert!(t.join(redone).exists(), "{redone} written again");
+    }
+    assert_eq!(fs::metadata(&kept).unwrap().modified().unwrap(), signed);
+    // Without --resume, a directory holding a run is refused.
+    let refused = local_driver(&t, &args);
+    assert_eq!(refused.code(), 2);
+    assert!(refused.stderr.contains("holds a run"), "{}", refused.stderr);
+}
+
+#[test]
+fn a_task_takes_its_own_thread_count_and_gives_the_same_report() {
+    let t = TestDir::new();
+    corpus(&t);
+    let bin = super::util::bin();
+    let one = local_driver(
+        &t,
+        &[
+            "--shards",
+            "2",
+            "--parts",
+            "2",
+            "--threads",
+            "1",
+            "--work",
+            "a",
+            "--dupfind",
+            bin,
+            "c",
+        ],
+    );
+    let four = local_driver(
+        &t,
+        &[
+            "--shards",
+            "2",
+            "--parts",
+            "2",
+            "--threads",
+            "4",
+            "--work",
+            "b",
+            "--dupfind",
+            bin,
+            "c",
+        ],
+    );
+    assert_eq!(one.code(), 0, "{}", one.stderr);
+    assert_eq!(one.stdout, four.stdout);
+    let r = t.run(&["stage", "sign", "--work", "a", "--shard", "0/2", "-j", "0"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stderr.contains("--threads"), "{}", r.stderr);
 }
 
 #[test]
@@ -332,4 +416,95 @@ fn a_hot_bucket_and_a_giant_component_are_reported_not_capped() {
     assert!(stats["candidate_pairs"].as_u64().unwrap() < 1000, "{stats}");
     let r = staged(&t, "w", 3, 2, &["-q", "c"]);
     assert_eq!(r.stdout, scan.stdout);
+}
+
+/// Rewrites the Parquet file at `path` with its `docs` and `aux` columns as `LargeList`, the
+/// way an engine with 64-bit list offsets (Polars, pyarrow's `large_list`) writes a group step.
+fn as_large_lists(path: &Path) {
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Array, Int64Array, LargeListArray, ListArray, RecordBatch};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    let builder = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(path).unwrap()).unwrap();
+    let kv = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .cloned();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(|b| b.unwrap()).collect();
+    let large = |l: &ListArray| -> Arc<dyn Array> {
+        let rows = (0..l.len()).map(|k| {
+            let v = l.value(k);
+            let v = v.as_any().downcast_ref::<Int64Array>().unwrap();
+            Some(v.values().iter().map(|&x| Some(x)).collect::<Vec<_>>())
+        });
+        Arc::new(LargeListArray::from_iter_primitive::<Int64Type, _, _>(rows))
+    };
+    let converted: Vec<Vec<Arc<dyn Array>>> = batches
+        .iter()
+        .map(|b| {
+            (b.columns().iter())
+                .map(|c| match c.as_any().downcast_ref::<ListArray>() {
+                    Some(l) => large(l),
+                    None => c.clone(),
+                })
+                .collect()
+        })
+        .collect();
+    let schema = batches[0].schema();
+    let fields: Vec<Field> = (schema.fields().iter())
+        .zip(&converted[0])
+        .map(|(f, c)| Field::new(f.name(), c.data_type().clone(), true))
+        .collect();
+    let large_schema = Arc::new(Schema::new(fields));
+    let props = WriterProperties::builder()
+        .set_key_value_metadata(kv)
+        .build();
+    let mut out = ArrowWriter::try_new(Vec::new(), large_schema.clone(), Some(props)).unwrap();
+    for columns in converted {
+        let b = RecordBatch::try_new(large_schema.clone(), columns).unwrap();
+        out.write(&b).unwrap();
+    }
+    fs::write(path, out.into_inner().unwrap()).unwrap();
+}
+
+#[test]
+fn group_files_written_with_large_lists_by_another_engine_are_read() {
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "c"]);
+    let run = |args: &[&str]| {
+        let r = t.run(args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+    };
+    run(&[
+        "stage", "init", "--work", "w", "--shards", "2", "--parts", "2", "c",
+    ]);
+    for i in ["0/2", "1/2"] {
+        run(&["stage", "sign", "--work", "w", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        run(&["stage", "group", "--work", "w", "--part", j]);
+    }
+    for j in 0..2 {
+        as_large_lists(&t.join(format!("w/group/part-{j:06}.parquet")));
+    }
+    run(&["stage", "components", "--work", "w"]);
+    for i in ["0/2", "1/2"] {
+        run(&["stage", "route", "--work", "w", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        run(&["stage", "verify", "--work", "w", "--part", j]);
+    }
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert!(r.stdout.contains("\"clusters\""), "{}", r.stderr);
+    assert!(
+        r.stdout == scan.stdout,
+        "{}",
+        first_difference(&scan.stdout, &r.stdout)
+    );
 }

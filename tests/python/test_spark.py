@@ -72,3 +72,17 @@ def test_spark_stage_failure_surfaces_its_stderr(dupfind, docs, tmp_path):
     assert proc.stdout == b""
     err = proc.stderr.decode()
     assert "containment" in err and "dupfind stage init failed" in err, err
+
+
+def test_spark_writes_scans_deduplicated_dataset(dupfind, docs, tmp_path):
+    """With --write-dataset, the driver's dataset parts, in shard order, are scan's one part."""
+    run([dupfind, "scan", "-q", "--write-dataset", str(tmp_path / "by-scan"), docs], ok=(0, 1))
+    want = (tmp_path / "by-scan" / "part-00000.jsonl").read_bytes()
+    assert want.count(b"\n") > 10, "the corpus has documents that are kept"
+    _, out = spark(dupfind, tmp_path / "work", 3, 2,
+                   ["--write-dataset", str(tmp_path / "by-spark")], [docs])
+    assert b'"clusters"' in out
+    parts = sorted(glob.glob(str(tmp_path / "by-spark" / "part-*.jsonl")))
+    assert len(parts) == 3
+    got = b"".join(open(p, "rb").read() for p in parts)
+    assert got == want
