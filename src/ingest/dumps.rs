@@ -105,7 +105,7 @@ impl Ingest<'_> {
             }),
             Line::Bad { line, reason } => self.bad_record(file, line, reason.to_string(), bad, out),
             Line::Failed { line, error } => {
-                self.failed(file, line, crate::messages::io_reason(&error), out)
+                self.failed(file, line, crate::messages::io_reason(&error), false, out)
             }
         }
     }
@@ -127,7 +127,7 @@ impl Ingest<'_> {
                 at: None,
             }),
             Row::Bad { line, reason } => self.bad_record(file, line, reason, bad, out),
-            Row::Failed { line, reason } => self.failed(file, line, reason, out),
+            Row::Failed { line, reason } => self.failed(file, line, reason, true, out),
         }
     }
 
@@ -148,12 +148,14 @@ impl Ingest<'_> {
         out.errors.push(file.error(Some(line), reason));
     }
 
-    /// The dump could not be read past record `line`.
-    fn failed(&self, file: &FileEntry, line: u64, reason: String, out: &mut Ingested) {
+    /// The dump could not be read past record `line` (a line, or a Parquet `row`).
+    fn failed(&self, file: &FileEntry, line: u64, reason: String, row: bool, out: &mut Ingested) {
+        let unit = if row { "row" } else { "line" };
         let before = match line {
+            0 if row => "no row before it was read".to_string(),
             0 => "no line before it was complete".to_string(),
-            1 => "line 1 before it was read".to_string(),
-            n => format!("lines 1-{n} before it were read"),
+            1 => format!("{unit} 1 before it was read"),
+            n => format!("{unit}s 1-{n} before it were read"),
         };
         let reason = format!("{reason} ({before})");
         self.msgs

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, StringArray, StructArray};
 use arrow_schema::{DataType, Field};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde_json::{json, Value};
 
@@ -399,19 +399,20 @@ fn a_damaged_row_group_keeps_the_rows_before_it() {
         "{errors:?}"
     );
     assert!(
-        errors[0].1.ends_with(" (lines 1-4 before it were read)"),
+        errors[0].1.ends_with(" (rows 1-4 before it were read)"),
         "{errors:?}"
     );
 }
 
 #[test]
-fn zstd_and_snappy_files_read_as_uncompressed() {
+fn zstd_snappy_and_gzip_files_read_as_uncompressed() {
     let t = TestDir::new();
     let records = corpus();
     for (name, compression) in [
         ("plain", Compression::UNCOMPRESSED),
         ("snappy", Compression::SNAPPY),
         ("zstd", Compression::ZSTD(ZstdLevel::try_new(3).unwrap())),
+        ("gzip", Compression::GZIP(GzipLevel::default())),
     ] {
         let layout = Layout {
             group: 3,
@@ -421,7 +422,7 @@ fn zstd_and_snappy_files_read_as_uncompressed() {
     }
     let plain = t.run(&["scan", "--pairs", "plain"]);
     assert_eq!(plain.code(), 0, "{}", plain.stderr);
-    for name in ["snappy", "zstd"] {
+    for name in ["snappy", "zstd", "gzip"] {
         let run = t.run(&["scan", "--pairs", name]);
         assert_eq!(run.code(), 0, "{name}: {}", run.stderr);
         assert_eq!(

@@ -23,6 +23,7 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
 pub use rows::{Row, Rows, Texts};
@@ -78,8 +79,12 @@ impl ParquetDump {
     /// string column (`string`, `large_string` or `string_view`); an id column that is missing
     /// gives no ids. The error names what is wrong and lists the columns there are.
     pub fn open(file: File, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+        // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
+        // pyarrow stores a categorical column's strings as a dictionary there, and they are
+        // strings all the same.
+        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
         let meta = guarded(|| {
-            ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+            ArrowReaderMetadata::load(&file, options)
                 .map_err(|e| format!("not a readable Parquet file: {e}"))
         })?;
         let fields = meta.schema().fields();
@@ -166,14 +171,22 @@ impl ParquetDump {
         let rg = self.meta.metadata().row_group(group);
         let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
         for &l in leaves {
-            // parquet's `byte_range` asserts, rather than reports, a negative offset or length.
             let c = rg.column(l);
+            let name = || c.column_path().string();
+            // parquet's `byte_range` asserts, rather than reports, a negative offset or length.
             let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
             let len = c.compressed_size();
             if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > file_len {
                 return Err(format!(
                     "the footer places column \"{}\" outside the file",
-                    c.column_path().string()
+                    name()
+                ));
+            }
+            if let Some(codec) = unread_codec(c.compression()) {
+                return Err(format!(
+                    "column \"{}\" is compressed with {codec}, which dupfind does not read \
+                     (it reads snappy, zstd and gzip)",
+                    name()
                 ));
             }
         }
@@ -196,6 +209,19 @@ impl ParquetDump {
             }
             builder.build().map_err(|e| e.to_string())
         })
+    }
+}
+
+/// The name of a page codec that is not read, None for one that is. Read are those the parquet
+/// crate is built with (Cargo.toml): snappy (the default of Spark, DuckDB and pyarrow), zstd,
+/// and gzip (Hive's); LZ4 and Brotli are rare enough to leave out.
+fn unread_codec(codec: Codec) -> Option<&'static str> {
+    match codec {
+        Codec::UNCOMPRESSED | Codec::SNAPPY | Codec::ZSTD(_) | Codec::GZIP(_) => None,
+        Codec::LZ4 => Some("LZ4"),
+        Codec::LZ4_RAW => Some("LZ4_RAW"),
+        Codec::BROTLI(_) => Some("Brotli"),
+        Codec::LZO => Some("LZO"),
     }
 }
 

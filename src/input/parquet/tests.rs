@@ -199,3 +199,25 @@ fn batches_hold_about_a_mebibyte_of_text() {
     assert_eq!(rows::batch_rows(64 << 20, 512), 8);
     assert_eq!(rows::batch_rows(0, 0), 1024);
 }
+
+#[test]
+fn a_dictionary_text_column_is_read_as_strings() {
+    // As pyarrow writes a categorical column: the embedded Arrow schema says dictionary.
+    let text: arrow_array::DictionaryArray<arrow_array::types::Int32Type> =
+        vec!["a", "b", "a"].into_iter().collect();
+    let batch = RecordBatch::try_from_iter([("text", Arc::new(text) as ArrayRef)]).unwrap();
+    let dump = ParquetDump::open(parquet(&batch, 10), &opts("text", "id", 100)).unwrap();
+    assert_eq!(show(dump.rows()), ["1 None a", "2 None b", "3 None a"]);
+}
+
+#[test]
+fn lz4_brotli_and_lzo_pages_are_not_read() {
+    assert_eq!(unread_codec(Codec::SNAPPY), None);
+    assert_eq!(unread_codec(Codec::GZIP(Default::default())), None);
+    assert_eq!(unread_codec(Codec::ZSTD(Default::default())), None);
+    assert_eq!(unread_codec(Codec::LZ4_RAW), Some("LZ4_RAW"));
+    assert_eq!(
+        unread_codec(Codec::BROTLI(Default::default())),
+        Some("Brotli")
+    );
+}
