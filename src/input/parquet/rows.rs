@@ -163,6 +163,9 @@ impl Iterator for Rows {
     }
 }
 
+/// A row group's reader of chosen rows, and the documents of those still to come.
+type TextReader = (ParquetRecordBatchReader, std::vec::IntoIter<u32>);
+
 /// The texts of chosen rows ([`ParquetDump::texts`]): (document, text), in row order.
 pub struct Texts {
     dump: ParquetDump,
@@ -170,7 +173,7 @@ pub struct Texts {
     /// their documents, in order.
     groups: std::vec::IntoIter<(usize, Vec<(u64, u32)>)>,
     /// The open group's reader, and the documents of its selected rows still to come.
-    reader: Option<(ParquetRecordBatchReader, std::vec::IntoIter<u32>)>,
+    reader: Option<TextReader>,
     queue: VecDeque<(u32, Vec<u8>)>,
 }
 
@@ -198,12 +201,9 @@ impl Texts {
         }
     }
 
-    /// Opens the next row group that holds wanted rows, reading only those; false when none
-    /// is left or it cannot be read.
-    fn open_next(&mut self) -> bool {
-        let Some((group, rows)) = self.groups.next() else {
-            return false;
-        };
+    /// A reader of only the `rows` wanted of `group`, with their documents; None when the row
+    /// group cannot be read.
+    fn open(&self, group: usize, rows: Vec<(u64, u32)>) -> Option<TextReader> {
         let mut selectors = Vec::new();
         let mut at = 0u64;
         for &(row, _) in &rows {
@@ -214,44 +214,38 @@ impl Texts {
             at = row + 1;
         }
         let selection = RowSelection::from(selectors);
-        match self.dump.reader(group, true, Some(selection)) {
-            Ok(reader) => {
-                let docs: Vec<u32> = rows.into_iter().map(|(_, d)| d).collect();
-                self.reader = Some((reader, docs.into_iter()));
-                true
-            }
-            Err(_) => false,
-        }
+        let reader = self.dump.reader(group, true, Some(selection)).ok()?;
+        let docs: Vec<u32> = rows.into_iter().map(|(_, d)| d).collect();
+        Some((reader, docs.into_iter()))
     }
 
-    /// Decodes the next batch of the open group into the queue; false when the reading ends
-    /// here (a failure leaves the rest of the file unread: its records are reported unavailable).
+    /// Decodes the next batch into the queue, opening the next row group when one ends; false
+    /// when no row group is left. A row group that fails is left for the next: its rows stay
+    /// unavailable.
     fn fill(&mut self) -> bool {
         let Some((reader, docs)) = &mut self.reader else {
-            return self.open_next();
+            let Some((group, rows)) = self.groups.next() else {
+                return false;
+            };
+            self.reader = self.open(group, rows);
+            return true;
         };
         let batch = match guarded(|| reader.next().transpose().map_err(super::reason)) {
             Ok(Some(batch)) => batch,
-            Ok(None) => {
+            Ok(None) | Err(_) => {
                 self.reader = None;
                 return true;
             }
-            Err(_) => return false,
         };
-        let Some(text) = columns::arrays_at(&batch, &self.dump.text) else {
-            return false;
-        };
-        let Some(column) = text.last() else {
-            return false;
+        let text = columns::arrays_at(&batch, &self.dump.text);
+        let Some(column) = text.as_ref().and_then(|t| t.last()) else {
+            self.reader = None;
+            return true;
         };
         for k in 0..batch.num_rows() {
-            let Some(doc) = docs.next() else {
-                return false;
-            };
-            if columns::is_null_at(&text, k) {
-                continue;
-            }
-            if let Some(t) = columns::text_at(column.as_ref(), k) {
+            let Some(doc) = docs.next() else { break };
+            let null = text.as_deref().is_some_and(|t| columns::is_null_at(t, k));
+            if let Some(t) = columns::text_at(column.as_ref(), k).filter(|_| !null) {
                 self.queue.push_back((doc, t.as_bytes().to_vec()));
             }
         }

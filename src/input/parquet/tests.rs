@@ -193,6 +193,18 @@ fn a_damaged_row_group_ends_the_reading_after_the_rows_before_it() {
 }
 
 #[test]
+fn reading_back_leaves_out_the_rows_of_a_damaged_row_group_only() {
+    let mut file = parquet(&six_rows(), 2);
+    let dump = ParquetDump::open(file.try_clone().unwrap(), &opts("text", "id", 1000)).unwrap();
+    let (start, len) = dump.meta.metadata().row_group(1).column(1).byte_range();
+    file.seek(std::io::SeekFrom::Start(start)).unwrap();
+    file.write_all(&vec![0xA5; len as usize]).unwrap();
+    let wanted = BTreeMap::from([(1, 10), (3, 30), (6, 60)]);
+    let got: Vec<u32> = dump.texts(wanted).map(|(d, _)| d).collect();
+    assert_eq!(got, [10, 60]);
+}
+
+#[test]
 fn batches_hold_about_a_mebibyte_of_text() {
     assert_eq!(rows::batch_rows(100, 10), 1024);
     assert_eq!(rows::batch_rows(10 << 20, 10), 1);
