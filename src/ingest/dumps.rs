@@ -269,13 +269,13 @@ fn open_records(file: &FileEntry, jsonl: &JsonlOptions) -> Result<Opened, String
 }
 
 /// Opens a dump for reading its records, and says whether it is plain (not compressed), in
-/// which case a record's offset in the stream is its offset in the file. A Parquet dump is an
-/// error: its records are rows, not lines ([`open_records`] reads both).
+/// which case a record's offset in the stream is its offset in the file.
 fn open_dump(
     file: &FileEntry,
     jsonl: &JsonlOptions,
 ) -> Result<(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool), String> {
     let f = open_dump_file(file)?;
+    // A Parquet dump's records are rows, not lines ([`open_records`] reads both).
     if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
         return Err("a Parquet file, not JSON Lines".into());
     }
