@@ -65,7 +65,7 @@ impl Ingest<'_> {
                     self.sketch_records(file, &mut batch, claims, workers, out, bottom);
                 });
             }
-            Opened::Parquet(dump) => stream(dump.rows(), Row::len, |rows| {
+            Opened::Parquet(dump) => stream(dump.rows(), Row::text_len, |rows| {
                 for row in rows {
                     self.take_row(file, row, &mut batch, &mut bad, out);
                 }

@@ -39,16 +39,11 @@ pub enum Row {
 
 impl Row {
     /// Its text's length (0 when it has none).
-    pub fn len(&self) -> usize {
+    pub fn text_len(&self) -> usize {
         match self {
             Row::Doc { text, .. } => text.len(),
             _ => 0,
         }
-    }
-
-    /// True when it has no text.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
