@@ -32,6 +32,9 @@ mod inputs;
 /// The report: schema, snapshots, params, JSON Lines, file names.
 #[path = "integration/output.rs"]
 mod output;
+/// Parquet dumps.
+#[path = "integration/parquet.rs"]
+mod parquet;
 /// Representatives, duplicates, `--pairs`, `--exit-code`, `--format text`.
 #[path = "integration/results.rs"]
 mod results;

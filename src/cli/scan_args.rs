@@ -27,17 +27,19 @@ pub struct ScanArgs {
     pub null: bool,
 
     /// Read every input file as JSON Lines, one document per line (files named *.jsonl or
-    /// *.ndjson, also with .gz or .zst, always are).
+    /// *.ndjson, also with .gz or .zst, always are), or as Parquet when it starts with PAR1
+    /// (files named *.parquet always are, one document per row).
     #[arg(long)]
     pub jsonl: bool,
 
-    /// JSON Lines: the field holding a document's text; a dotted path reaches into nested
-    /// objects (`body.text`).
+    /// JSON Lines and Parquet: the field (column) holding a document's text; a dotted path
+    /// reaches into nested objects or struct columns (`body.text`).
     #[arg(long, value_name = "NAME", default_value = "text")]
     pub text_field: String,
 
-    /// JSON Lines: the field naming a document (a string or number; dotted paths as for
-    /// --text-field). A record without it is named by its file and line.
+    /// JSON Lines and Parquet: the field (column) naming a document (a string or number;
+    /// dotted paths as for --text-field). A record without it is named by its file and line
+    /// (a Parquet row's line is its row number).
     #[arg(long, value_name = "NAME", default_value = "id")]
     pub id_field: String,
 

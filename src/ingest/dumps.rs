@@ -1,7 +1,7 @@
-//! Dumps in the first pass: a JSON Lines dump streamed (one thread reads, decompresses and cuts
-//! lines; the workers parse and sketch a batch of records at a time, so a dump of any size
-//! passes through a bounded amount of memory), and the texts of its records made readable again
-//! for verification ([`spill_records`]).
+//! Dumps in the first pass: a JSON Lines or Parquet dump streamed (one thread reads,
+//! decompresses and cuts lines, or decodes row groups; the workers parse and sketch a batch of
+//! records at a time, so a dump of any size passes through a bounded amount of memory), and the
+//! texts of its records made readable again for verification ([`spill_records`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use crate::input::decompress::{open_stream, Compression};
 use crate::input::jsonl::{JsonlOptions, JsonlReader, Line, RawLine};
+use crate::input::parquet::{self, ParquetDump, Row};
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::display_path;
@@ -38,7 +39,7 @@ impl Ingest<'_> {
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) {
-        let (reader, plain) = match open_dump(file, self.jsonl) {
+        let opened = match open_records(file, self.jsonl) {
             Ok(r) => r,
             Err(reason) => {
                 self.msgs
@@ -51,22 +52,26 @@ impl Ingest<'_> {
         let errors_before = out.errors.len();
         let documents_before = out.entries.len();
         let mut batch: Vec<Pending> = Vec::new();
-        // One thread reads, decompresses and cuts the dump into lines while the workers parse
-        // and sketch the batch before: at most three batches are alive (being read, waiting,
-        // being parsed and sketched).
-        let opts = reader.options().clone();
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<RawLine>>(1);
-        std::thread::scope(|scope| {
-            scope.spawn(move || read_batches(reader, tx));
-            for raw in rx {
-                // The reader only cuts lines; the workers parse them, results kept in line order.
-                let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
-                for line in lines {
-                    self.take_line(file, line, plain, &mut batch, &mut bad, out);
+        match opened {
+            Opened::Jsonl(mut reader, plain) => {
+                let opts = reader.options().clone();
+                let lines = std::iter::from_fn(move || reader.next_raw());
+                stream(lines, RawLine::len, |raw| {
+                    // The reader only cuts lines; the workers parse them, kept in line order.
+                    let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
+                    for line in lines {
+                        self.take_line(file, line, plain, &mut batch, &mut bad, out);
+                    }
+                    self.sketch_records(file, &mut batch, claims, workers, out, bottom);
+                });
+            }
+            Opened::Parquet(dump) => stream(dump.rows(), Row::text_len, |rows| {
+                for row in rows {
+                    self.take_row(file, row, &mut batch, &mut bad, out);
                 }
                 self.sketch_records(file, &mut batch, claims, workers, out, bottom);
-            }
-        });
+            }),
+        }
         if bad > WARN_BAD_LINES {
             self.msgs.warn(&format!(
                 "{}: {} more bad lines (listed in the report's errors)",
@@ -98,26 +103,64 @@ impl Ingest<'_> {
                 text,
                 at: plain.then_some(at),
             }),
-            Line::Bad { line, reason } => {
-                *bad += 1;
-                if *bad <= WARN_BAD_LINES {
-                    self.msgs
-                        .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
-                }
-                out.errors.push(file.error(Some(line), reason.to_string()));
-            }
+            Line::Bad { line, reason } => self.bad_record(file, line, reason.to_string(), bad, out),
             Line::Failed { line, error } => {
-                let before = match line {
-                    0 => "no line before it was complete".to_string(),
-                    1 => "line 1 before it was read".to_string(),
-                    n => format!("lines 1-{n} before it were read"),
-                };
-                let reason = format!("{} ({before})", crate::messages::io_reason(&error));
-                self.msgs
-                    .warn(&format!("{}: {reason}", display_path(&file.path)));
-                out.errors.push(file.error(Some(line + 1), reason));
+                self.failed(file, line, crate::messages::io_reason(&error), false, out)
             }
         }
+    }
+
+    /// Adds a document row of a Parquet dump to `batch`; reports any other.
+    fn take_row(
+        &self,
+        file: &FileEntry,
+        row: Row,
+        batch: &mut Vec<Pending>,
+        bad: &mut u64,
+        out: &mut Ingested,
+    ) {
+        match row {
+            Row::Doc { line, id, text } => batch.push(Pending {
+                line,
+                id,
+                text,
+                at: None,
+            }),
+            Row::Bad { line, reason } => self.bad_record(file, line, reason, bad, out),
+            Row::Failed { line, reason } => self.failed(file, line, reason, true, out),
+        }
+    }
+
+    /// A record that holds no document: counted, listed, and warned about (the first few).
+    fn bad_record(
+        &self,
+        file: &FileEntry,
+        line: u64,
+        reason: String,
+        bad: &mut u64,
+        out: &mut Ingested,
+    ) {
+        *bad += 1;
+        if *bad <= WARN_BAD_LINES {
+            self.msgs
+                .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
+        }
+        out.errors.push(file.error(Some(line), reason));
+    }
+
+    /// The dump could not be read past record `line` (a line, or a Parquet `row`).
+    fn failed(&self, file: &FileEntry, line: u64, reason: String, row: bool, out: &mut Ingested) {
+        let unit = if row { "row" } else { "line" };
+        let before = match line {
+            0 if row => "no row before it was read".to_string(),
+            0 => "no line before it was complete".to_string(),
+            1 => format!("{unit} 1 before it was read"),
+            n => format!("{unit}s 1-{n} before it were read"),
+        };
+        let reason = format!("{reason} ({before})");
+        self.msgs
+            .warn(&format!("{}: {reason}", display_path(&file.path)));
+        out.errors.push(file.error(Some(line + 1), reason));
     }
 
     fn sketch_records(
@@ -162,26 +205,67 @@ struct Pending {
     at: Option<(u64, u64)>,
 }
 
-/// Sends the dump's lines, unparsed, in batches until it ends or the receiver is gone.
-fn read_batches(
-    mut reader: JsonlReader<Box<dyn std::io::BufRead + Send>>,
-    tx: std::sync::mpsc::SyncSender<Vec<RawLine>>,
+/// Reads `records` on one thread and hands them to `take` in batches on this one: at most three
+/// batches are alive (being read, waiting, being parsed and sketched).
+fn stream<T: Send>(
+    records: impl Iterator<Item = T> + Send,
+    len: fn(&T) -> usize,
+    mut take: impl FnMut(Vec<T>),
 ) {
-    let mut lines = Vec::new();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_batches(records, len, tx));
+        for batch in rx {
+            take(batch);
+        }
+    });
+}
+
+/// Sends the dump's records (lines unparsed, or rows) in batches until it ends or the receiver
+/// is gone.
+fn read_batches<T>(
+    records: impl Iterator<Item = T>,
+    len: fn(&T) -> usize,
+    tx: std::sync::mpsc::SyncSender<Vec<T>>,
+) {
+    let mut batch = Vec::new();
     let mut bytes = 0;
-    while let Some(line) = reader.next_raw() {
-        bytes += line.len();
-        lines.push(line);
-        if lines.len() == BATCH_RECORDS || bytes >= BATCH_BYTES {
-            if tx.send(std::mem::take(&mut lines)).is_err() {
+    for record in records {
+        bytes += len(&record);
+        batch.push(record);
+        if batch.len() == BATCH_RECORDS || bytes >= BATCH_BYTES {
+            if tx.send(std::mem::take(&mut batch)).is_err() {
                 return;
             }
             bytes = 0;
         }
     }
-    if !lines.is_empty() {
-        let _ = tx.send(lines);
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
     }
+}
+
+/// A dump opened for reading its records.
+enum Opened {
+    /// JSON Lines, and whether it is plain ([`open_dump`]).
+    Jsonl(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool),
+    Parquet(ParquetDump),
+}
+
+/// Opens a dump for reading its records: Parquet when it starts with Parquet's magic bytes
+/// (whatever its name, so `--jsonl` reads Parquet files too; a file named `*.parquet` that does
+/// not is an error), else JSON Lines.
+fn open_records(file: &FileEntry, jsonl: &JsonlOptions) -> Result<Opened, String> {
+    let f = open_dump_file(file)?;
+    if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
+        return ParquetDump::open(f, jsonl).map(Opened::Parquet);
+    }
+    let name = file.path.file_name().and_then(|n| n.to_str());
+    if name.is_some_and(crate::input::walk::is_parquet_name) {
+        return Err("not a Parquet file (it does not start with PAR1)".into());
+    }
+    let (reader, plain) = open_dump(file, jsonl)?;
+    Ok(Opened::Jsonl(reader, plain))
 }
 
 /// Opens a dump for reading its records, and says whether it is plain (not compressed), in
@@ -191,6 +275,10 @@ pub(crate) fn open_dump(
     jsonl: &JsonlOptions,
 ) -> Result<(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool), String> {
     let f = open_dump_file(file)?;
+    // A Parquet dump's records are rows, not lines ([`open_records`] reads both).
+    if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
+        return Err("a Parquet file, not JSON Lines".into());
+    }
     let (compression, stream) = open_stream(f).map_err(|e| crate::messages::io_reason(&e))?;
     Ok((
         JsonlReader::new(stream, jsonl.clone()),
@@ -212,7 +300,8 @@ fn open_dump_file(file: &FileEntry) -> Result<File, String> {
 /// Makes the texts of the dump records among `wanted` (document ids) readable again through
 /// the engine's spill. A record of a plain dump is read back from the dump itself, at the
 /// offset the first pass saw; the records of a compressed dump are copied to the spill's
-/// temporary file by streaming the dump once more, as far as its last wanted line. A dump that
+/// temporary file by streaming the dump once more, as far as its last wanted line, and those of
+/// a Parquet dump by decoding the text column of the row groups that hold them. A dump that
 /// can no longer be read, or whose records changed, makes its records unavailable:
 /// verification reports them as errors.
 pub fn spill_records(
@@ -267,12 +356,14 @@ pub fn spill_records(
     }
     let texts = by_dump.into_iter().flat_map(|(first, lines)| {
         let entry = &entries[first as usize];
-        let reader = open_dump(entry, jsonl);
+        let reader = open_records(entry, jsonl);
         let mut lines = lines;
         let stream: Box<dyn Iterator<Item = std::io::Result<(u32, Vec<u8>)>>> = match reader {
             Err(_) => Box::new(std::iter::empty()),
+            // Only the row groups that hold wanted rows, and only their text column.
+            Ok(Opened::Parquet(dump)) => Box::new(dump.texts(lines).map(Ok)),
             // Read only as far as the last wanted line.
-            Ok((mut reader, _)) => Box::new(std::iter::from_fn(move || {
+            Ok(Opened::Jsonl(mut reader, _)) => Box::new(std::iter::from_fn(move || {
                 while !lines.is_empty() {
                     if let Line::Doc { line, text, .. } = reader.next()? {
                         if let Some(d) = lines.remove(&line) {

@@ -1,7 +1,9 @@
-//! Inputs: the roots → files and dump records → their bytes. The OS side of the pipeline.
+//! Inputs: the roots → files and dump records (JSON Lines, Parquet) → their bytes. The OS side
+//! of the pipeline.
 
 pub mod decompress;
 pub mod jsonl;
+pub mod parquet;
 pub mod read;
 pub mod readahead;
 pub mod spill;

@@ -37,10 +37,10 @@ pub struct WalkOptions {
     pub exclude: Option<GlobSet>,
     /// Skip files smaller than this many bytes.
     pub min_size: u64,
-    /// Skip files larger than this many bytes (JSON Lines dumps excepted: the limit applies to
-    /// each of their lines).
+    /// Skip files larger than this many bytes (dumps excepted: the limit applies to each of
+    /// their records).
     pub max_size: u64,
-    /// Which files are JSON Lines dumps.
+    /// Which files are dumps.
     pub dumps: DumpNames,
     /// Directories never entered, canonical: the index of `--against` or `index build`.
     pub skip_dirs: Vec<PathBuf>,
@@ -55,10 +55,12 @@ pub struct WalkOptions {
     pub defer_metadata: bool,
 }
 
-/// Which files are read as JSON Lines dumps.
+/// Which files are read as dumps (many documents): JSON Lines, or Parquet (a dump that starts
+/// with Parquet's magic bytes is read as Parquet, see [`crate::input::parquet`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DumpNames {
-    /// Files named `*.jsonl` or `*.ndjson`, optionally followed by `.gz`, `.zst` or `.zstd`.
+    /// Files named `*.jsonl` or `*.ndjson`, optionally followed by `.gz`, `.zst` or `.zstd`,
+    /// and files named `*.parquet`.
     #[default]
     ByName,
     /// Every file (`--jsonl`).
@@ -66,7 +68,7 @@ pub enum DumpNames {
 }
 
 impl DumpNames {
-    /// True when `path` is read as a JSON Lines dump.
+    /// True when `path` is read as a dump.
     pub fn is_dump(self, path: &Path) -> bool {
         if self == DumpNames::All {
             return true;
@@ -74,6 +76,9 @@ impl DumpNames {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return false;
         };
+        if is_parquet_name(name) {
+            return true;
+        }
         // Compared in place, without a lowercase copy: this runs for every file of the walk.
         let stem = [".gz", ".zst", ".zstd"]
             .iter()
@@ -83,6 +88,12 @@ impl DumpNames {
             .iter()
             .any(|ext| strip_suffix_ignoring_case(stem, ext).is_some())
     }
+}
+
+/// True when a file's name says it is Parquet: `*.parquet`, ignoring case (compressed as a
+/// whole it would not be: Parquet compresses its pages).
+pub fn is_parquet_name(name: &str) -> bool {
+    strip_suffix_ignoring_case(name, ".parquet").is_some()
 }
 
 /// `name` without `suffix`, compared ignoring ASCII case, when it ends with it.
@@ -105,7 +116,7 @@ pub struct FileEntry {
     pub id: (u64, u64),
     /// Modification time when walked, if the platform has one.
     pub modified: Option<std::time::SystemTime>,
-    /// A JSON Lines dump (many documents), not one document.
+    /// A dump (JSON Lines or Parquet: many documents), not one document.
     pub dump: bool,
     /// For a document that is one line of a dump: which line, and its id.
     pub record: Option<Box<Record>>,
@@ -344,6 +355,8 @@ mod tests {
             "a.jsonl.zstd",
             "b.NDJSON.Gz",
             "é.jsonl",
+            "part-00000.parquet",
+            "x/A.PARQUET",
         ] {
             assert!(by_name.is_dump(Path::new(dump)), "{dump}");
         }
@@ -357,6 +370,8 @@ mod tests {
             "a.jsonl.gz.txt",
             "é",
             ".gz",
+            "a.parquet.gz",
+            "a.parq",
         ] {
             assert!(!by_name.is_dump(Path::new(plain)), "{plain}");
             assert!(DumpNames::All.is_dump(Path::new(plain)), "{plain}");

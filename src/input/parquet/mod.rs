@@ -1,0 +1,272 @@
+//! Parquet dumps: a Parquet file → one document per row, its text and id taken from the columns
+//! named like JSON Lines fields (`--text-field body.text` reaches into the struct column `body`).
+//!
+//! A file is opened by its footer (its schema and row groups), the text and id columns are
+//! checked against the schema once, and then only those columns are read (projection), row group
+//! by row group, a decoded batch of at most [`rows::DECODE_BYTES`] of text at a time, so a file of
+//! any size passes through a bounded amount of memory. A record's "line" is its 1-based row
+//! number in the file, counting across row groups. Reading the texts of some rows again
+//! ([`ParquetDump::texts`]) decodes only the row groups that hold them, and in those only the text
+//! column. The module reads; it does not decide what a bad row costs the scan (see
+//! [`crate::ingest`]).
+
+mod columns;
+mod rows;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection,
+};
+use parquet::arrow::ProjectionMask;
+use parquet::basic::Compression as Codec;
+
+use crate::input::jsonl::JsonlOptions;
+pub use rows::{Row, Rows, Texts};
+
+/// The four bytes a Parquet file starts (and ends) with.
+pub const MAGIC: &[u8; 4] = b"PAR1";
+
+/// True when `file` starts with [`MAGIC`]. Read at offset 0 without moving the file's cursor.
+pub fn starts_with_magic(file: &File) -> std::io::Result<bool> {
+    let mut head = [0u8; 4];
+    match read_at(file, &mut head, 0) {
+        Ok(()) => Ok(&head == MAGIC),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file.try_clone()?;
+    let at = f.stream_position()?;
+    f.seek(SeekFrom::Start(offset))?;
+    let read = f.read_exact(buf);
+    f.seek(SeekFrom::Start(at))?;
+    read
+}
+
+/// An open Parquet dump whose text (and id) columns were found.
+pub struct ParquetDump {
+    file: File,
+    meta: ArrowReaderMetadata,
+    /// Path to the text column, and the same dotted (for messages).
+    text: Vec<String>,
+    text_name: String,
+    /// Path to the id column; None when the file has no such column (no record has an id).
+    id: Option<Vec<String>>,
+    /// The leaf columns of the text, and of the text and id.
+    text_leaves: Vec<usize>,
+    all_leaves: Vec<usize>,
+    /// Longest text accepted, in bytes.
+    max_text: u64,
+}
+
+impl ParquetDump {
+    /// Reads the footer of `file` and finds the columns `opts` names: the text column must be a
+    /// string column (`string`, `large_string` or `string_view`); an id column that is missing
+    /// gives no ids. The error names what is wrong and lists the columns there are.
+    pub fn open(file: File, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+        // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
+        // pyarrow stores a categorical column's strings as a dictionary there, and they are
+        // strings all the same.
+        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let meta = guarded(|| {
+            ArrowReaderMetadata::load(&file, options)
+                .map_err(|e| format!("not a readable Parquet file: {e}"))
+        })?;
+        let fields = meta.schema().fields();
+        let text_name = opts.text_field.join(".");
+        let columns = || columns::listing(fields);
+        let text_type = columns::find(fields, &opts.text_field)
+            .ok_or_else(|| format!("no column \"{text_name}\" (columns: {})", columns()))?
+            .data_type();
+        if !columns::is_text(text_type) {
+            return Err(format!(
+                "column \"{text_name}\" is {}, not a string (columns: {})",
+                type_name(text_type),
+                columns()
+            ));
+        }
+        let id = match columns::find(fields, &opts.id_field) {
+            Some(f) if !columns::is_id(f.data_type()) => {
+                return Err(format!(
+                    "column \"{}\" is {}, which cannot name a document (strings, numbers, \
+                     booleans, and lists and structs of them can)",
+                    opts.id_field.join("."),
+                    type_name(f.data_type())
+                ))
+            }
+            Some(_) => Some(opts.id_field.clone()),
+            None => None,
+        };
+        let schema = meta.parquet_schema();
+        let text_leaves = leaves_under(schema, &opts.text_field);
+        let mut all_leaves = text_leaves.clone();
+        all_leaves.extend(id.iter().flat_map(|p| leaves_under(schema, p)));
+        Ok(ParquetDump {
+            file,
+            meta,
+            text: opts.text_field.clone(),
+            text_name,
+            id,
+            text_leaves,
+            all_leaves,
+            max_text: opts.max_line,
+        })
+    }
+
+    /// Every row, in order: a document, a bad row, or the failure that ended the reading.
+    pub fn rows(self) -> Rows {
+        Rows::new(self)
+    }
+
+    /// The texts of the rows whose 1-based numbers are the keys of `wanted` (each given with the
+    /// document it is), read again; a row that is null now, or lies beyond the end of the file,
+    /// or in a row group that can no longer be read, is left out.
+    pub fn texts(self, wanted: BTreeMap<u64, u32>) -> Texts {
+        Texts::new(self, wanted)
+    }
+
+    fn groups(&self) -> usize {
+        self.meta.metadata().num_row_groups()
+    }
+
+    /// The number of rows before each row group, and the total after the last.
+    fn group_starts(&self) -> Vec<u64> {
+        let groups = self.meta.metadata().row_groups();
+        let mut starts = vec![0u64];
+        for g in groups {
+            let last = starts.last().copied().unwrap_or(0);
+            starts.push(last + g.num_rows().max(0) as u64);
+        }
+        starts
+    }
+
+    /// A reader of row group `group` (of the text column only, or of the text and the id), a
+    /// batch of about [`rows::DECODE_BYTES`] of text at a time, of the rows `selection` picks.
+    fn reader(
+        &self,
+        group: usize,
+        text_only: bool,
+        selection: Option<RowSelection>,
+    ) -> Result<ParquetRecordBatchReader, String> {
+        let leaves = if text_only {
+            &self.text_leaves
+        } else {
+            &self.all_leaves
+        };
+        let rg = self.meta.metadata().row_group(group);
+        let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
+        for &l in leaves {
+            let c = rg.column(l);
+            let name = || c.column_path().string();
+            // parquet's `byte_range` asserts, rather than reports, a negative offset or length.
+            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+            let len = c.compressed_size();
+            if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > file_len {
+                return Err(format!(
+                    "the footer places column \"{}\" outside the file",
+                    name()
+                ));
+            }
+            if let Some(codec) = unread_codec(c.compression()) {
+                return Err(format!(
+                    "column \"{}\" is compressed with {codec}, which dupfind does not read \
+                     (it reads snappy, zstd and gzip)",
+                    name()
+                ));
+            }
+        }
+        let text_bytes: i64 = (self.text_leaves.iter())
+            .map(|&l| rg.column(l).uncompressed_size())
+            .sum();
+        let batch = rows::batch_rows(text_bytes.max(0) as u64, rg.num_rows().max(0) as u64);
+        let file = self.file.try_clone().map_err(|e| e.to_string())?;
+        guarded(|| {
+            let mut builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
+                    .with_projection(ProjectionMask::leaves(
+                        self.meta.parquet_schema(),
+                        leaves.iter().copied(),
+                    ))
+                    .with_row_groups(vec![group])
+                    .with_batch_size(batch);
+            if let Some(selection) = selection {
+                builder = builder.with_row_selection(selection);
+            }
+            builder.build().map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// The name of a page codec that is not read, None for one that is. Read are those the parquet
+/// crate is built with (Cargo.toml): snappy (the default of Spark, DuckDB and pyarrow), zstd,
+/// and gzip (Hive's); LZ4 and Brotli are rare enough to leave out.
+fn unread_codec(codec: Codec) -> Option<&'static str> {
+    match codec {
+        Codec::UNCOMPRESSED | Codec::SNAPPY | Codec::ZSTD(_) | Codec::GZIP(_) => None,
+        Codec::LZ4 => Some("LZ4"),
+        Codec::LZ4_RAW => Some("LZ4_RAW"),
+        Codec::BROTLI(_) => Some("Brotli"),
+        Codec::LZO => Some("LZO"),
+    }
+}
+
+/// The leaf columns at or below `path` in the Parquet schema.
+fn leaves_under(schema: &parquet::schema::types::SchemaDescriptor, path: &[String]) -> Vec<usize> {
+    (schema.columns().iter().enumerate())
+        .filter(|(_, c)| {
+            let parts = c.path().parts();
+            parts.len() >= path.len() && parts.iter().zip(path).all(|(a, b)| a == b)
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A column type as Parquet users know it (`binary`, `int64`, `struct`), else Arrow's name.
+fn type_name(t: &DataType) -> String {
+    match t {
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "binary".into(),
+        DataType::FixedSizeBinary(n) => format!("fixed_size_binary({n})"),
+        DataType::Struct(_) => "a struct".into(),
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) => "a list".into(),
+        DataType::Map(..) => "a map".into(),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+/// An error of the reader, without the "Parquet argument error" arrow wraps around parquet's.
+fn reason(e: arrow_schema::ArrowError) -> String {
+    match e {
+        arrow_schema::ArrowError::ParquetError(message) => message,
+        other => other.to_string(),
+    }
+}
+
+/// Runs `f`, turning a panic into an error: on malformed input the parquet crate has panicked
+/// rather than returned an error in some versions (an out-of-range dictionary index, a
+/// miscounted page), and a damaged file must not end the scan.
+fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = (panic.downcast_ref::<&str>().copied())
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(format!("malformed Parquet (the reader failed: {message})"))
+    })
+}
+
+#[cfg(test)]
+mod tests;

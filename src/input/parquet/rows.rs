@@ -1,0 +1,264 @@
+//! Rows: an open Parquet dump → its rows as documents, bad rows or the failure that ended the
+//! reading ([`Rows`]), or the texts of chosen rows read again ([`Texts`]). One row group is open
+//! at a time and decoded a batch at a time; a failure (I/O, a damaged page, a panic inside the
+//! parquet crate) ends the reading with the row group and the rows read before it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use arrow_array::{ArrayRef, RecordBatch};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
+
+use super::{columns, guarded, ParquetDump};
+
+/// Bytes of text one decoded batch holds, about (the row group's average row, from its footer):
+/// the decoded arrays of one batch are what a reader holds beside its current page.
+pub const DECODE_BYTES: u64 = 1 << 20;
+/// Rows of one decoded batch, at most (arrow's default).
+const DECODE_ROWS: u64 = 1024;
+
+/// Rows per decoded batch for a row group of `rows` rows whose text is `text_bytes` long.
+pub fn batch_rows(text_bytes: u64, rows: u64) -> usize {
+    let per_row = text_bytes.div_ceil(rows.max(1)).max(1);
+    (DECODE_BYTES / per_row).clamp(1, DECODE_ROWS) as usize
+}
+
+/// One row of a Parquet dump.
+#[derive(Debug)]
+pub enum Row {
+    /// A document: its 1-based row number, its id if it has one, its text.
+    Doc {
+        line: u64,
+        id: Option<String>,
+        text: String,
+    },
+    /// A row that holds no document (null text, text too long), with why.
+    Bad { line: u64, reason: String },
+    /// The reading failed after `line` rows; iteration ends after this.
+    Failed { line: u64, reason: String },
+}
+
+impl Row {
+    /// Its text's length (0 when it has none).
+    pub fn text_len(&self) -> usize {
+        match self {
+            Row::Doc { text, .. } => text.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// Every row of a dump, in order ([`ParquetDump::rows`]).
+pub struct Rows {
+    dump: ParquetDump,
+    starts: Vec<u64>,
+    /// The row group being read, and its reader.
+    group: usize,
+    reader: Option<ParquetRecordBatchReader>,
+    /// Rows handed out so far: the number of the last.
+    line: u64,
+    queue: VecDeque<Row>,
+    done: bool,
+}
+
+impl Rows {
+    pub(super) fn new(dump: ParquetDump) -> Rows {
+        Rows {
+            starts: dump.group_starts(),
+            dump,
+            group: 0,
+            reader: None,
+            line: 0,
+            queue: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// Decodes the next batch into the queue, opening the next row group when one ends.
+    fn fill(&mut self) -> Result<(), String> {
+        let Some(reader) = &mut self.reader else {
+            if self.group == self.dump.groups() {
+                self.done = true;
+                return Ok(());
+            }
+            // Numbered by the footer, so that a row group that ended early cannot shift the
+            // numbers of the rows after it.
+            self.line = self.starts[self.group];
+            self.reader = Some(self.dump.reader(self.group, false, None)?);
+            return Ok(());
+        };
+        match guarded(|| reader.next().transpose().map_err(super::reason))? {
+            Some(batch) => self.take(&batch),
+            None => {
+                self.reader = None;
+                self.group += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// Queues the rows of a decoded batch.
+    fn take(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        let dump = &self.dump;
+        let missing = || format!("the batch has no column \"{}\"", dump.text_name);
+        let text = columns::arrays_at(batch, &dump.text).ok_or_else(missing)?;
+        let id: Option<Vec<ArrayRef>> =
+            (dump.id.as_ref()).and_then(|p| columns::arrays_at(batch, p));
+        let column = text.last().ok_or_else(missing)?;
+        for k in 0..batch.num_rows() {
+            self.line += 1;
+            let line = self.line;
+            let row = match columns::text_at(column.as_ref(), k) {
+                _ if columns::is_null_at(&text, k) => Row::Bad {
+                    line,
+                    reason: format!("\"{}\" is null", dump.text_name),
+                },
+                Some(t) if t.len() as u64 > dump.max_text => Row::Bad {
+                    line,
+                    reason: format!("\"{}\" longer than {} bytes", dump.text_name, dump.max_text),
+                },
+                Some(t) => Row::Doc {
+                    line,
+                    id: id.as_deref().and_then(|a| columns::id_at(a, k)),
+                    text: t.to_string(),
+                },
+                None => return Err(format!("column \"{}\" is not a string", dump.text_name)),
+            };
+            self.queue.push_back(row);
+        }
+        Ok(())
+    }
+
+    /// Where a failure happened: the row group and the rows it holds.
+    fn place(&self) -> String {
+        let (first, end) = (self.starts[self.group] + 1, self.starts[self.group + 1]);
+        format!("row group {} (rows {first}-{end})", self.group)
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Row;
+
+    fn next(&mut self) -> Option<Row> {
+        loop {
+            if let Some(row) = self.queue.pop_front() {
+                return Some(row);
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.done = true;
+                let reason = format!("{}: {e}", self.place());
+                return Some(Row::Failed {
+                    line: self.line,
+                    reason,
+                });
+            }
+        }
+    }
+}
+
+/// A row group's reader of chosen rows, and the documents of those still to come.
+type TextReader = (ParquetRecordBatchReader, std::vec::IntoIter<u32>);
+
+/// The texts of chosen rows ([`ParquetDump::texts`]): (document, text), in row order.
+pub struct Texts {
+    dump: ParquetDump,
+    /// The row groups still to read, each with its wanted rows (numbered within the group) and
+    /// their documents, in order.
+    groups: std::vec::IntoIter<(usize, Vec<(u64, u32)>)>,
+    /// The open group's reader, and the documents of its selected rows still to come.
+    reader: Option<TextReader>,
+    queue: VecDeque<(u32, Vec<u8>)>,
+}
+
+impl Texts {
+    pub(super) fn new(dump: ParquetDump, wanted: BTreeMap<u64, u32>) -> Texts {
+        let starts = dump.group_starts();
+        let mut groups: Vec<(usize, Vec<(u64, u32)>)> = Vec::new();
+        for (line, doc) in wanted {
+            let row = line.wrapping_sub(1);
+            // The group holding `row`: the last that starts at or before it.
+            let g = starts.partition_point(|&s| s <= row).saturating_sub(1);
+            if line == 0 || g >= dump.groups() {
+                continue;
+            }
+            match groups.last_mut() {
+                Some((last, rows)) if *last == g => rows.push((row - starts[g], doc)),
+                _ => groups.push((g, vec![(row - starts[g], doc)])),
+            }
+        }
+        Texts {
+            dump,
+            groups: groups.into_iter(),
+            reader: None,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// A reader of only the `rows` wanted of `group`, with their documents; None when the row
+    /// group cannot be read.
+    fn open(&self, group: usize, rows: Vec<(u64, u32)>) -> Option<TextReader> {
+        let mut selectors = Vec::new();
+        let mut at = 0u64;
+        for &(row, _) in &rows {
+            if row > at {
+                selectors.push(RowSelector::skip((row - at) as usize));
+            }
+            selectors.push(RowSelector::select(1));
+            at = row + 1;
+        }
+        let selection = RowSelection::from(selectors);
+        let reader = self.dump.reader(group, true, Some(selection)).ok()?;
+        let docs: Vec<u32> = rows.into_iter().map(|(_, d)| d).collect();
+        Some((reader, docs.into_iter()))
+    }
+
+    /// Decodes the next batch into the queue, opening the next row group when one ends; false
+    /// when no row group is left. A row group that fails is left for the next: its rows stay
+    /// unavailable.
+    fn fill(&mut self) -> bool {
+        let Some((reader, docs)) = &mut self.reader else {
+            let Some((group, rows)) = self.groups.next() else {
+                return false;
+            };
+            self.reader = self.open(group, rows);
+            return true;
+        };
+        let batch = match guarded(|| reader.next().transpose().map_err(super::reason)) {
+            Ok(Some(batch)) => batch,
+            Ok(None) | Err(_) => {
+                self.reader = None;
+                return true;
+            }
+        };
+        let text = columns::arrays_at(&batch, &self.dump.text);
+        let Some(column) = text.as_ref().and_then(|t| t.last()) else {
+            self.reader = None;
+            return true;
+        };
+        for k in 0..batch.num_rows() {
+            let Some(doc) = docs.next() else { break };
+            let null = text.as_deref().is_some_and(|t| columns::is_null_at(t, k));
+            if let Some(t) = columns::text_at(column.as_ref(), k).filter(|_| !null) {
+                self.queue.push_back((doc, t.as_bytes().to_vec()));
+            }
+        }
+        true
+    }
+}
+
+impl Iterator for Texts {
+    type Item = (u32, Vec<u8>);
+
+    fn next(&mut self) -> Option<(u32, Vec<u8>)> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some(item);
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+}
