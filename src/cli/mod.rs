@@ -277,4 +277,45 @@ mod tests {
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999T").is_err());
     }
+
+    #[test]
+    fn parses_decimal_sizes_rounding_down_to_a_byte() {
+        assert_eq!(parse_size("1.5M"), Ok(3 << 19));
+        assert_eq!(parse_size("0.5G"), Ok(1 << 29));
+        assert_eq!(parse_size(".5K"), Ok(512));
+        assert_eq!(parse_size("1.1K"), Ok(1126), "1126.4 rounded down");
+        assert_eq!(parse_size("2. k"), Ok(2048));
+        assert_eq!(parse_size("1.0"), Ok(1), "a whole number of bytes");
+        assert_eq!(parse_size("16777215.999999T"), Ok(u64::MAX - 1_099_511));
+    }
+
+    #[test]
+    fn size_errors_say_what_is_wrong() {
+        for (given, says) in [
+            (
+                "",
+                "a size is a number of bytes, or a number with K, M, G or T",
+            ),
+            (
+                "1.5",
+                "'1.5': a number of bytes is a whole number (a fraction needs a unit: 1.5K)",
+            ),
+            (
+                "12X",
+                "'12X': unknown unit 'X' (use K, M, G or T (powers of 1024",
+            ),
+            ("1,5M", "unknown unit ',5M'"),
+            ("-1", "'-1': a size cannot be negative"),
+            ("M", "'M' does not start with a number"),
+            ("1.2.3M", "'1.2.3M': '1.2.3' is not a number"),
+            (
+                "16777216T",
+                "'16777216T' is too large (more than 2^64 − 1 bytes)",
+            ),
+            ("99999999999999999999999999999999999999999", "is too large"),
+        ] {
+            let e = parse_size(given).expect_err(given);
+            assert!(e.contains(says), "{given}: {e}");
+        }
+    }
 }

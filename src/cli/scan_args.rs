@@ -154,7 +154,7 @@ pub struct ScanArgs {
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
 
-    /// Skip files smaller than this (bytes; K, M, G suffixes are powers of 1024).
+    /// Skip files smaller than this (bytes; K, M, G, T are powers of 1024: 64K, 1.5M).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0")]
     pub min_size: u64,
 
@@ -283,22 +283,66 @@ pub enum ProgressWhen {
     Always,
 }
 
-/// Parses `1234`, `64K`, `32M`, `1G`, `16MiB` (suffixes are powers of 1024).
+/// Parses a size in bytes: `1234`, `64K`, `1.5M`, `32MiB`, `0.5G` (K, M, G and T are powers of
+/// 1024, with an optional `B` or `iB`, in any case). A fraction of a unit is rounded down to a
+/// whole byte; a fraction of a byte is refused. Every error says what is wrong.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    const UNITS: &str = "K, M, G or T (powers of 1024: 64K, 1.5M, 2GiB)";
     let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size in bytes"))?;
-    let shift = match suffix.to_ascii_lowercase().as_str() {
+    if t.is_empty() {
+        return Err(format!(
+            "a size is a number of bytes, or a number with {UNITS}"
+        ));
+    }
+    if t.starts_with('-') {
+        return Err(format!("'{s}': a size cannot be negative"));
+    }
+    let number_end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (&t[..number_end], t[number_end..].trim_start());
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return Err(format!(
+            "'{s}' does not start with a number (use 64K, 1.5M, …)"
+        ));
+    }
+    if fraction.contains('.') {
+        return Err(format!("'{s}': '{number}' is not a number"));
+    }
+    if fraction.len() > 20 {
+        return Err(format!("'{s}': at most 20 digits after the decimal point"));
+    }
+    let shift = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        _ => return Err(format!("'{s}': unknown size suffix (use K, M, G or T)")),
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use {UNITS})")),
     };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("'{s}' is too large"))
+    if shift == 0 && !fraction.trim_end_matches('0').is_empty() {
+        return Err(format!(
+            "'{s}': a number of bytes is a whole number (a fraction needs a unit: {number}K)"
+        ));
+    }
+    let too_large = || format!("'{s}' is too large (more than 2^64 − 1 bytes)");
+    // Digits only, so parsing fails only on overflow (or an empty part, which is 0).
+    let whole: u128 = match whole {
+        "" => 0,
+        w => w.parse().map_err(|_| too_large())?,
+    };
+    let scaled = match fraction {
+        "" => 0,
+        f => {
+            // f < 10^20 < 2^67, so f · 2^40 fits in a u128.
+            let digits: u128 = f.parse().map_err(|_| too_large())?;
+            (digits << shift) / 10u128.pow(f.len() as u32)
+        }
+    };
+    let bytes = whole
+        .checked_mul(1u128 << shift)
+        .and_then(|b| b.checked_add(scaled))
+        .ok_or_else(too_large)?;
+    u64::try_from(bytes).map_err(|_| too_large())
 }
