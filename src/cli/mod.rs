@@ -1,12 +1,22 @@
-//! The command line, as clap sees it. Nothing here is used past `Config::from_args`.
+//! The command line, as clap sees it. Nothing here is used past `Config::from_args`, but for
+//! the hints added to clap's errors (`hints`).
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod hints;
 mod scan_args;
 
+pub use hints::try_parse_from;
 pub use scan_args::*;
+
+/// Parses the process's command line; on an error, prints it (with its hints) and exits with
+/// status 2 (0 for `--help` and `--version`).
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    try_parse_from(&args).unwrap_or_else(|e| e.exit())
+}
 
 /// Find near-duplicate documents: MinHash or SimHash candidates, verified exactly.
 #[derive(Debug, Parser)]
