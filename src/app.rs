@@ -92,7 +92,8 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
 }
 
 /// Writes `report` on stdout and returns `code`: 130 when interrupted before or while writing,
-/// the status of the run when stdout is a closed pipe.
+/// the status of the run when stdout is a closed pipe. With `-q`, a run ending in status 2 still
+/// says so in one line.
 pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> Result<ExitCode> {
     if !interrupt::begin_output() {
         return Ok(ExitCode::Interrupted);
@@ -111,9 +112,35 @@ pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> 
         Err(e) => Err(e.context("writing the report")),
         Ok(()) => {
             stdout.flush()?;
+            if code == ExitCode::Error && cfg.messages.quiet {
+                eprintln!("dupfind: {} (run without -q for details)", failures(report));
+            }
             Ok(code)
         }
     }
+}
+
+/// "3 inputs could not be read", "1 input could not be read, 2 lines of JSON Lines dumps held
+/// no document".
+fn failures(report: &report::Report) -> String {
+    let lines = report.errors.iter().filter(|e| e.line.is_some()).count();
+    let inputs = report.errors.len() - lines;
+    let mut parts = Vec::new();
+    match inputs {
+        0 => {}
+        1 => parts.push("1 input could not be read".to_string()),
+        n => parts.push(format!("{n} inputs could not be read")),
+    }
+    match lines {
+        0 => {}
+        1 => parts.push("1 line of a JSON Lines dump held no document".to_string()),
+        n => parts.push(format!("{n} lines of JSON Lines dumps held no document")),
+    }
+    if parts.is_empty() {
+        // Status 2 always comes with an error; say something true if that ever changes.
+        parts.push("some input could not be read".to_string());
+    }
+    parts.join(", ")
 }
 
 /// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its

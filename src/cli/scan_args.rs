@@ -166,9 +166,14 @@ pub struct ScanArgs {
     #[arg(short = 'L', long)]
     pub follow_links: bool,
 
-    /// No warnings, notes or progress on stderr.
-    #[arg(short, long)]
+    /// No warnings or progress on stderr (but one line when the exit status is 2).
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Notes on stderr too: the banding chosen, the dataset written.
+    #[arg(short, long)]
+    #[serde(default)]
+    pub verbose: bool,
 
     /// Progress bar on stderr; auto: only when stderr is a terminal.
     #[arg(long, value_enum, default_value_t = ProgressWhen::Auto)]

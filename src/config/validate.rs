@@ -88,6 +88,7 @@ impl Config {
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
+                verbose: args.verbose,
                 progress: match args.progress {
                     ProgressWhen::Always => true,
                     ProgressWhen::Never => false,
