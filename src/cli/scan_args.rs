@@ -21,9 +21,9 @@ pub struct ScanArgs {
     #[serde(skip)]
     pub files_from: Option<PathBuf>,
 
-    /// With --files-from: names are separated by NUL bytes (`find -print0`), not new lines.
-    #[arg(short = '0', long = "null", requires = "files_from")]
-    #[serde(skip)]
+    /// NUL-separated names: in the --files-from list (`find -print0`), and printed by --format
+    /// paths (`xargs -0`); a NUL is the one byte no file name holds.
+    #[arg(short = '0', long = "null")]
     pub null: bool,
 
     /// Read every input file as JSON Lines, one document per line (files named *.jsonl or
@@ -103,13 +103,23 @@ pub struct ScanArgs {
     pub threads: Option<u32>,
 
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
-    /// people reading in a terminal.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    pub format: Format,
+    /// people reading in a terminal; paths: the removable duplicates, one path per line (with
+    /// -0, NUL-separated), their exact bytes [default: text on a terminal, else json].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
 
-    /// Colour in --format text: auto (a terminal and no NO_COLOR), always or never.
-    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
-    pub color: ColorWhen,
+    /// Write the report to FILE instead of standard output, atomically (a new file in FILE's
+    /// directory, synced and renamed over FILE; mode 0666 less the umask). FILE, and the files
+    /// standard output and standard error point to, are never scanned. A FIFO or device
+    /// (/dev/stdout) is written directly. '-' is standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    #[serde(skip)]
+    pub output: Option<PathBuf>,
+
+    /// Colour in the text format: auto (the report goes to a terminal and NO_COLOR is not set
+    /// or empty), always or never (these need the text format) [default: auto].
+    #[arg(long, value_enum)]
+    pub color: Option<ColorWhen>,
 
     /// strict: every member verified against its cluster's representative; components: every
     /// document linked by a chain of verified pairs, for exploring groups (members not verified
@@ -130,13 +140,14 @@ pub struct ScanArgs {
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,
 
-    /// Evidence for each reported pair: exact and estimated similarity, shared shingles, the
-    /// band or piece that made it a candidate.
+    /// Evidence for each reported pair (json, jsonl and text): exact and estimated similarity,
+    /// shared shingles, the band or piece that made it a candidate.
     #[arg(long)]
     pub pairs: bool,
 
     /// Report only pairs at least this similar (Jaccard; SimHash: 1 − distance/64), a stricter
-    /// bound than the threshold the banding is tuned for.
+    /// bound than the threshold the banding is tuned for; one below it could not report more,
+    /// and is refused.
     #[arg(long, value_name = "J")]
     pub min_similarity: Option<f64>,
 
@@ -234,6 +245,8 @@ pub enum Format {
     Jsonl,
     /// Human-readable blocks, one per cluster.
     Text,
+    /// The removable duplicates' paths, one per line (NUL-separated with -0).
+    Paths,
 }
 
 /// `--color`.
