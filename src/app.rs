@@ -33,23 +33,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             write_stdout(&out)
         }
         Command::Man { command } => {
-            let top = <Cli as clap::CommandFactory>::command();
-            let page = match command {
-                None => top,
-                Some(name) => {
-                    let sub = top.find_subcommand(&name).cloned().ok_or_else(|| {
-                        anyhow::anyhow!("no subcommand {name:?}; try `dupfind --help`")
-                    })?;
-                    // Named like git's pages: dupfind-scan(1).
-                    let page = format!("dupfind-{}", sub.get_name());
-                    let invoked = format!("dupfind {}", sub.get_name());
-                    sub.display_name(page)
-                        .bin_name(invoked)
-                        .version(env!("CARGO_PKG_VERSION"))
-                }
-            };
             let mut out = Vec::new();
-            clap_mangen::Man::new(page).render(&mut out)?;
+            cli::man::render(command.as_deref(), &mut out)?;
             write_stdout(&out)
         }
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),

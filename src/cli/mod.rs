@@ -1,11 +1,13 @@
 //! The command line, as clap sees it. Nothing here is used past `Config::from_args`, but for
-//! the hints added to clap's errors (`hints`).
+//! the help texts (`help`), the man pages (`man`) and the hints added to clap's errors (`hints`).
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub(crate) mod help;
 mod hints;
+pub(crate) mod man;
 mod scan_args;
 
 pub use hints::try_parse_from;
@@ -30,8 +32,11 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Find groups of near-duplicate documents under PATHs and print them as JSON.
-    #[command(after_long_help = SCAN_AFTER_HELP)]
+    /// Find groups of near-duplicate documents under PATHs and report them.
+    ///
+    /// The report is text on a terminal and JSON in a pipe or file (--format); `-h` lists the
+    /// options, `--help` explains them.
+    #[command(after_long_help = help::scan_after_help())]
     Scan(Box<ScanCommand>),
     /// Build or inspect an incremental index, for `scan --against`.
     #[command(subcommand)]
@@ -58,27 +63,6 @@ pub enum Command {
         command: Option<String>,
     },
 }
-
-const SCAN_AFTER_HELP: &str = "\
-Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
-re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
-
-Inputs: gzip and zstd files are recognised by their magic bytes and decompressed. A JSON Lines
-dump (--jsonl, or a name ending in .jsonl or .ndjson, optionally .gz/.zst) is one document per
-line; a member from a dump is reported with its \"line\" and \"id\". --max-size limits each
-document (each line of a dump), not a dump.
-
-Exit status: 0 scan completed and every input was read; 1 with --exit-code, duplicates were
-found; 2 usage error, fatal error, or some input could not be read (the report is still
-printed); 130 interrupted.
-
-Examples:
-  dupfind scan ./corpus | jq -r '.clusters[].duplicates[].path'
-  dupfind scan --format text --keep newest ./corpus
-  dupfind scan -t 0.9 --shingle char -n 5 docs/
-  dupfind scan --method simhash --max-distance 3 --format jsonl .
-  dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
-  find . -name '*.md' -print0 | dupfind scan --files-from - -0";
 
 /// `dupfind stage …`: every stage reads and writes files in the work directory DIR.
 #[derive(Debug, Subcommand)]
@@ -211,14 +195,15 @@ pub struct ScanCommand {
     #[command(flatten)]
     pub scan: ScanArgs,
 
-    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
-    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
+    /// Also compare with the documents of the index in DIR (`dupfind index build`).
+    ///
+    /// Inputs the index holds unchanged (same path, size, modification time and inode) are not
     /// read again.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = INPUT)]
     pub against: Option<PathBuf>,
 
-    /// With --against: add the new documents to the index after the scan (atomically).
-    #[arg(long, requires = "against")]
+    /// With --against: add the new documents to the index (atomically).
+    #[arg(long, requires = "against", help_heading = INPUT)]
     pub update: bool,
 }
 
