@@ -35,6 +35,9 @@ mod output;
 /// Representatives, duplicates, `--pairs`, `--exit-code`, `--format text`.
 #[path = "integration/results.rs"]
 mod results;
+/// `--format paths`, `-o`, a terminal, `-q`, hints, sizes, refusals, help and man pages.
+#[path = "integration/shell.rs"]
+mod shell;
 /// Methods, shingles, sketches, thresholds, exact copies.
 #[path = "integration/similarity.rs"]
 mod similarity;
