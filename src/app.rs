@@ -1,7 +1,7 @@
 //! The application: a parsed command line → the command it names → an exit status. Every
 //! command's output is written here, on stdout; a broken pipe ends a run quietly.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 use anyhow::Result;
 
@@ -33,23 +33,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             write_stdout(&out)
         }
         Command::Man { command } => {
-            let top = <Cli as clap::CommandFactory>::command();
-            let page = match command {
-                None => top,
-                Some(name) => {
-                    let sub = top.find_subcommand(&name).cloned().ok_or_else(|| {
-                        anyhow::anyhow!("no subcommand {name:?}; try `dupfind --help`")
-                    })?;
-                    // Named like git's pages: dupfind-scan(1).
-                    let page = format!("dupfind-{}", sub.get_name());
-                    let invoked = format!("dupfind {}", sub.get_name());
-                    sub.display_name(page)
-                        .bin_name(invoked)
-                        .version(env!("CARGO_PKG_VERSION"))
-                }
-            };
             let mut out = Vec::new();
-            clap_mangen::Man::new(page).render(&mut out)?;
+            cli::man::render(command.as_deref(), &mut out)?;
             write_stdout(&out)
         }
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
@@ -91,29 +76,58 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
     deliver(&out.report, out.code, &cfg)
 }
 
-/// Writes `report` on stdout and returns `code`: 130 when interrupted before or while writing,
-/// the status of the run when stdout is a closed pipe.
+/// Writes `report` where it goes (stdout, or `-o` atomically) and returns `code`: 130 when
+/// interrupted before or while writing (an `-o` file is then left as it was), the status of the
+/// run when stdout is a closed pipe. With `-q`, a run ending in status 2 still says so in one line.
 pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> Result<ExitCode> {
     if !interrupt::begin_output() {
         return Ok(ExitCode::Interrupted);
     }
-    let mut stdout = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = report::write(report, cfg.format, cfg.color, &mut stdout);
+    if let crate::config::OutputFormat::Paths { null } = cfg.format {
+        for warning in report::paths::withheld(report, null) {
+            cfg.messages.warn(&warning);
+        }
+    }
+    let written = cfg.sink.write(
+        |out| report::write(report, cfg.format, cfg.color, out),
+        || !interrupt::interrupted(),
+    );
     if interrupt::interrupted() {
         return Ok(ExitCode::Interrupted);
     }
     match written {
-        Err(e) if is_broken_pipe(&e) => {
-            // Nothing more can be written; drop the buffer without flushing it again.
-            let _ = stdout.into_parts();
-            Ok(code)
-        }
-        Err(e) => Err(e.context("writing the report")),
-        Ok(()) => {
-            stdout.flush()?;
-            Ok(code)
-        }
+        // Nothing more can be written; the run's status stands.
+        Err(e) if is_broken_pipe(&e) => {}
+        Err(e) => return Err(e.context("writing the report")),
+        Ok(()) => {}
     }
+    if code == ExitCode::Error && cfg.messages.quiet {
+        eprintln!("dupfind: {} (run without -q for details)", failures(report));
+    }
+    Ok(code)
+}
+
+/// "3 inputs could not be read", "1 input could not be read, 2 lines of JSON Lines dumps held
+/// no document".
+fn failures(report: &report::Report) -> String {
+    let lines = report.errors.iter().filter(|e| e.line.is_some()).count();
+    let inputs = report.errors.len() - lines;
+    let mut parts = Vec::new();
+    match inputs {
+        0 => {}
+        1 => parts.push("1 input could not be read".to_string()),
+        n => parts.push(format!("{n} inputs could not be read")),
+    }
+    match lines {
+        0 => {}
+        1 => parts.push("1 line of a JSON Lines dump held no document".to_string()),
+        n => parts.push(format!("{n} lines of JSON Lines dumps held no document")),
+    }
+    if parts.is_empty() {
+        // Status 2 always comes with an error; say something true if that ever changes.
+        parts.push("some input could not be read".to_string());
+    }
+    parts.join(", ")
 }
 
 /// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its

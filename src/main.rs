@@ -1,10 +1,8 @@
 //! The `dupfind` binary: parse, run, turn the outcome into an exit status.
 
-use clap::Parser;
-
 fn main() {
     grow_heaps_in_large_steps();
-    let cli = dupfind::cli::Cli::parse();
+    let cli = dupfind::cli::parse();
     let code = match dupfind::run(cli) {
         Ok(code) => code.code(),
         Err(err) if dupfind::is_broken_pipe(&err) => 0,

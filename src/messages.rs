@@ -1,4 +1,5 @@
-//! Messages on stderr: warnings, notes and the progress bar. Never stdout, which is for data.
+//! Messages on stderr: warnings, notes (with `-v` only) and the progress bar. Never stdout, which
+//! is for data.
 //!
 //! File names in messages are escaped, so a name holding a newline or an escape sequence cannot
 //! forge lines or drive the terminal.
@@ -24,6 +25,8 @@ pub struct InputError {
 pub struct Messages {
     /// Suppress warnings, notes and progress (`--quiet`).
     pub quiet: bool,
+    /// Print notes too (`--verbose`): what the run chose, not what went wrong.
+    pub verbose: bool,
     /// Draw a progress bar.
     pub progress: bool,
 }
@@ -34,9 +37,11 @@ impl Messages {
         self.line("warning", msg);
     }
 
-    /// `dupfind: note: …` on stderr, unless quiet.
+    /// `dupfind: note: …` on stderr, with `--verbose` only.
     pub fn note(&self, msg: &str) {
-        self.line("note", msg);
+        if self.verbose {
+            self.line("note", msg);
+        }
     }
 
     fn line(&self, kind: &str, msg: &str) {

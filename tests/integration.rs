@@ -38,6 +38,9 @@ mod parquet;
 /// Representatives, duplicates, `--pairs`, `--exit-code`, `--format text`.
 #[path = "integration/results.rs"]
 mod results;
+/// `--format paths`, `-o`, a terminal, `-q`, hints, sizes, refusals, help and man pages.
+#[path = "integration/shell.rs"]
+mod shell;
 /// Methods, shingles, sketches, thresholds, exact copies.
 #[path = "integration/similarity.rs"]
 mod similarity;

@@ -85,8 +85,9 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
             let scheme = containment::Scheme::new(*threshold, *num_perm);
             let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
             let plausible: u64 = c.tables.iter().map(|t| t.len() as u64).sum();
+            // A warning: the run is slow for a reason the user can change.
             if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
-                cfg.messages.note(&note);
+                cfg.messages.warn(&note);
             }
             return (c.tables, c.implausible);
         }

@@ -1,12 +1,24 @@
-//! The command line, as clap sees it. Nothing here is used past `Config::from_args`.
+//! The command line, as clap sees it. Nothing here is used past `Config::from_args`, but for
+//! the help texts (`help`), the man pages (`man`) and the hints added to clap's errors (`hints`).
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub(crate) mod help;
+mod hints;
+pub(crate) mod man;
 mod scan_args;
 
+pub use hints::try_parse_from;
 pub use scan_args::*;
+
+/// Parses the process's command line; on an error, prints it (with its hints) and exits with
+/// status 2 (0 for `--help` and `--version`).
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    try_parse_from(&args).unwrap_or_else(|e| e.exit())
+}
 
 /// Find near-duplicate documents: MinHash or SimHash candidates, verified exactly.
 #[derive(Debug, Parser)]
@@ -20,8 +32,11 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Find groups of near-duplicate documents under PATHs and print them as JSON.
-    #[command(after_long_help = SCAN_AFTER_HELP)]
+    /// Find groups of near-duplicate documents under PATHs and report them.
+    ///
+    /// The report is text on a terminal and JSON in a pipe or file (--format); `-h` lists the
+    /// options, `--help` explains them.
+    #[command(after_long_help = help::scan_after_help())]
     Scan(Box<ScanCommand>),
     /// Build or inspect an incremental index, for `scan --against`.
     #[command(subcommand)]
@@ -48,27 +63,6 @@ pub enum Command {
         command: Option<String>,
     },
 }
-
-const SCAN_AFTER_HELP: &str = "\
-Normalization: text is lowercased (full Unicode), split into tokens at Unicode white space and
-re-joined by single spaces; shingles are N consecutive tokens (word) or characters (char).
-
-Inputs: gzip and zstd files are recognised by their magic bytes and decompressed. A JSON Lines
-dump (--jsonl, or a name ending in .jsonl or .ndjson, optionally .gz/.zst) is one document per
-line; a member from a dump is reported with its \"line\" and \"id\". --max-size limits each
-document (each line of a dump), not a dump.
-
-Exit status: 0 scan completed and every input was read; 1 with --exit-code, duplicates were
-found; 2 usage error, fatal error, or some input could not be read (the report is still
-printed); 130 interrupted.
-
-Examples:
-  dupfind scan ./corpus | jq -r '.clusters[].duplicates[].path'
-  dupfind scan --format text --keep newest ./corpus
-  dupfind scan -t 0.9 --shingle char -n 5 docs/
-  dupfind scan --method simhash --max-distance 3 --format jsonl .
-  dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst
-  find . -name '*.md' -print0 | dupfind scan --files-from - -0";
 
 /// `dupfind stage …`: every stage reads and writes files in the work directory DIR.
 #[derive(Debug, Subcommand)]
@@ -208,14 +202,15 @@ pub struct ScanCommand {
     #[command(flatten)]
     pub scan: ScanArgs,
 
-    /// Compare the inputs with the documents of the index in DIR too (`dupfind index build`);
-    /// inputs the index holds unchanged (same path, size, modification time and inode) are not
+    /// Also compare with the documents of the index in DIR (`dupfind index build`).
+    ///
+    /// Inputs the index holds unchanged (same path, size, modification time and inode) are not
     /// read again.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = INPUT)]
     pub against: Option<PathBuf>,
 
-    /// With --against: add the new documents to the index after the scan (atomically).
-    #[arg(long, requires = "against")]
+    /// With --against: add the new documents to the index (atomically).
+    #[arg(long, requires = "against", help_heading = INPUT)]
     pub update: bool,
 }
 
@@ -283,5 +278,46 @@ mod tests {
         assert!(parse_size("12X").is_err());
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn parses_decimal_sizes_rounding_down_to_a_byte() {
+        assert_eq!(parse_size("1.5M"), Ok(3 << 19));
+        assert_eq!(parse_size("0.5G"), Ok(1 << 29));
+        assert_eq!(parse_size(".5K"), Ok(512));
+        assert_eq!(parse_size("1.1K"), Ok(1126), "1126.4 rounded down");
+        assert_eq!(parse_size("2. k"), Ok(2048));
+        assert_eq!(parse_size("1.0"), Ok(1), "a whole number of bytes");
+        assert_eq!(parse_size("16777215.999999T"), Ok(u64::MAX - 1_099_511));
+    }
+
+    #[test]
+    fn size_errors_say_what_is_wrong() {
+        for (given, says) in [
+            (
+                "",
+                "a size is a number of bytes, or a number with K, M, G or T",
+            ),
+            (
+                "1.5",
+                "'1.5': a number of bytes is a whole number (a fraction needs a unit: 1.5K)",
+            ),
+            (
+                "12X",
+                "'12X': unknown unit 'X' (use K, M, G or T (powers of 1024",
+            ),
+            ("1,5M", "unknown unit ',5M'"),
+            ("-1", "'-1': a size cannot be negative"),
+            ("M", "'M' does not start with a number"),
+            ("1.2.3M", "'1.2.3M': '1.2.3' is not a number"),
+            (
+                "16777216T",
+                "'16777216T' is too large (more than 2^64 − 1 bytes)",
+            ),
+            ("99999999999999999999999999999999999999999", "is too large"),
+        ] {
+            let e = parse_size(given).expect_err(given);
+            assert!(e.contains(says), "{given}: {e}");
+        }
     }
 }

@@ -5,9 +5,21 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+/// The headings of `scan --help`, in order (`-h` lists each option's first line under them).
+pub const INPUT: &str = "Input";
+/// Options that decide what counts as similar.
+pub const SIMILARITY: &str = "Similarity";
+/// Options that decide what is printed, and where.
+pub const OUTPUT: &str = "Output";
+/// Options that trade time and memory for recall.
+pub const PERFORMANCE: &str = "Performance";
+
 /// Options of `dupfind scan`. Serializable so that the staged pipeline's work directory can
 /// hold the options every stage runs with; the inputs themselves are not (they are walked
 /// once, by `stage init`, and stored as its list).
+///
+/// Each doc comment's first paragraph is the line `-h` shows; `--help` and the man page show
+/// the whole comment.
 #[derive(Debug, Args, Serialize, Deserialize)]
 pub struct ScanArgs {
     /// Directories or files to scan [default: ., unless --files-from is given].
@@ -15,165 +27,234 @@ pub struct ScanArgs {
     #[serde(skip)]
     pub paths: Vec<PathBuf>,
 
-    /// Read the inputs (files or directories) from FILE, one per line; '-' reads standard
-    /// input. A listed input that is missing is reported as unreadable (exit status 2).
-    #[arg(long, value_name = "FILE")]
+    /// Read the inputs from FILE, one per line ('-': standard input).
+    ///
+    /// The inputs may be files or directories. A listed input that is missing is reported as
+    /// unreadable (exit status 2).
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     #[serde(skip)]
     pub files_from: Option<PathBuf>,
 
-    /// With --files-from: names are separated by NUL bytes (`find -print0`), not new lines.
-    #[arg(short = '0', long = "null", requires = "files_from")]
-    #[serde(skip)]
+    /// NUL-separated names: in the --files-from list, and printed by --format paths.
+    ///
+    /// For `find -print0` on the way in and `xargs -0` on the way out: a NUL is the one byte no
+    /// file name holds. It applies to both where both are used.
+    #[arg(short = '0', long = "null", help_heading = INPUT)]
     pub null: bool,
 
-    /// Read every input file as JSON Lines, one document per line (files named *.jsonl or
-    /// *.ndjson, also with .gz or .zst, always are), or as Parquet when it starts with PAR1
-    /// (files named *.parquet always are, one document per row).
-    #[arg(long)]
+    /// Read every input file as JSON Lines, one document per line, or as Parquet when it
+    /// starts with PAR1.
+    ///
+    /// Files named *.jsonl or *.ndjson, also with .gz or .zst, always are JSON Lines; files named
+    /// *.parquet always are Parquet, one document per row.
+    #[arg(long, help_heading = INPUT)]
     pub jsonl: bool,
 
-    /// JSON Lines and Parquet: the field (column) holding a document's text; a dotted path
-    /// reaches into nested objects or struct columns (`body.text`).
-    #[arg(long, value_name = "NAME", default_value = "text")]
+    /// JSON Lines and Parquet: the field (column) holding a document's text.
+    ///
+    /// A dotted path reaches into nested objects or struct columns (`body.text`).
+    #[arg(long, value_name = "NAME", default_value = "text", help_heading = INPUT)]
     pub text_field: String,
 
-    /// JSON Lines and Parquet: the field (column) naming a document (a string or number;
-    /// dotted paths as for --text-field). A record without it is named by its file and line
-    /// (a Parquet row's line is its row number).
-    #[arg(long, value_name = "NAME", default_value = "id")]
+    /// JSON Lines and Parquet: the field (column) naming a document.
+    ///
+    /// A string or number; dotted paths as for --text-field. A record without it is named by its
+    /// file and line (a Parquet row's line is its row number).
+    #[arg(long, value_name = "NAME", default_value = "id", help_heading = INPUT)]
     pub id_field: String,
 
-    /// Candidate method: MinHash LSH bands (Jaccard) or SimHash pieces (Hamming).
-    #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash)]
+    /// Candidate method: MinHash bands (Jaccard) or SimHash pieces (Hamming).
+    #[arg(short = 'm', long, value_enum, default_value_t = Method::Minhash, help_heading = SIMILARITY)]
     pub method: Method,
 
     /// Shingles of words (tokens) or of characters of the normalized text.
-    #[arg(long, value_enum, default_value_t = ShingleArg::Word)]
+    ///
+    /// Text is normalized first: lowercased, tokens at Unicode white space joined by single
+    /// spaces.
+    #[arg(long, value_enum, default_value_t = ShingleArg::Word, help_heading = SIMILARITY)]
     pub shingle: ShingleArg,
 
-    /// Shingle length in words or characters (5 for both: long enough that unrelated English
-    /// texts share almost no shingles, short enough that one edited word disturbs only 5).
-    #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
+    /// Shingle length in words or characters.
+    ///
+    /// 5 for both: long enough that unrelated English texts share almost no shingles, short
+    /// enough that one edited word disturbs only 5.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 5, help_heading = SIMILARITY)]
     pub ngram: usize,
 
     /// Jaccard similarity a pair must reach (MinHash), in (0, 1] [default: 0.8].
-    #[arg(short = 't', long, value_name = "J")]
+    #[arg(short = 't', long, value_name = "J", help_heading = SIMILARITY)]
     pub threshold: Option<f64>,
 
     /// MinHash signature length K [default: 128].
-    #[arg(short = 'k', long = "num-perm", value_name = "K")]
+    ///
+    /// Longer signatures estimate more finely and cost more time and memory (4 bytes per value
+    /// per document).
+    #[arg(short = 'k', long = "num-perm", value_name = "K", help_heading = PERFORMANCE)]
     pub num_perm: Option<usize>,
 
-    /// Find documents mostly contained in a larger one (an excerpt in its source): --threshold
-    /// is then the containment |A∩B|/|A| of the smaller document A, and each pair says which
-    /// document is contained in which. Candidates are banded per pair of size classes, so an
-    /// excerpt down to 10 % of its source is found.
-    #[arg(long)]
+    /// Find excerpts: documents mostly contained in a larger one.
+    ///
+    /// --threshold is then the containment |A∩B|/|A| of the smaller document A, and each pair
+    /// says which document is contained in which. Candidates are banded per pair of size
+    /// classes, so an excerpt down to 10 % of its source is found.
+    #[arg(long, help_heading = SIMILARITY)]
     pub containment: bool,
 
     /// Number of LSH bands b (default: chosen from --threshold).
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", help_heading = PERFORMANCE)]
     pub bands: Option<usize>,
 
     /// Rows (signature values) per band r (default: chosen from --threshold).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", help_heading = PERFORMANCE)]
     pub rows: Option<usize>,
 
-    /// MinHash sketch: one-permutation hashing with optimal densification, K permutations, or
-    /// bottom-k (OPH bands, plus the K smallest shingle hashes of each document for every Jaccard
-    /// estimate: K×8 more bytes per document) [default: oph].
-    #[arg(long, value_enum)]
+    /// MinHash sketch: oph, kperm or bottom-k [default: oph].
+    ///
+    /// One-permutation hashing with optimal densification, K permutations, or bottom-k (OPH
+    /// bands, plus the K smallest shingle hashes of each document for every Jaccard estimate:
+    /// K×8 more bytes per document).
+    #[arg(long, value_enum, help_heading = PERFORMANCE)]
     pub sketch: Option<SketchArg>,
 
     /// SimHash: largest Hamming distance (of 64 bits) of a duplicate pair [default: 3].
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D", help_heading = SIMILARITY)]
     pub max_distance: Option<u32>,
 
-    /// MinHash: exact Jaccard of the real shingle sets, the signatures' estimate, or edit: token
+    /// MinHash: how candidates are checked: exact, estimate or edit [default: exact].
+    ///
+    /// exact: Jaccard of the real shingle sets; estimate: the signatures' estimate; edit: token
     /// edit similarity 1 − distance/longer (an LCS, quadratic per pair; documents over 20,000
-    /// tokens fall back to exact Jaccard) [default: exact]. (SimHash always checks the Hamming
-    /// distance of the fingerprints.)
-    #[arg(long, value_enum)]
+    /// tokens fall back to exact Jaccard). (SimHash always checks the Hamming distance of the
+    /// fingerprints.)
+    #[arg(long, value_enum, help_heading = SIMILARITY)]
     pub verify: Option<VerifyArg>,
 
-    /// Seed of the hash families; the same seed gives the same output.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Seed of the hash families.
+    ///
+    /// The same input and seed give the same output, whatever the thread count.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = SIMILARITY)]
     pub seed: u64,
 
-    /// Worker threads, 1 to 1024 [default: all cores].
-    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Worker threads, 1 to 1024 [default: RAYON_NUM_THREADS, or all cores].
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = PERFORMANCE)]
     pub threads: Option<u32>,
 
+    /// Output format: json, jsonl, text or paths [default: text on a terminal, else json].
+    ///
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
-    /// people reading in a terminal.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    pub format: Format,
+    /// people reading in a terminal; paths: the removable duplicates, one path per line (with
+    /// -0, NUL-separated), their exact bytes. Without --format, a terminal gets text and a pipe
+    /// or file gets json.
+    #[arg(long, value_enum, help_heading = OUTPUT)]
+    pub format: Option<Format>,
 
-    /// Colour in --format text: auto (a terminal and no NO_COLOR), always or never.
-    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
-    pub color: ColorWhen,
+    /// Write the report to FILE instead of standard output, atomically.
+    ///
+    /// The report is written to a new file in FILE's directory, synced and renamed over FILE,
+    /// so FILE is the old report or the whole new one, never half of one; a new FILE gets mode
+    /// 0666 less the umask. FILE, and the files standard output and standard error point to,
+    /// are never scanned. A FIFO or device (/dev/stdout) is written directly. '-' is standard
+    /// output.
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = OUTPUT)]
+    #[serde(skip)]
+    pub output: Option<PathBuf>,
 
+    /// strict or components [default: strict; components with --containment].
+    ///
     /// strict: every member verified against its cluster's representative; components: every
     /// document linked by a chain of verified pairs, for exploring groups (members not verified
-    /// against the representative are listed as `linked`, never as `duplicates`) [default:
-    /// strict; components with --containment].
-    #[arg(long, value_enum)]
+    /// against the representative are listed as `linked`, never as `duplicates`).
+    #[arg(long, value_enum, help_heading = OUTPUT)]
     pub cluster: Option<ClusterArg>,
 
-    /// Which member represents a cluster (the one to keep); the others are its `duplicates`.
-    /// oldest: the earliest modification time, since a copy is made after its original; ties
-    /// (and files without a time) in path order.
-    #[arg(long, value_enum, default_value_t = KeepArg::Oldest)]
+    /// Which member represents a cluster (the one to keep).
+    ///
+    /// The others are its `duplicates`. oldest: the earliest modification time, since a copy is
+    /// made after its original; ties (and files without a time) in path order.
+    #[arg(long, value_enum, default_value_t = KeepArg::Oldest, help_heading = OUTPUT)]
     pub keep: KeepArg,
 
-    /// Write the deduplicated dataset to DIR: every document with text but the duplicates, as
-    /// JSON Lines (a dump's record as its original line, a file as {"path", "text"}).
-    #[arg(long, value_name = "DIR")]
+    /// Colour in the text format: auto, always or never [default: auto].
+    ///
+    /// auto: when the report goes to a terminal and NO_COLOR is not set (or is empty). always
+    /// and never need the text format: on a terminal, or with --format text.
+    #[arg(long, value_enum, help_heading = OUTPUT)]
+    pub color: Option<ColorWhen>,
+
+    /// Write the deduplicated dataset to DIR.
+    ///
+    /// Every document with text but the duplicates, as JSON Lines (a dump's record as its
+    /// original line, a file as {"path", "text"}).
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,
 
-    /// Evidence for each reported pair: exact and estimated similarity, shared shingles, the
-    /// band or piece that made it a candidate.
-    #[arg(long)]
+    /// Evidence for each reported pair (json, jsonl and text).
+    ///
+    /// Exact and estimated similarity, shared shingles, the band or piece that made it a
+    /// candidate.
+    #[arg(long, help_heading = OUTPUT)]
     pub pairs: bool,
 
-    /// Report only pairs at least this similar (Jaccard; SimHash: 1 − distance/64), a stricter
-    /// bound than the threshold the banding is tuned for.
-    #[arg(long, value_name = "J")]
+    /// Report only pairs at least this similar: a bound above --threshold.
+    ///
+    /// Jaccard; SimHash: 1 − distance/64. A stricter bound than the threshold the banding is
+    /// tuned for; one below it could not report more, and is refused.
+    #[arg(long, value_name = "J", help_heading = SIMILARITY)]
     pub min_similarity: Option<f64>,
 
-    /// Exit with status 1 when duplicates were found (0 when none), for cron jobs.
-    #[arg(long)]
+    /// Exit with status 1 when duplicates were found.
+    ///
+    /// 0 when none were found (and every input was read), for cron jobs.
+    #[arg(long, help_heading = OUTPUT)]
     pub exit_code: bool,
 
-    /// Only scan files matching GLOB, or inside a directory matching it (repeatable). A GLOB
-    /// without '/' matches a name at any depth; with '/', the path below the root. '*' stays
-    /// within one name, '**' spans directories.
-    #[arg(long, value_name = "GLOB")]
+    /// Only scan files matching GLOB, or inside a matching directory (repeatable).
+    ///
+    /// A GLOB without '/' matches a name at any depth; with '/', the path below the root. '*'
+    /// stays within one name, '**' spans directories.
+    #[arg(long, value_name = "GLOB", help_heading = INPUT)]
     pub include: Vec<String>,
 
-    /// Skip files and directories matching GLOB (repeatable; same rules as --include).
-    #[arg(long, value_name = "GLOB")]
+    /// Skip files and directories matching GLOB (repeatable).
+    ///
+    /// The same rules as --include.
+    #[arg(long, value_name = "GLOB", help_heading = INPUT)]
     pub exclude: Vec<String>,
 
-    /// Skip files smaller than this (bytes; K, M, G suffixes are powers of 1024).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0")]
+    /// Skip files smaller than BYTES (64K, 1.5M, 2G: powers of 1024).
+    ///
+    /// K, M, G and T, with an optional B or iB, are powers of 1024; a fraction of one is
+    /// rounded down to a whole byte.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0", help_heading = INPUT)]
     pub min_size: u64,
 
-    /// Skip files larger than this, with a warning; bounds the memory a file can take.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "32M")]
+    /// Skip files larger than this, with a warning.
+    ///
+    /// It bounds the memory a file can take; for a compressed file it is the size of its
+    /// decompressed content, and for a JSON Lines dump the size of each line.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "32M", help_heading = INPUT)]
     pub max_size: u64,
 
-    /// Follow symbolic links (loops are detected; the walk stays inside the roots).
-    #[arg(short = 'L', long)]
+    /// Follow symbolic links (never out of the roots).
+    ///
+    /// Loops are detected; a link leading outside every root is skipped.
+    #[arg(short = 'L', long, help_heading = INPUT)]
     pub follow_links: bool,
 
-    /// No warnings, notes or progress on stderr.
-    #[arg(short, long)]
+    /// No warnings or progress on stderr (but a line on exit status 2).
+    ///
+    /// When some input could not be read (exit status 2), one line still says how many.
+    #[arg(short, long, conflicts_with = "verbose", help_heading = OUTPUT)]
     pub quiet: bool,
 
-    /// Progress bar on stderr; auto: only when stderr is a terminal.
-    #[arg(long, value_enum, default_value_t = ProgressWhen::Auto)]
+    /// Notes on stderr too: the banding chosen, the dataset written.
+    #[arg(short, long, help_heading = OUTPUT)]
+    #[serde(default)]
+    pub verbose: bool,
+
+    /// Progress bar on stderr: auto (a terminal), never or always.
+    #[arg(long, value_enum, default_value_t = ProgressWhen::Auto, help_heading = OUTPUT)]
     pub progress: ProgressWhen,
 }
 
@@ -231,6 +312,8 @@ pub enum Format {
     Jsonl,
     /// Human-readable blocks, one per cluster.
     Text,
+    /// The removable duplicates' paths, one per line (NUL-separated with -0).
+    Paths,
 }
 
 /// `--color`.
@@ -285,22 +368,66 @@ pub enum ProgressWhen {
     Always,
 }
 
-/// Parses `1234`, `64K`, `32M`, `1G`, `16MiB` (suffixes are powers of 1024).
+/// Parses a size in bytes: `1234`, `64K`, `1.5M`, `32MiB`, `0.5G` (K, M, G and T are powers of
+/// 1024, with an optional `B` or `iB`, in any case). A fraction of a unit is rounded down to a
+/// whole byte; a fraction of a byte is refused. Every error says what is wrong.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    const UNITS: &str = "K, M, G or T (powers of 1024: 64K, 1.5M, 2GiB)";
     let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size in bytes"))?;
-    let shift = match suffix.to_ascii_lowercase().as_str() {
+    if t.is_empty() {
+        return Err(format!(
+            "a size is a number of bytes, or a number with {UNITS}"
+        ));
+    }
+    if t.starts_with('-') {
+        return Err(format!("'{s}': a size cannot be negative"));
+    }
+    let number_end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = (&t[..number_end], t[number_end..].trim_start());
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return Err(format!(
+            "'{s}' does not start with a number (use 64K, 1.5M, …)"
+        ));
+    }
+    if fraction.contains('.') {
+        return Err(format!("'{s}': '{number}' is not a number"));
+    }
+    if fraction.len() > 20 {
+        return Err(format!("'{s}': at most 20 digits after the decimal point"));
+    }
+    let shift = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        _ => return Err(format!("'{s}': unknown size suffix (use K, M, G or T)")),
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use {UNITS})")),
     };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("'{s}' is too large"))
+    if shift == 0 && !fraction.trim_end_matches('0').is_empty() {
+        return Err(format!(
+            "'{s}': a number of bytes is a whole number (a fraction needs a unit: {number}K)"
+        ));
+    }
+    let too_large = || format!("'{s}' is too large (more than 2^64 − 1 bytes)");
+    // Digits only, so parsing fails only on overflow (or an empty part, which is 0).
+    let whole: u128 = match whole {
+        "" => 0,
+        w => w.parse().map_err(|_| too_large())?,
+    };
+    let scaled = match fraction {
+        "" => 0,
+        f => {
+            // f < 10^20 < 2^67, so f · 2^40 fits in a u128.
+            let digits: u128 = f.parse().map_err(|_| too_large())?;
+            (digits << shift) / 10u128.pow(f.len() as u32)
+        }
+    };
+    let bytes = whole
+        .checked_mul(1u128 << shift)
+        .and_then(|b| b.checked_add(scaled))
+        .ok_or_else(too_large)?;
+    u64::try_from(bytes).map_err(|_| too_large())
 }

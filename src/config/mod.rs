@@ -97,6 +97,11 @@ pub enum OutputFormat {
     Jsonl,
     /// Human-readable blocks, one per cluster.
     Text,
+    /// The removable duplicates' paths, one per line, or NUL-separated (`null`).
+    Paths {
+        /// `-0`: a NUL after each path.
+        null: bool,
+    },
 }
 
 /// How verified pairs become clusters (`--cluster`).
@@ -181,6 +186,8 @@ pub struct Config {
     pub threads: Option<usize>,
     /// Output format.
     pub format: OutputFormat,
+    /// Where the report goes (standard output or `-o`), and the files never scanned for it.
+    pub sink: crate::report::sink::Sink,
     /// Colour in the text format.
     pub color: bool,
     /// How verified pairs become clusters.

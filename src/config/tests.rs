@@ -121,7 +121,7 @@ fn out_of_range_values_are_refused() {
 }
 
 #[test]
-fn min_similarity_tightens_the_report_only_when_stricter() {
+fn min_similarity_tightens_the_report_and_is_refused_when_looser() {
     let threshold = |args: &[&str]| match scan_config(args).unwrap().method {
         MethodConfig::MinHash {
             report_threshold, ..
@@ -129,7 +129,13 @@ fn min_similarity_tightens_the_report_only_when_stricter() {
         MethodConfig::SimHash { .. } => unreachable!(),
     };
     assert_eq!(threshold(&["--min-similarity", "0.9"]), 0.9);
-    assert_eq!(threshold(&["--min-similarity", "0.5"]), 0.8);
+    assert_eq!(threshold(&["--min-similarity", "0.8"]), 0.8);
+    // Below the threshold it could not report more: refused, not ignored.
+    let e = err(&["--min-similarity", "0.5"]);
+    assert!(
+        e.starts_with("--min-similarity 0.5 is below --threshold 0.8"),
+        "{e}"
+    );
     let distance = |args: &[&str]| match scan_config(args).unwrap().method {
         MethodConfig::SimHash {
             report_distance, ..
@@ -143,6 +149,58 @@ fn min_similarity_tightens_the_report_only_when_stricter() {
     );
     assert_eq!(distance(&["-m", "simhash", "--min-similarity", "0.96"]), 2);
     assert_eq!(distance(&["-m", "simhash", "--max-distance", "6"]), 6);
+    let e = err(&["-m", "simhash", "--min-similarity", "0.9"]);
+    assert!(
+        e.starts_with("--min-similarity 0.9 allows a distance of 6, more than --max-distance 3"),
+        "{e}"
+    );
+}
+
+#[test]
+fn output_options_that_cannot_apply_together_are_refused() {
+    for (args, want) in [
+        (&["-0"][..], "-0 (--null) applies to --files-from"),
+        (
+            &["-0", "--format", "text"],
+            "-0 (--null) applies to --files-from",
+        ),
+        (
+            &["--pairs", "--format", "paths"],
+            "--pairs adds the evidence for each pair to json, jsonl and text reports",
+        ),
+        (
+            &["--color", "always", "--format", "json"],
+            "--color always applies to --format text, not --format json",
+        ),
+        (
+            &["--color", "never", "--format", "paths"],
+            "--color never applies to --format text, not --format paths",
+        ),
+        (
+            &["-q", "--progress", "always"],
+            "--quiet hides the progress bar --progress always asks for",
+        ),
+        // Not a terminal (the test's stdout is captured), so the report would be json.
+        (
+            &["--color", "always"],
+            "--color always applies to the text format, and the report is json here",
+        ),
+    ] {
+        let e = err(args);
+        assert!(e.starts_with(want), "{args:?}: {e}");
+    }
+    // What does apply together.
+    for args in [
+        &["--format", "paths", "-0"][..],
+        &["--color", "always", "--format", "text"],
+        &["--color", "auto"],
+        &["--pairs", "--format", "text"],
+        &["-q", "--progress", "never"],
+    ] {
+        assert!(scan_config(args).is_ok(), "{args:?}");
+    }
+    let cfg = scan_config(&["--format", "paths", "-0"]).unwrap();
+    assert_eq!(cfg.format, OutputFormat::Paths { null: true });
 }
 
 #[test]

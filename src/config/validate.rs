@@ -50,7 +50,11 @@ impl Config {
             id_field: field_path(&args.id_field).context("--id-field")?,
             max_line: args.max_size,
         };
+        output_conflicts(&args)?;
         let walk = walk_options(&args)?;
+        let sink = crate::report::sink::Sink::new(args.output.as_deref())?;
+        let to_terminal = sink.is_terminal();
+        color_applies(&args, to_terminal)?;
         Ok(Config {
             walk,
             jsonl,
@@ -63,14 +67,24 @@ impl Config {
             method,
             seed: args.seed,
             threads: args.threads.map(|t| t as usize),
-            format: args.format.into(),
-            color: match args.color {
+            // People at a terminal get text; a pipe or a file gets JSON, as scripts expect.
+            format: match args.format {
+                Some(Format::Json) => OutputFormat::Json,
+                Some(Format::Jsonl) => OutputFormat::Jsonl,
+                Some(Format::Text) => OutputFormat::Text,
+                Some(Format::Paths) => OutputFormat::Paths { null: args.null },
+                None if to_terminal => OutputFormat::Text,
+                None => OutputFormat::Json,
+            },
+            color: match args.color.unwrap_or(ColorWhen::Auto) {
                 ColorWhen::Always => true,
                 ColorWhen::Never => false,
+                // https://no-color.org: set and not empty.
                 ColorWhen::Auto => {
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                 }
             },
+            sink,
             // Strict by default: `duplicates` then lists only documents verified against the
             // representative, so deleting them is safe. Containment clusters are components
             // represented by their container.
@@ -88,6 +102,7 @@ impl Config {
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
+                verbose: args.verbose,
                 progress: match args.progress {
                     ProgressWhen::Always => true,
                     ProgressWhen::Never => false,
@@ -96,6 +111,51 @@ impl Config {
             },
         })
     }
+}
+
+/// Output options that cannot apply together, refused rather than ignored.
+fn output_conflicts(args: &ScanArgs) -> Result<()> {
+    let paths = args.format == Some(Format::Paths);
+    if args.null && args.files_from.is_none() && !paths {
+        bail!(
+            "-0 (--null) applies to --files-from (a NUL-separated list of inputs) and to --format \
+             paths (NUL-separated paths printed); neither is given"
+        );
+    }
+    if args.pairs && paths {
+        bail!(
+            "--pairs adds the evidence for each pair to json, jsonl and text reports; --format \
+             paths prints only the paths of duplicates"
+        );
+    }
+    if args.quiet && args.progress == ProgressWhen::Always {
+        bail!("--quiet hides the progress bar --progress always asks for; give one or the other");
+    }
+    Ok(())
+}
+
+/// `--color` is for the text format: refused with another one, given or chosen (a pipe or
+/// `-o` gets JSON), rather than ignored.
+fn color_applies(args: &ScanArgs, to_terminal: bool) -> Result<()> {
+    match (args.color, args.format) {
+        (Some(color), Some(format)) if format != Format::Text => bail!(
+            "--color {} applies to --format text, not --format {}",
+            value_name(color),
+            value_name(format)
+        ),
+        (Some(color @ (ColorWhen::Always | ColorWhen::Never)), None) if !to_terminal => bail!(
+            "--color {} applies to the text format, and the report is json here (it goes to a \
+             pipe or a file); add --format text",
+            value_name(color)
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The command-line spelling of a value.
+fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_string())
 }
 
 /// What to walk: the roots (or `.`), the `--files-from` list (read now), the filters.
@@ -148,7 +208,17 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     }
     let report_distance = match min_similarity(args)? {
         // 1 − d/64 ≥ m  ⇔  d ≤ 64·(1 − m); the epsilon keeps 1 − 3/64 itself.
-        Some(m) => max_distance.min(((1.0 - m) * 64.0 + 1e-9).floor() as u32),
+        Some(m) => {
+            let bound = ((1.0 - m) * 64.0 + 1e-9).floor() as u32;
+            if bound > max_distance {
+                bail!(
+                    "--min-similarity {m} allows a distance of {bound}, more than --max-distance \
+                     {max_distance}: no pair beyond --max-distance is reported anyway; raise \
+                     --max-distance to {bound}, or leave --min-similarity out"
+                );
+            }
+            bound
+        }
         None => max_distance,
     };
     Ok(MethodConfig::SimHash {
@@ -263,7 +333,14 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
             banding.bands * banding.rows
         );
     }
-    let report_threshold = min_similarity(args)?.map_or(t, |m| m.max(t));
+    let report_threshold = match min_similarity(args)? {
+        Some(m) if m < t => bail!(
+            "--min-similarity {m} is below --threshold {t}: no pair below the threshold is \
+             reported anyway; lower --threshold to {m}, or leave --min-similarity out"
+        ),
+        Some(m) => m,
+        None => t,
+    };
     Ok(MethodConfig::MinHash {
         report_threshold,
         sketch: match args.sketch.unwrap_or(SketchArg::Oph) {
@@ -334,16 +411,6 @@ fn min_similarity(args: &ScanArgs) -> Result<Option<f64>> {
     match args.min_similarity {
         Some(m) if !(m > 0.0 && m <= 1.0) => bail!("--min-similarity must be in (0, 1], not {m}"),
         m => Ok(m),
-    }
-}
-
-impl From<Format> for OutputFormat {
-    fn from(f: Format) -> Self {
-        match f {
-            Format::Json => OutputFormat::Json,
-            Format::Jsonl => OutputFormat::Jsonl,
-            Format::Text => OutputFormat::Text,
-        }
     }
 }
 

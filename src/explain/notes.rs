@@ -1,5 +1,5 @@
 //! What a scan says about its banding on stderr before it starts: the banding chosen from the
-//! threshold, and a poor S-curve.
+//! threshold (a note, with `-v`), and a poor S-curve (a warning: pairs will be missed).
 
 use crate::candidates::containment;
 use crate::config::{Config, MethodConfig};
@@ -42,7 +42,7 @@ pub fn note_banding(cfg: &Config) {
     {
         if let Some(note) = poor_curve_note(banding, *threshold) {
             cfg.messages
-                .note(&format!("{note} (see `dupfind explain`)"));
+                .warn(&format!("{note} (see `dupfind explain`)"));
         }
     }
 }

@@ -3,14 +3,17 @@
 //!
 //! `json` writes one pretty-printed document; `jsonl` writes one record per line, each with a
 //! `type`: a `header`, one `cluster` per cluster, one `error` per unreadable input, and a
-//! `summary`. Nothing here depends on time or thread count, so the same input and seed give the
-//! same bytes.
+//! `summary`; `text` is for people (`text`), `paths` for `xargs -0 rm` (`paths`). Nothing here
+//! depends on time or thread count, so the same input and seed give the same bytes. `sink` is
+//! where the report goes (standard output or `-o FILE`).
 
 mod assemble;
 pub mod build;
 mod clusters;
 mod model;
 pub mod params;
+pub mod paths;
+pub mod sink;
 mod text;
 
 use std::io::Write;
@@ -46,7 +49,7 @@ pub fn write(
     report: &Report,
     format: OutputFormat,
     color: bool,
-    out: &mut impl Write,
+    out: &mut dyn Write,
 ) -> Result<()> {
     match format {
         OutputFormat::Json => {
@@ -75,6 +78,7 @@ pub fn write(
             })?;
         }
         OutputFormat::Text => text::write(report, color, &mut *out)?,
+        OutputFormat::Paths { null } => paths::write(report, null, &mut *out)?,
     }
     out.flush()?;
     Ok(())

@@ -2,12 +2,13 @@
 //! representative first (`keep`), then each duplicate with its similarity to it (`dup`), then,
 //! with `--cluster components`, the members only linked to it through others (`link`); unreadable
 //! inputs and a one-line summary at the end. With `--containment` each duplicate shows how much
-//! of it is contained in the representative. Names are escaped like warnings, so a file name
-//! cannot drive the terminal. Colour only when asked (`--color`, decided in config).
+//! of it is contained in the representative. With `--pairs`, each verified pair follows (`pair`),
+//! with its evidence. Names are escaped like warnings, so a file name cannot drive the
+//! terminal. Colour only when asked (`--color`, decided in config).
 
 use std::io::{self, Write};
 
-use super::clusters::{ClusterOut, DuplicateOut, MemberOut};
+use super::clusters::{ClusterOut, DuplicateOut, MemberOut, PairOut};
 use super::model::Report;
 use crate::messages::escape_controls;
 
@@ -102,7 +103,56 @@ fn write_cluster(
         let label = paint.on(DIM, "link");
         writeln!(out, "  {label}  {}  {}", name(c.member(d)), similarity(d))?;
     }
+    for p in &c.pairs {
+        if let Some(evidence) = evidence(p) {
+            let (a, b) = (&c.members[p.a as usize], &c.members[p.b as usize]);
+            let label = paint.on(DIM, "pair");
+            writeln!(out, "  {label}  {} ~ {}  {evidence}", name(a), name(b))?;
+        }
+    }
     writeln!(out)
+}
+
+/// `--pairs`' evidence for a pair: "similarity 0.833, jaccard 0.833, 410 shared shingles,
+/// estimate 0.852, band 4" (SimHash: "hamming 2, cosine 0.995, piece 1"); None without
+/// `--pairs`.
+fn evidence(p: &PairOut) -> Option<String> {
+    let m = p.more.as_deref()?;
+    if m.estimate.is_none() && m.hamming.is_none() {
+        return None;
+    }
+    let mut parts = vec![format!("similarity {:.3}", p.similarity)];
+    if p.exact {
+        parts.push("exact".to_string());
+    }
+    if let Some(c) = m.containment {
+        parts.push(format!("containment {c:.3}"));
+    }
+    if let Some(j) = m.jaccard {
+        parts.push(format!("jaccard {j:.3}"));
+    }
+    if let Some(n) = m.shared_shingles {
+        parts.push(count(n, "shared shingle"));
+    }
+    if let Some(e) = m.edit_similarity {
+        parts.push(format!("edit {e:.3}"));
+    }
+    if let Some(e) = m.estimate {
+        parts.push(format!("estimate {e:.3}"));
+    }
+    if let Some(b) = m.band {
+        parts.push(format!("band {b}"));
+    }
+    if let Some(h) = m.hamming {
+        parts.push(format!("hamming {h}"));
+    }
+    if let Some(c) = m.cosine {
+        parts.push(format!("cosine {c:.3}"));
+    }
+    if let Some(piece) = m.piece {
+        parts.push(format!("piece {piece}"));
+    }
+    Some(parts.join(", "))
 }
 
 /// "1 cluster", "2 clusters".

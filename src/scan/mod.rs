@@ -33,11 +33,13 @@ pub struct ScanOutput {
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let Walked {
-        files,
-        files_seen,
+        mut files,
+        mut files_seen,
         skipped,
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
+    // The files the report and the messages go to are never inputs (report/sink.rs).
+    files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let engine = ingest::engine(cfg, joined.stored_sets());

@@ -42,8 +42,13 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
             display_path(&plan_path)
         );
     }
+    if args.output.is_some() {
+        bail!("-o applies to `dupfind scan`; `dupfind stage report` prints the report on stdout");
+    }
     // The options as stored (without the inputs), then the config from the whole command line.
-    let options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
+    let mut options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
+    // -0 stays for the paths `stage report` prints; the --files-from list is read here.
+    options.null &= options.format == Some(crate::cli::Format::Paths);
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
     refuse_unsupported(&cfg)?;

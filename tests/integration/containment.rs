@@ -286,7 +286,7 @@ fn jsonl_and_text_carry_the_direction() {
 #[test]
 fn the_note_states_the_recall_bound() {
     let t = source_and_excerpt();
-    let r = t.run(&["scan", "--containment", "."]);
+    let r = t.run(&["scan", "-v", "--containment", "."]);
     assert!(
         r.stderr.contains(
             "a pair at the threshold with a size ratio up to 10 becomes a candidate with \

@@ -44,7 +44,15 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
 fn the_dataset_keeps_every_document_but_the_duplicates_each_field_as_it_was() {
     let t = TestDir::new();
     corpus(&t);
-    let r = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "in"]);
+    let r = t.run(&[
+        "scan",
+        "-v",
+        "--keep",
+        "first",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
     assert_eq!(r.code(), 2, "the bad line: {}", r.stderr);
     assert!(
         r.stderr.contains("dataset: 3 records written"),

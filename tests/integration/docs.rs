@@ -66,6 +66,69 @@ fn the_readme_keeps_the_newcomers_two_commands() {
     }
 }
 
+#[test]
+fn the_readme_lists_every_option_of_scan() {
+    use clap::CommandFactory;
+    let readme = read("README.md");
+    let start = readme
+        .find("## Options")
+        .expect("README.md has an Options section");
+    let end = start
+        + readme[start..]
+            .find("\n## ")
+            .expect("a section after Options");
+    let table = &readme[start..end];
+    let cli = dupfind::cli::Cli::command();
+    let scan = cli.find_subcommand("scan").expect("a scan subcommand");
+    for arg in scan.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        if ["help", "version"].contains(&long) {
+            continue;
+        }
+        assert!(
+            table.contains(&format!("--{long}")),
+            "README.md's options table lacks --{long}"
+        );
+    }
+}
+
+#[test]
+fn every_environment_variable_read_is_in_the_man_page() {
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(&repo().join("src"), &mut files);
+    let mut read_vars = BTreeSet::new();
+    for file in files {
+        let code = fs::read_to_string(&file).unwrap();
+        for call in ["var_os(\"", "env::var(\""] {
+            for (i, _) in code.match_indices(call) {
+                let rest = &code[i + call.len()..];
+                read_vars.insert(rest[..rest.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    assert!(read_vars.contains("NO_COLOR"), "{read_vars:?}");
+    let man = TestDir::new().run(&["man", "scan"]).stdout;
+    let environment = &man[man.find(".SH ENVIRONMENT").expect("an ENVIRONMENT section")..];
+    for var in read_vars {
+        assert!(
+            environment.contains(&format!("\\fB{var}\\fR")),
+            "dupfind reads {var}, which the man page's ENVIRONMENT does not list"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // docs/output.md's tables against the schema walk
 

@@ -170,8 +170,8 @@ fn a_text_report_matches_its_snapshot() {
 #[test]
 fn params_reflect_the_flags() {
     let t = families();
-    // The banding chosen from the threshold is reported, and the note on stderr names it.
-    let r = t.run(&["scan", "."]);
+    // The banding chosen from the threshold is reported, and the note on stderr (-v) names it.
+    let r = t.run(&["scan", "-v", "."]);
     let p = &r.json()["params"];
     let (bands, rows) = (p["bands"].as_u64().unwrap(), p["rows"].as_u64().unwrap());
     assert!(bands >= 1 && rows >= 1 && bands * rows <= 128, "{p}");
@@ -183,8 +183,8 @@ fn params_reflect_the_flags() {
         r.stderr
     );
 
-    // Given banding is used as given, and no note is printed.
-    let r = t.run(&["scan", "--bands", "16", "--rows", "8", "."]);
+    // Given banding is used as given, and no note is printed, even with -v.
+    let r = t.run(&["scan", "-v", "--bands", "16", "--rows", "8", "."]);
     let report = r.json();
     assert_eq!(report["params"]["bands"], 16);
     assert_eq!(report["params"]["rows"], 8);

@@ -363,8 +363,8 @@ fn the_default_removal_list_holds_only_documents_verified_against_their_represen
 
 #[test]
 fn the_readme_removal_recipe_lists_only_safe_copies() {
-    // The README's "what can I delete": every listed path is at J >= 0.8 to a kept file that is
-    // not itself listed.
+    // The README's "what can I delete" (`--format paths`, the same as the JSON's duplicates):
+    // every listed path is at J >= 0.8 to a kept file that is not itself listed.
     let t = chain();
     let r = t.run(&["scan", "--cluster", "components", "."]);
     let components = r.json();
@@ -379,7 +379,16 @@ fn the_readme_removal_recipe_lists_only_safe_copies() {
         1,
         "only one of the chain is verified against the kept file"
     );
-    for report in [components, t.run(&["scan", "."]).json()] {
+    for (report, mode) in [
+        (components, "components"),
+        (t.run(&["scan", "."]).json(), "strict"),
+    ] {
+        let paths = t.run(&["scan", "-q", "--cluster", mode, "--format", "paths", "."]);
+        let listed: Vec<String> = (report["clusters"].as_array().unwrap().iter())
+            .flat_map(duplicate_paths)
+            .map(|p| format!("{p}\n"))
+            .collect();
+        assert_eq!(paths.stdout, listed.concat(), "{mode}");
         assert_duplicates_reach_the_threshold(&t, &report, 0.8);
         let kept: HashSet<String> = report["clusters"]
             .as_array()

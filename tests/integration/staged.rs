@@ -202,6 +202,30 @@ fn staged_reports_do_not_depend_on_the_order_inputs_are_named_in() {
     assert_eq!(forward.stdout, scan.stdout);
 }
 
+#[test]
+fn staged_paths_equal_scan_and_only_scan_takes_o() {
+    let t = TestDir::new();
+    corpus(&t);
+    let args = ["-q", "--format", "paths", "-0", "c"];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    assert!(scan.stdout.contains("copy-of-a.txt\0"), "{}", scan.stdout);
+    assert_eq!(staged(&t, "w-paths", 2, 2, &args).stdout, scan.stdout);
+    // -0 for a NUL-separated input list, and json out: -0 is not kept for the later stages.
+    t.write("list", "c/d0\0c/d1\0c/d2\0c/d3\0c/d4\0");
+    let listed = ["-q", "--files-from", "list", "-0"];
+    let r = staged(&t, "w-list", 2, 1, &listed);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, t.run(&[&["scan"][..], &listed].concat()).stdout);
+    let r = t.run(&["stage", "init", "--work", "w-o", "-o", "report.json", "c"]);
+    assert_eq!(r.code(), 2);
+    assert!(
+        r.stderr.contains("-o applies to `dupfind scan`"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Runs contrib/staged/run-local.sh in `t` with `args`.
 fn local_driver(t: &TestDir, args: &[&str]) -> Run {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");

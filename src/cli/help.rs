@@ -1,0 +1,153 @@
+//! The text `--help` and the man pages share: the exit codes, the environment variables read,
+//! the examples and the notes, each held once as a table so that `scan --help`
+//! ([`scan_after_help`]) and `dupfind man` (`super::man`) cannot disagree.
+
+/// Exit statuses and what each means (docs: README.md's "Exit status").
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    (
+        "0",
+        "The scan completed and every input was read, whether duplicates were found or not \
+         (unless --exit-code).",
+    ),
+    (
+        "1",
+        "With --exit-code: the scan completed, every input was read, and duplicates were found.",
+    ),
+    (
+        "2",
+        "A usage error, a fatal error, or some input could not be read (the report is still \
+         printed, and with -q one line on stderr says how many inputs failed).",
+    ),
+    (
+        "130",
+        "Interrupted (Ctrl-C): the output is empty or a complete report; an -o FILE is left as \
+         it was.",
+    ),
+];
+
+/// Environment variables dupfind reads.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "NO_COLOR",
+        "When set, --color auto prints no colour (https://no-color.org).",
+    ),
+    (
+        "RAYON_NUM_THREADS",
+        "Worker threads when -j is not given (default: one per logical CPU).",
+    ),
+    (
+        "TMPDIR",
+        "Where the texts of JSON Lines records that verification reads again are spilled, in a \
+         file deleted as it is made (default: /tmp).",
+    ),
+    (
+        "COLUMNS",
+        "The width --help wraps to when it is not a terminal's.",
+    ),
+];
+
+/// Examples of `dupfind scan`: the command and what it does.
+pub const SCAN_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "dupfind scan ./corpus",
+        "Scan a directory: blocks of text on a terminal, JSON in a pipe or file.",
+    ),
+    (
+        "dupfind scan -q --format paths -0 ./corpus | xargs -0 rm --",
+        "Remove every duplicate verified against a copy that is kept (exact bytes, any name).",
+    ),
+    (
+        "dupfind scan -o report.json ./corpus",
+        "Write the report to a file, atomically; the file itself is never scanned.",
+    ),
+    (
+        "dupfind scan --keep newest --cluster components --format text ./corpus",
+        "Keep the newest copy, and show whole groups of chained near-copies.",
+    ),
+    (
+        "dupfind scan -t 0.9 --shingle char -n 5 docs/",
+        "Stricter, on character 5-grams.",
+    ),
+    (
+        "dupfind scan --method simhash --max-distance 3 --format jsonl .",
+        "SimHash fingerprints, one JSON record per line.",
+    ),
+    (
+        "dupfind scan --text-field body.text --id-field meta.url crawl.jsonl.zst",
+        "A JSON Lines dump, one document per line.",
+    ),
+    (
+        "find . -name '*.md' -print0 | dupfind scan --files-from - -0",
+        "Scan the files another tool lists.",
+    ),
+    (
+        "dupfind scan -q --exit-code ./incoming > report.json || alert",
+        "In cron: status 1 when duplicates were found, 2 when something could not be read.",
+    ),
+];
+
+/// Examples of the other commands, for the overview page.
+pub const OTHER_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "dupfind index build --index ~/dedup-index /data/archive",
+        "Index a collection once ...",
+    ),
+    (
+        "dupfind scan --against ~/dedup-index --update /data/incoming",
+        "... then compare each new batch with it, and add the batch.",
+    ),
+    (
+        "dupfind explain -t 0.85",
+        "What a threshold finds: the S-curve of its banding.",
+    ),
+    ("dupfind man scan > dupfind-scan.1", "This page for scan."),
+];
+
+/// What `scan --help` says after the options, beyond the tables.
+pub const SCAN_NOTES: &[(&str, &str)] = &[
+    (
+        "Output",
+        "Without --format, a terminal gets text and a pipe or file gets json. The report goes to \
+         standard output (or -o FILE); warnings, and notes with -v, go to standard error. \
+         --format paths lists every name of each cluster's duplicates (each verified against the \
+         copy that is kept), never a kept copy or a linked member; records of JSON Lines dumps \
+         and indexed documents are left out.",
+    ),
+    (
+        "Normalization",
+        "Text is lowercased (full Unicode), split into tokens at Unicode white space and \
+         re-joined by single spaces; shingles are N consecutive tokens (word) or characters \
+         (char).",
+    ),
+    (
+        "Inputs",
+        "gzip and zstd files are recognised by their magic bytes and decompressed; sizes \
+         (--max-size, `bytes`) are of the decompressed content, and \"exact\" means identical \
+         content after decompression. A JSON Lines dump (--jsonl, or a name ending in .jsonl or \
+         .ndjson, optionally .gz/.zst) is one document per line; a member from a dump is \
+         reported with its \"line\" and \"id\". --max-size limits each document (each line of a \
+         dump), not a dump.",
+    ),
+];
+
+/// `scan --help`'s closing text: the notes, the exit status, the environment and the examples.
+pub fn scan_after_help() -> String {
+    let mut s = String::new();
+    for (title, text) in SCAN_NOTES {
+        s.push_str(&format!("{title}: {text}\n\n"));
+    }
+    s.push_str("Exit status:\n");
+    for (code, meaning) in EXIT_STATUS {
+        s.push_str(&format!("  {code:<5}{meaning}\n"));
+    }
+    s.push_str("\nEnvironment:\n");
+    for (name, meaning) in ENVIRONMENT {
+        s.push_str(&format!("  {name}: {meaning}\n"));
+    }
+    s.push_str("\nExamples:\n");
+    for (command, what) in SCAN_EXAMPLES {
+        s.push_str(&format!("  {command}\n      {what}\n"));
+    }
+    s.pop();
+    s
+}

@@ -1,0 +1,105 @@
+//! `--format paths`: the removable duplicates, one path a line (`-0`: each followed by a NUL),
+//! each written as its exact bytes, for `xargs -0 rm`.
+//!
+//! Listed: every name (the path and its hard-link aliases) of each cluster's `duplicates`, in
+//! cluster order, then member order. Never listed: a representative (the copy that is kept), a
+//! `linked` member (not verified against the representative), a record of a JSON Lines dump (its
+//! path is the whole dump's), a document of the index scanned against (its path is from another
+//! run, maybe relative to another directory). With new lines as separators, a name holding a new
+//! line would read as two names, one of which might be a file to keep: it is left out, with a
+//! warning naming `-0`.
+
+use std::io::{self, Write};
+
+use base64::Engine as _;
+
+use super::clusters::MemberOut;
+use super::model::Report;
+use crate::messages::escape_controls;
+
+/// Writes the list; `null`: NUL after each name, else a new line.
+pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> io::Result<()> {
+    for name in listed(report) {
+        if !null && name.contains(&b'\n') {
+            continue;
+        }
+        out.write_all(&name)?;
+        out.write_all(if null { b"\0" } else { b"\n" })?;
+    }
+    Ok(())
+}
+
+/// Why duplicates were left out of the list, as warnings (none for a full list).
+pub fn withheld(report: &Report, null: bool) -> Vec<String> {
+    let (mut records, mut indexed) = (0, 0);
+    for m in duplicates(report) {
+        if m.line().is_some() {
+            records += 1;
+        } else if m.indexed {
+            indexed += 1;
+        }
+    }
+    let mut warnings = Vec::new();
+    if records > 0 {
+        warnings.push(format!(
+            "--format paths: {} of JSON Lines dumps not listed (a path names the whole dump; \
+             --write-dataset writes the dump without them)",
+            count(records, "duplicate record")
+        ));
+    }
+    if indexed > 0 {
+        warnings.push(format!(
+            "--format paths: {} of the index (--against) not listed",
+            count(indexed, "duplicate document")
+        ));
+    }
+    if !null {
+        for name in listed(report).filter(|n| n.contains(&b'\n')) {
+            warnings.push(format!(
+                "--format paths: {} not listed: its name holds a new line (use -0)",
+                escape_controls(&String::from_utf8_lossy(&name))
+            ));
+        }
+    }
+    warnings
+}
+
+/// The members listed as duplicates of a kept representative.
+fn duplicates(report: &Report) -> impl Iterator<Item = &MemberOut> {
+    (report.clusters.iter()).flat_map(|c| c.duplicates.iter().map(|d| c.member(d)))
+}
+
+/// The exact bytes of every name listed.
+fn listed(report: &Report) -> impl Iterator<Item = Vec<u8>> + '_ {
+    duplicates(report)
+        .filter(|m| m.line().is_none() && !m.indexed)
+        .flat_map(names)
+}
+
+/// A member's path and its aliases, as their exact bytes.
+fn names(m: &MemberOut) -> Vec<Vec<u8>> {
+    let more = m.more.as_deref();
+    let mut out = vec![exact(&m.path, more.and_then(|x| x.path_bytes.as_deref()))];
+    if let Some(more) = more {
+        for (i, alias) in more.aliases.iter().enumerate() {
+            let bytes = (more.aliases_bytes.as_ref()).and_then(|b| b.get(i)?.as_deref());
+            out.push(exact(alias, bytes));
+        }
+    }
+    out
+}
+
+/// The exact bytes of a name: the base64 the report keeps of a lossy one, else its text.
+fn exact(lossy: &str, base64: Option<&str>) -> Vec<u8> {
+    // The report's own encoding of bytes it read: decoding cannot fail.
+    (base64.and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok()))
+        .unwrap_or_else(|| lossy.as_bytes().to_vec())
+}
+
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
