@@ -402,3 +402,37 @@ fn only_the_first_ten_bad_lines_of_a_dump_are_warned_about_and_all_are_listed() 
         run.stderr
     );
 }
+
+#[test]
+fn only_the_dotted_fields_matter_not_a_huge_number_or_deep_nesting_beside_them() {
+    let t = TestDir::new();
+    let a = line(json!(text(521, 300)));
+    let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+    // Written by hand: serde_json would not write 1e400 or nest 300 deep.
+    let dump = [
+        format!(r#"{{"meta":{{"url":"u1","n":1e400}},"body":{{"text":{a},"deep":{deep}}}}}"#),
+        format!(r#"{{"x":-1e999,"d":{deep},"meta":{{"url":"u2"}},"body":{{"text":{a}}}}}"#),
+    ]
+    .join("\n");
+    t.write("crawl.jsonl", &dump);
+    let args = [
+        "scan",
+        "--text-field",
+        "body.text",
+        "--id-field",
+        "meta.url",
+        "crawl.jsonl",
+    ];
+    let run = t.run(&args);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 2);
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 0);
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("crawl.jsonl".to_string(), 1, json!("u1")),
+            ("crawl.jsonl".to_string(), 2, json!("u2")),
+        ]]
+    );
+}
