@@ -5,14 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::path::Path;
 
 use rayon::prelude::*;
 
 use crate::input::decompress::{open_stream, Compression};
-use crate::input::jsonl::{JsonlOptions, JsonlReader, Line, RawLine};
+use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
-use crate::messages::display_path;
+use crate::messages::{display_path, escape_controls};
 
 use super::pool::Workers;
 use super::worker::{Claims, Engine};
@@ -47,7 +48,7 @@ impl Ingest<'_> {
                 return;
             }
         };
-        let mut bad = 0u64;
+        let mut bad = BadLines::default();
         let errors_before = out.errors.len();
         let documents_before = out.entries.len();
         let mut batch: Vec<Pending> = Vec::new();
@@ -56,8 +57,8 @@ impl Ingest<'_> {
         // being parsed and sketched).
         let opts = reader.options().clone();
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<RawLine>>(1);
-        std::thread::scope(|scope| {
-            scope.spawn(move || read_batches(reader, tx));
+        let first_names = std::thread::scope(|scope| {
+            let reading = scope.spawn(move || read_batches(reader, tx));
             for raw in rx {
                 // The reader only cuts lines; the workers parse them, results kept in line order.
                 let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
@@ -66,15 +67,23 @@ impl Ingest<'_> {
                 }
                 self.sketch_records(file, &mut batch, claims, workers, out, bottom);
             }
+            reading.join().ok().flatten()
         });
-        if bad > WARN_BAD_LINES {
+        if bad.count > WARN_BAD_LINES {
             self.msgs.warn(&format!(
                 "{}: {} more bad lines (listed in the report's errors)",
                 display_path(&file.path),
-                bad - WARN_BAD_LINES
+                bad.count - WARN_BAD_LINES
             ));
         }
-        out.bad_lines += bad;
+        if out.entries.len() == documents_before && bad.missing_text > 0 {
+            self.msgs.warn(&missing_field_hint(
+                &file.path,
+                &opts.text_field,
+                first_names.as_deref(),
+            ));
+        }
+        out.bad_lines += bad.count;
         // A dump without a single record (and no bad line) is an empty input, like an empty file.
         if out.entries.len() == documents_before && out.errors.len() == errors_before {
             out.empty_dumps += 1;
@@ -88,7 +97,7 @@ impl Ingest<'_> {
         line: Line,
         plain: bool,
         batch: &mut Vec<Pending>,
-        bad: &mut u64,
+        bad: &mut BadLines,
         out: &mut Ingested,
     ) {
         match line {
@@ -99,8 +108,11 @@ impl Ingest<'_> {
                 at: plain.then_some(at),
             }),
             Line::Bad { line, reason } => {
-                *bad += 1;
-                if *bad <= WARN_BAD_LINES {
+                bad.count += 1;
+                if matches!(reason, BadLine::MissingText(_)) {
+                    bad.missing_text += 1;
+                }
+                if bad.count <= WARN_BAD_LINES {
                     self.msgs
                         .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
                 }
@@ -153,6 +165,41 @@ impl Ingest<'_> {
     }
 }
 
+/// The bad lines of one dump.
+#[derive(Default)]
+struct BadLines {
+    count: u64,
+    /// Of them, the records without the text field.
+    missing_text: u64,
+}
+
+/// The warning for a dump whose records all lack the text field: the names its first record
+/// has (`first`: None when it was no JSON object), so that a mistyped `--text-field` shows.
+fn missing_field_hint(path: &Path, text_field: &[String], first: Option<&[String]>) -> String {
+    /// Names listed at most; a record of hundreds of keys would bury the message.
+    const MAX_NAMES: usize = 20;
+    let field = escape_controls(&text_field.join("."));
+    let mut hint = format!(
+        "{}: no record has a \"{field}\" field (--text-field)",
+        display_path(path)
+    );
+    match first {
+        Some([]) => hint.push_str("; the first record is an empty object"),
+        Some(names) => {
+            let quoted: Vec<String> = (names.iter().take(MAX_NAMES))
+                .map(|n| format!("\"{}\"", escape_controls(n)))
+                .collect();
+            hint.push_str("; the first record has ");
+            hint.push_str(&quoted.join(", "));
+            if names.len() > MAX_NAMES {
+                hint.push_str(&format!(" and {} more", names.len() - MAX_NAMES));
+            }
+        }
+        None => {}
+    }
+    hint
+}
+
 /// A dump record waiting in a batch to be sketched.
 struct Pending {
     line: u64,
@@ -162,19 +209,24 @@ struct Pending {
     at: Option<(u64, u64)>,
 }
 
-/// Sends the dump's lines, unparsed, in batches until it ends or the receiver is gone.
+/// Sends the dump's lines, unparsed, in batches until it ends or the receiver is gone. Returns
+/// the [`field_names`] of the first record (for the hint when no record has the text field).
 fn read_batches(
     mut reader: JsonlReader<Box<dyn std::io::BufRead + Send>>,
     tx: std::sync::mpsc::SyncSender<Vec<RawLine>>,
-) {
+) -> Option<Vec<String>> {
     let mut lines = Vec::new();
     let mut bytes = 0;
+    let mut first = None;
     while let Some(line) = reader.next_raw() {
+        if let (None, RawLine::Json { bytes, .. }) = (&first, &line) {
+            first = Some(field_names(bytes, &reader.options().text_field));
+        }
         bytes += line.len();
         lines.push(line);
         if lines.len() == BATCH_RECORDS || bytes >= BATCH_BYTES {
             if tx.send(std::mem::take(&mut lines)).is_err() {
-                return;
+                return first.flatten();
             }
             bytes = 0;
         }
@@ -182,6 +234,7 @@ fn read_batches(
     if !lines.is_empty() {
         let _ = tx.send(lines);
     }
+    first.flatten()
 }
 
 /// Opens a dump for reading its records, and says whether it is plain (not compressed), in

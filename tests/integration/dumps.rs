@@ -436,3 +436,36 @@ fn only_the_dotted_fields_matter_not_a_huge_number_or_deep_nesting_beside_them()
         ]]
     );
 }
+
+#[test]
+fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
+    let t = TestDir::new();
+    // By hand, to keep the keys in this order.
+    let dump = [
+        r#"{"id":1,"body":{"content":"one two","lang":"en"},"url":"u"}"#,
+        r#"{"id":2,"body":{"content":"three four"}}"#,
+    ]
+    .join("\n");
+    t.write("crawl.jsonl", &dump);
+    let run = t.run(&["scan", "--text-field", "body.text", "crawl.jsonl"]);
+    assert_eq!(run.code(), 2);
+    let hint = "dupfind: warning: crawl.jsonl: no record has a \"body.text\" field \
+                (--text-field); the first record has \"id\", \"body\", \"url\", \
+                \"body.content\", \"body.lang\"";
+    assert!(run.warnings().contains(&hint), "{}", run.stderr);
+    // Once per dump, after the bad lines.
+    assert_eq!(run.warnings().last(), Some(&hint));
+    // A dump where some records have the field gets no hint: its other lines are bad lines.
+    t.write(
+        "mixed.jsonl",
+        [
+            line(json!({"text": "a b c"})),
+            line(json!({"txt": "d e f"})),
+        ]
+        .join("\n"),
+    );
+    let run = t.run(&["scan", "mixed.jsonl"]);
+    assert_eq!(run.code(), 2);
+    assert!(!run.stderr.contains("no record has"), "{}", run.stderr);
+    assert_eq!(run.json()["stats"]["documents"], 1);
+}
