@@ -24,7 +24,8 @@
 //! the run-time CPU features; `messages` what goes to stderr; `exit` the exit codes. Only
 //! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
 //! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
-//! binary calls [`run`], and the benches and tests call [`api`].
+//! binary calls [`run`], the benches and tests call [`api`], and the fuzz targets (`fuzz/`) and
+//! their replay test call [`fuzzing`].
 
 mod app;
 mod candidates;
@@ -35,6 +36,8 @@ mod cpu;
 mod dataset;
 pub mod exit;
 mod explain;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 mod ingest;
 mod input;

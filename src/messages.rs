@@ -2,7 +2,8 @@
 //! is for data.
 //!
 //! File names in messages are escaped, so a name holding a newline or an escape sequence cannot
-//! forge lines or drive the terminal.
+//! forge lines or drive the terminal, and one holding a bidirectional control cannot make a
+//! line read in another order than its bytes.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -124,17 +125,28 @@ pub fn display_path(path: &Path) -> String {
     escape_controls(&path.to_string_lossy())
 }
 
-/// Escapes control characters (`\n`, `\u{1b}`, …) and backslashes.
+/// Escapes control characters (`\n`, `\u{1b}`, …), bidirectional controls (`\u{202e}`, …) and
+/// backslashes, for text meant for a terminal. JSON output keeps names as they are: there they
+/// are data, and serde_json escapes what JSON requires.
 pub fn escape_controls(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_control() || c == '\\' {
             out.extend(c.escape_default());
+        } else if is_bidi_control(c) {
+            out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// The characters of Unicode's `Bidi_Control` property: the marks (ALM, LRM, RLM), embeddings
+/// and overrides (LRE … RLO) and isolates (LRI … PDI), which reorder what a terminal shows
+/// ("Trojan Source", CVE-2021-42574).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The reason an I/O operation failed, without the "(os error N)" suffix: "permission denied".
@@ -162,6 +174,29 @@ mod tests {
             "a\\nb\\u{1b}[31mc\\\\d"
         );
         assert_eq!(escape_controls("plain é.txt"), "plain é.txt");
+    }
+
+    #[test]
+    fn escapes_every_bidirectional_control_and_nothing_near_them() {
+        let bidi = [
+            0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068,
+            0x2069,
+        ];
+        for code in bidi {
+            let c = char::from_u32(code).unwrap_or('?');
+            assert_eq!(
+                escape_controls(&format!("a{c}b")),
+                format!("a\\u{{{code:x}}}b")
+            );
+        }
+        // Neighbours that are not controls: zero-width (non-)joiners, the separators U+2028,
+        // U+2029 and the invisible operators after the isolates.
+        for c in [
+            '\u{200C}', '\u{200D}', '\u{2028}', '\u{2029}', '\u{FEFF}', '\u{206A}',
+        ] {
+            assert_eq!(escape_controls(&format!("a{c}b")), format!("a{c}b"));
+        }
+        assert_eq!(escape_controls("x\u{202E}txt.exe"), "x\\u{202e}txt.exe");
     }
 
     #[test]

@@ -23,6 +23,9 @@ mod docs;
 /// JSON Lines dumps, compressed files, `--files-from`.
 #[path = "integration/dumps.rs"]
 mod dumps;
+/// The fuzz targets' committed inputs, replayed.
+#[path = "integration/fuzz.rs"]
+mod fuzz;
 /// The incremental index.
 #[path = "integration/index/mod.rs"]
 mod index;

@@ -68,7 +68,7 @@ fn path_from_bytes(bytes: &[u8]) -> PathBuf {
 /// Builds a glob set with the rules of `--include`/`--exclude`: like .gitignore, a pattern
 /// without '/' matches a file or directory name at any depth, one with '/' the whole path below
 /// the root (a leading '/' is dropped), and '*' never matches '/'.
-pub(super) fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
+pub(crate) fn globs(patterns: &[String], flag: &str) -> Result<Option<GlobSet>> {
     if patterns.is_empty() {
         return Ok(None);
     }

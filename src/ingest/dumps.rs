@@ -5,15 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::path::Path;
 
 use rayon::prelude::*;
 
 use crate::input::decompress::{open_stream, Compression};
-use crate::input::jsonl::{JsonlOptions, JsonlReader, Line, RawLine};
+use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::parquet::{self, ParquetDump, Row};
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
-use crate::messages::display_path;
+use crate::messages::{display_path, escape_controls};
 
 use super::pool::Workers;
 use super::worker::{Claims, Engine};
@@ -48,7 +49,10 @@ impl Ingest<'_> {
                 return;
             }
         };
-        let mut bad = 0u64;
+        let mut bad = BadLines::default();
+        // The names of the first record's fields, for the hint when no record has the text one.
+        let mut first_names: Option<Option<Vec<String>>> = None;
+        let text_field = self.jsonl.text_field.clone();
         let errors_before = out.errors.len();
         let documents_before = out.entries.len();
         let mut batch: Vec<Pending> = Vec::new();
@@ -57,6 +61,14 @@ impl Ingest<'_> {
                 let opts = reader.options().clone();
                 let lines = std::iter::from_fn(move || reader.next_raw());
                 stream(lines, RawLine::len, |raw| {
+                    if first_names.is_none() {
+                        first_names = raw.iter().find_map(|r| match r {
+                            RawLine::Json { bytes, .. } => {
+                                Some(field_names(bytes, &opts.text_field))
+                            }
+                            _ => None,
+                        });
+                    }
                     // The reader only cuts lines; the workers parse them, kept in line order.
                     let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
                     for line in lines {
@@ -72,14 +84,21 @@ impl Ingest<'_> {
                 self.sketch_records(file, &mut batch, claims, workers, out, bottom);
             }),
         }
-        if bad > WARN_BAD_LINES {
+        if bad.count > WARN_BAD_LINES {
             self.msgs.warn(&format!(
                 "{}: {} more bad lines (listed in the report's errors)",
                 display_path(&file.path),
-                bad - WARN_BAD_LINES
+                bad.count - WARN_BAD_LINES
             ));
         }
-        out.bad_lines += bad;
+        if out.entries.len() == documents_before && bad.missing_text > 0 {
+            self.msgs.warn(&missing_field_hint(
+                &file.path,
+                &text_field,
+                first_names.flatten().as_deref(),
+            ));
+        }
+        out.bad_lines += bad.count;
         // A dump without a single record (and no bad line) is an empty input, like an empty file.
         if out.entries.len() == documents_before && out.errors.len() == errors_before {
             out.empty_dumps += 1;
@@ -93,7 +112,7 @@ impl Ingest<'_> {
         line: Line,
         plain: bool,
         batch: &mut Vec<Pending>,
-        bad: &mut u64,
+        bad: &mut BadLines,
         out: &mut Ingested,
     ) {
         match line {
@@ -103,7 +122,12 @@ impl Ingest<'_> {
                 text,
                 at: plain.then_some(at),
             }),
-            Line::Bad { line, reason } => self.bad_record(file, line, reason.to_string(), bad, out),
+            Line::Bad { line, reason } => {
+                if matches!(reason, BadLine::MissingText(_)) {
+                    bad.missing_text += 1;
+                }
+                self.bad_record(file, line, reason.to_string(), bad, out)
+            }
             Line::Failed { line, error } => {
                 self.failed(file, line, crate::messages::io_reason(&error), false, out)
             }
@@ -116,7 +140,7 @@ impl Ingest<'_> {
         file: &FileEntry,
         row: Row,
         batch: &mut Vec<Pending>,
-        bad: &mut u64,
+        bad: &mut BadLines,
         out: &mut Ingested,
     ) {
         match row {
@@ -137,11 +161,11 @@ impl Ingest<'_> {
         file: &FileEntry,
         line: u64,
         reason: String,
-        bad: &mut u64,
+        bad: &mut BadLines,
         out: &mut Ingested,
     ) {
-        *bad += 1;
-        if *bad <= WARN_BAD_LINES {
+        bad.count += 1;
+        if bad.count <= WARN_BAD_LINES {
             self.msgs
                 .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
         }
@@ -194,6 +218,41 @@ impl Ingest<'_> {
             out.docs.push(doc);
         }
     }
+}
+
+/// The bad lines of one dump.
+#[derive(Default)]
+struct BadLines {
+    count: u64,
+    /// Of them, the records without the text field.
+    missing_text: u64,
+}
+
+/// The warning for a dump whose records all lack the text field: the names its first record
+/// has (`first`: None when it was no JSON object), so that a mistyped `--text-field` shows.
+fn missing_field_hint(path: &Path, text_field: &[String], first: Option<&[String]>) -> String {
+    /// Names listed at most; a record of hundreds of keys would bury the message.
+    const MAX_NAMES: usize = 20;
+    let field = escape_controls(&text_field.join("."));
+    let mut hint = format!(
+        "{}: no record has a \"{field}\" field (--text-field)",
+        display_path(path)
+    );
+    match first {
+        Some([]) => hint.push_str("; the first record is an empty object"),
+        Some(names) => {
+            let quoted: Vec<String> = (names.iter().take(MAX_NAMES))
+                .map(|n| format!("\"{}\"", escape_controls(n)))
+                .collect();
+            hint.push_str("; the first record has ");
+            hint.push_str(&quoted.join(", "));
+            if names.len() > MAX_NAMES {
+                hint.push_str(&format!(" and {} more", names.len() - MAX_NAMES));
+            }
+        }
+        None => {}
+    }
+    hint
 }
 
 /// A dump record waiting in a batch to be sketched.

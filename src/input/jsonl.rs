@@ -12,8 +12,10 @@ use std::io::{self, BufRead, Read};
 
 use anyhow::{bail, Result};
 
+mod names;
 mod record;
 
+pub use names::field_names;
 pub use record::parse_record;
 
 /// Where a document's text and id are found in each JSON Lines record.

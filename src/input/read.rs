@@ -6,7 +6,10 @@
 //! from when the walk did not stat the file
 //! ([`crate::input::walk::WalkOptions::defer_metadata`]). It is read whole into a buffer the
 //! calling thread reuses, never more than `max_size + 1` bytes. A size that changed while
-//! reading is an error: the bytes would describe no version of the file.
+//! reading is an error: the bytes would describe no version of the file. The exception is a
+//! file of a pseudo filesystem (`/proc`, `/sys`, …), whose size is not its content's (0, or a
+//! page): it is read to its end, as `cat`, ripgrep and fd read it, still bounded by the size
+//! limit, and its size is what was read.
 //!
 //! Decoding: a UTF-8 BOM is dropped; a UTF-16 BOM (LE or BE) selects UTF-16; otherwise a NUL
 //! byte in the first 8 KiB marks the file binary; anything else is UTF-8, with invalid
@@ -105,6 +108,9 @@ pub fn read_file(
         ));
     }
     if m.size < limits.min {
+        if on_pseudo_filesystem(&file) {
+            return read_pseudo(&file, limits, buf, meta);
+        }
         return Err(ReadFailure::TooShort);
     }
     if m.size > max_size {
@@ -147,11 +153,79 @@ pub fn read_file(
         return Err(ReadFailure::GrewTooLarge(buf.len() as u64));
     }
     if buf.len() as u64 != m.size {
+        if on_pseudo_filesystem(&file) {
+            return read_pseudo(&file, limits, buf, meta);
+        }
         return Err(ReadFailure::Error(
             "file changed while it was being read".into(),
         ));
     }
     Ok(residency)
+}
+
+/// Reads a file of a pseudo filesystem from its start to its end, whatever size it declared,
+/// bounded by the size limit; `meta` then gives the size read.
+fn read_pseudo(
+    file: &File,
+    limits: SizeLimits,
+    buf: &mut Vec<u8>,
+    meta: &mut Option<FileMeta>,
+) -> Result<Residency, ReadFailure> {
+    let io = |e: std::io::Error| ReadFailure::Error(crate::messages::io_reason(&e));
+    // Such a file is generated as it is read, a page or so at a time: one buffer of a few
+    // pages takes most whole, grown only for a longer one.
+    const CHUNK: usize = 16 << 10;
+    let bound = limits.max.saturating_add(1);
+    buf.clear();
+    loop {
+        let filled = buf.len();
+        let want = (bound - filled as u64).min(CHUNK as u64) as usize;
+        if want == 0 {
+            return Err(ReadFailure::TooLarge(filled as u64));
+        }
+        buf.resize(filled + want, 0);
+        match read_at(file, &mut buf[filled..], filled as u64) {
+            Ok(0) => {
+                buf.truncate(filled);
+                break;
+            }
+            Ok(n) => buf.truncate(filled + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(filled),
+            Err(e) => return Err(io(e)),
+        }
+    }
+    let size = buf.len() as u64;
+    if let Some(m) = meta {
+        m.size = size;
+    }
+    if size < limits.min {
+        return Err(ReadFailure::TooShort);
+    }
+    Ok(Residency::Cached)
+}
+
+/// Whether `file` lies on a filesystem whose files are made as they are read, so that their
+/// size says nothing of their content: procfs, sysfs, debugfs, tracefs, securityfs, cgroup
+/// (v1 and v2) and configfs.
+#[cfg(target_os = "linux")]
+fn on_pseudo_filesystem(file: &File) -> bool {
+    // Their magic numbers, from linux/magic.h.
+    const PSEUDO: [u64; 8] = [
+        0x9fa0,      // PROC_SUPER_MAGIC
+        0x6265_6572, // SYSFS_MAGIC
+        0x6462_6720, // DEBUGFS_MAGIC
+        0x7472_6163, // TRACEFS_MAGIC
+        0x7363_6673, // SECURITYFS_MAGIC
+        0x0027_e0eb, // CGROUP_SUPER_MAGIC
+        0x6367_7270, // CGROUP2_SUPER_MAGIC
+        0x6265_6570, // CONFIGFS_MAGIC
+    ];
+    rustix::fs::fstatfs(file).is_ok_and(|fs| PSEUDO.contains(&(fs.f_type as u64)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_pseudo_filesystem(_file: &File) -> bool {
+    false
 }
 
 /// Whether a file's bytes were all in the page cache when [`read_file`] read them.
@@ -316,6 +390,59 @@ mod tests {
         let got =
             read_if_cached(&File::open(dir.path())?, &mut buf).map(|r| r.map_err(|e| e.kind()));
         assert_eq!(got, Some(Err(std::io::ErrorKind::IsADirectory)));
+        Ok(())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_a_pseudo_file_to_its_end_whatever_size_it_declares() {
+        // procfs says 0 bytes; the content is generated as it is read.
+        let status = Path::new("/proc/self/status");
+        if !status.exists() {
+            return;
+        }
+        let (mut buf, mut meta) = (Vec::new(), None);
+        let limits = SizeLimits {
+            min: 0,
+            max: 1 << 20,
+        };
+        assert_eq!(std::fs::metadata(status).map(|m| m.len()).ok(), Some(0));
+        let got = read_file(status, (0, 0), limits, &mut buf, &mut meta);
+        assert_eq!(got, Ok(Residency::Cached));
+        assert!(
+            buf.starts_with(b"Name:"),
+            "{:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        assert_eq!(meta.map(|m| m.size), Some(buf.len() as u64));
+        // Still bounded by the size limits, on what is read.
+        let small = SizeLimits { min: 0, max: 10 };
+        let got = read_file(status, (0, 0), small, &mut buf, &mut None);
+        assert_eq!(got, Err(ReadFailure::TooLarge(11)));
+        let long = SizeLimits {
+            min: 1 << 19,
+            max: 1 << 20,
+        };
+        let got = read_file(status, (0, 0), long, &mut buf, &mut None);
+        assert_eq!(got, Err(ReadFailure::TooShort));
+        let short = SizeLimits {
+            min: 5,
+            max: 1 << 20,
+        };
+        let got = read_file(status, (0, 0), short, &mut buf, &mut None);
+        assert_eq!(got, Ok(Residency::Cached));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_regular_file_is_on_no_pseudo_filesystem() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"x")?;
+        assert!(!on_pseudo_filesystem(&File::open(&path)?));
+        if Path::new("/proc/self/status").exists() {
+            assert!(on_pseudo_filesystem(&File::open("/proc/self/status")?));
+        }
         Ok(())
     }
 

@@ -402,3 +402,70 @@ fn only_the_first_ten_bad_lines_of_a_dump_are_warned_about_and_all_are_listed() 
         run.stderr
     );
 }
+
+#[test]
+fn only_the_dotted_fields_matter_not_a_huge_number_or_deep_nesting_beside_them() {
+    let t = TestDir::new();
+    let a = line(json!(text(521, 300)));
+    let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+    // Written by hand: serde_json would not write 1e400 or nest 300 deep.
+    let dump = [
+        format!(r#"{{"meta":{{"url":"u1","n":1e400}},"body":{{"text":{a},"deep":{deep}}}}}"#),
+        format!(r#"{{"x":-1e999,"d":{deep},"meta":{{"url":"u2"}},"body":{{"text":{a}}}}}"#),
+    ]
+    .join("\n");
+    t.write("crawl.jsonl", &dump);
+    let args = [
+        "scan",
+        "--text-field",
+        "body.text",
+        "--id-field",
+        "meta.url",
+        "crawl.jsonl",
+    ];
+    let run = t.run(&args);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 2);
+    assert_eq!(r["stats"]["skipped"]["bad_line"], 0);
+    assert_eq!(
+        members(&r),
+        vec![vec![
+            ("crawl.jsonl".to_string(), 1, json!("u1")),
+            ("crawl.jsonl".to_string(), 2, json!("u2")),
+        ]]
+    );
+}
+
+#[test]
+fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
+    let t = TestDir::new();
+    // By hand, to keep the keys in this order.
+    let dump = [
+        r#"{"id":1,"body":{"content":"one two","lang":"en"},"url":"u"}"#,
+        r#"{"id":2,"body":{"content":"three four"}}"#,
+    ]
+    .join("\n");
+    t.write("crawl.jsonl", &dump);
+    let run = t.run(&["scan", "--text-field", "body.text", "crawl.jsonl"]);
+    assert_eq!(run.code(), 2);
+    let hint = "dupfind: warning: crawl.jsonl: no record has a \"body.text\" field \
+                (--text-field); the first record has \"id\", \"body\", \"url\", \
+                \"body.content\", \"body.lang\"";
+    assert!(run.warnings().contains(&hint), "{}", run.stderr);
+    // Once per dump, after the bad lines.
+    assert_eq!(run.warnings().last(), Some(&hint));
+    // A dump where some records have the field gets no hint: its other lines are bad lines.
+    t.write(
+        "mixed.jsonl",
+        [
+            line(json!({"text": "a b c"})),
+            line(json!({"txt": "d e f"})),
+        ]
+        .join("\n"),
+    );
+    let run = t.run(&["scan", "mixed.jsonl"]);
+    assert_eq!(run.code(), 2);
+    assert!(!run.stderr.contains("no record has"), "{}", run.stderr);
+    assert_eq!(run.json()["stats"]["documents"], 1);
+}

@@ -217,3 +217,25 @@ fn unreadable_file_gives_exit_2_and_the_rest_is_reported() {
 
     chmod(&t.join(locked_dir), 0o755); // so that the temporary directory can be removed
 }
+
+#[test]
+fn files_of_proc_are_read_to_their_end_though_their_size_says_0() {
+    let status = Path::new("/proc/self/status");
+    if !status.exists() {
+        return;
+    }
+    assert_eq!(fs::metadata(status).unwrap().len(), 0);
+    let t = TestDir::new();
+    let run = t.run(&["scan", "/proc/self/status", "/proc/self/limits"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert!(run.warnings().is_empty(), "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 2, "{r}");
+    assert_eq!(r["errors"], json!([]));
+    assert!(r["stats"]["bytes"].as_u64().unwrap() > 100, "{r}");
+    // The size limits apply to what is read.
+    let r = t
+        .run(&["scan", "--max-size", "10", "/proc/self/status"])
+        .json();
+    assert_eq!(r["stats"]["skipped"]["too_large"], 1, "{r}");
+}

@@ -420,3 +420,44 @@ fn warnings_escape_control_characters_in_names() {
     }
     assert!(r.stderr.contains("big\u{FFFD}.txt"), "{:?}", r.stderr);
 }
+
+#[test]
+fn bidirectional_controls_are_escaped_for_people_and_kept_in_json() {
+    let t = TestDir::new();
+    let a = text(74, 200);
+    // "report\u{202E}txt.exe" shows as "reportexe.txt" on a terminal that honours the override.
+    let (rlo, isolate) = ("report\u{202E}txt.exe", "x\u{2067}y\u{2069}\u{200F}.txt");
+    t.write(rlo, &a).write(isolate, edit(&a, &[40]));
+    let json = t.run(&["scan", "."]);
+    assert_eq!(json.code(), 0, "{}", json.stderr);
+    assert_eq!(
+        cluster_paths(&json.json()),
+        vec![vec![dot(rlo), dot(isolate)]]
+    );
+    let text_out = t.run(&["scan", "--format", "text", "."]);
+    assert_eq!(text_out.code(), 0, "{}", text_out.stderr);
+    for shown in [
+        r"./report\u{202e}txt.exe",
+        r"./x\u{2067}y\u{2069}\u{200f}.txt",
+    ] {
+        assert!(
+            text_out.stdout.contains(shown),
+            "{shown}: {}",
+            text_out.stdout
+        );
+    }
+    // Warnings too.
+    let warned = t.run(&["scan", "--max-size", "100", "."]);
+    assert_eq!(warned.code(), 0, "{}", warned.stderr);
+    assert!(
+        warned.stderr.contains(r"./report\u{202e}txt.exe"),
+        "{}",
+        warned.stderr
+    );
+    for out in [&text_out.stdout, &warned.stderr] {
+        assert!(
+            !out.contains(['\u{202E}', '\u{2067}', '\u{2069}', '\u{200F}']),
+            "{out}"
+        );
+    }
+}

@@ -6,7 +6,8 @@
 
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_json::error::Category;
 use serde_json::Value;
 
@@ -32,8 +33,8 @@ pub fn parse_record(
             _ => json_error(e),
         })?;
     let text = match picked.text {
-        Some(Value::String(text)) => text,
-        Some(_) => return Err(BadLine::TextNotString(text_name())),
+        Some(Text::String(text)) => text,
+        Some(Text::Other) => return Err(BadLine::TextNotString(text_name())),
         None => return Err(BadLine::MissingText(text_name())),
     };
     let id = match picked.id {
@@ -56,13 +57,48 @@ fn json_error(e: serde_json::Error) -> BadLine {
 /// The values found at the text and id paths.
 #[derive(Default)]
 struct Picked {
-    text: Option<Value>,
+    text: Option<Text>,
     id: Option<Value>,
 }
 
-/// Visits a record's top-level object and builds only the members the text and id paths go
-/// through; the parser skips the rest without building it, which on pages with large
-/// metadata is most of the line.
+/// What the text path leads to.
+enum Text {
+    String(String),
+    /// A value of another type, which is not built.
+    Other,
+}
+
+/// Where a value lies on the text and id paths: `None` off the path, else the segments still to
+/// follow below it (none: the value is the field itself).
+#[derive(Clone, Copy)]
+struct Paths<'a> {
+    text: Option<&'a [String]>,
+    id: Option<&'a [String]>,
+}
+
+impl<'a> Paths<'a> {
+    /// The paths below the member `key` of an object lying on them.
+    fn below(self, key: &str) -> Paths<'a> {
+        let step = |path: Option<&'a [String]>| match path? {
+            [first, rest @ ..] if first == key => Some(rest),
+            _ => None,
+        };
+        Paths {
+            text: step(self.text),
+            id: step(self.id),
+        }
+    }
+
+    fn off(self) -> bool {
+        self.text.is_none() && self.id.is_none()
+    }
+}
+
+/// Visits a record's top-level object and follows the text and id paths down from it. Only the
+/// fields themselves are built (the text as a string; an id of another type as a `Value`, to be
+/// shown as JSON); every other member is skipped without being built, which on pages with large
+/// metadata is most of the line, and so cannot drop the record: a sibling number beyond `f64`'s
+/// range or nesting deeper than serde_json's 128 levels is only skipped.
 struct Fields<'a> {
     opts: &'a JsonlOptions,
 }
@@ -74,31 +110,73 @@ impl<'de> Visitor<'de> for Fields<'_> {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Picked, A::Error> {
-        let (text_path, id_path) = (&self.opts.text_field, &self.opts.id_field);
-        let keys = KeyMatch {
-            text: text_path.first(),
-            id: id_path.first(),
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Picked, A::Error> {
+        let paths = Paths {
+            text: Some(&self.opts.text_field),
+            id: Some(&self.opts.id_field),
         };
-        let mut picked = Picked::default();
-        while let Some((on_text, on_id)) = map.next_key_seed(keys)? {
-            if !on_text && !on_id {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            // Either path matched here, so it has a first segment and `[1..]` is in bounds.
-            let value: Value = map.next_value()?;
-            if on_id {
-                picked.id = lookup(&value, &id_path[1..]).cloned();
-            }
-            if on_text {
-                picked.text = match text_path.len() {
-                    1 => Some(value),
-                    _ => lookup(&value, &text_path[1..]).cloned(),
-                };
-            }
+        visit_members(paths, map)
+    }
+}
+
+/// The members of an object on the paths: each one on a path is followed (a later duplicate
+/// key replaces what an earlier one gave, as serde_json's own maps do), the others skipped.
+fn visit_members<'de, A: MapAccess<'de>>(paths: Paths<'_>, mut map: A) -> Result<Picked, A::Error> {
+    let mut picked = Picked::default();
+    while let Some(below) = map.next_key_seed(KeyMatch(paths))? {
+        if below.off() {
+            map.next_value::<IgnoredAny>()?;
+            continue;
         }
-        Ok(picked)
+        let found = map.next_value_seed(below)?;
+        if below.text.is_some() {
+            picked.text = found.text;
+        }
+        if below.id.is_some() {
+            picked.id = found.id;
+        }
+    }
+    Ok(picked)
+}
+
+impl<'de> DeserializeSeed<'de> for Paths<'_> {
+    type Value = Picked;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Picked, D::Error> {
+        match (self.text, self.id) {
+            // The id field (perhaps also the text field, or holding it): built whole.
+            (text, Some([])) => {
+                let value = Value::deserialize(d)?;
+                let text = text.and_then(|rest| lookup(&value, rest)).map(Text::of);
+                Ok(Picked {
+                    text,
+                    id: Some(value),
+                })
+            }
+            // The text field, with the id path going on below it: the id's value is inside it.
+            (Some([]), Some(rest)) => {
+                let value = Value::deserialize(d)?;
+                Ok(Picked {
+                    id: lookup(&value, rest).cloned(),
+                    text: Some(Text::of(&value)),
+                })
+            }
+            (Some([]), None) => Ok(Picked {
+                text: Some(d.deserialize_any(TextField)?),
+                id: None,
+            }),
+            // A value the paths go on through: an object is followed, anything else lacks them.
+            _ => d.deserialize_any(Through(self)),
+        }
+    }
+}
+
+impl Text {
+    fn of(value: &Value) -> Text {
+        match value {
+            Value::String(s) => Text::String(s.clone()),
+            _ => Text::Other,
+        }
     }
 }
 
@@ -106,31 +184,124 @@ fn lookup<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
     path.iter().try_fold(value, |v, key| v.get(key.as_str()))
 }
 
-/// Compares an object key with the first text and id segments without allocating it.
-#[derive(Clone, Copy)]
-struct KeyMatch<'a> {
-    text: Option<&'a String>,
-    id: Option<&'a String>,
+/// A value on the paths with segments still to follow.
+struct Through<'a>(Paths<'a>);
+
+impl<'de> Visitor<'de> for Through<'_> {
+    type Value = Picked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Picked, A::Error> {
+        visit_members(self.0, map)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Picked, A::Error> {
+        skip_seq(seq).map(|()| Picked::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Picked, E> {
+        Ok(Picked::default())
+    }
 }
 
-impl<'de> DeserializeSeed<'de> for KeyMatch<'_> {
-    type Value = (bool, bool);
+/// The text field's value: its string, or only the news that it is something else.
+struct TextField;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(bool, bool), D::Error> {
+impl<'de> Visitor<'de> for TextField {
+    type Value = Text;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Text, E> {
+        Ok(Text::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Text, E> {
+        Ok(Text::String(s))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Text, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Text::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text, A::Error> {
+        skip_seq(seq).map(|()| Text::Other)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Text, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Text, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Text, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Text, E> {
+        Ok(Text::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Text, E> {
+        Ok(Text::Other)
+    }
+}
+
+pub(super) fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Compares an object key with the next segments of the paths without allocating it, and
+/// gives the paths below it.
+#[derive(Clone, Copy)]
+struct KeyMatch<'a>(Paths<'a>);
+
+impl<'de, 'a> DeserializeSeed<'de> for KeyMatch<'a> {
+    type Value = Paths<'a>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Paths<'a>, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeyMatch<'_> {
-    type Value = (bool, bool);
+impl<'de, 'a> Visitor<'de> for KeyMatch<'a> {
+    type Value = Paths<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_str<E>(self, key: &str) -> Result<(bool, bool), E> {
-        let is = |segment: Option<&String>| segment.is_some_and(|s| s == key);
-        Ok((is(self.text), is(self.id)))
+    fn visit_str<E>(self, key: &str) -> Result<Paths<'a>, E> {
+        Ok(self.0.below(key))
     }
 }
 
@@ -156,6 +327,86 @@ mod tests {
         // A later duplicate key wins, as serde_json's own maps do.
         let got = parse_record(br#"{"text":"a","text":"b"}"#, &opts("text", "id"));
         assert_eq!(got, Ok((None, "b".into())));
+    }
+
+    /// `depth` arrays nested in each other.
+    fn nested(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn only_the_fields_themselves_are_built_not_their_siblings() {
+        let o = opts("body.text", "meta.url");
+        let deep = nested(200);
+        // Beside the text and id, inside the objects the paths go through, and at the top.
+        let records = [
+            r#"{"body":{"n":1e400,"text":"t"},"meta":{"url":"u","n":-1e999}}"#.to_string(),
+            format!(r#"{{"body":{{"deep":{deep},"text":"t"}},"meta":{{"url":"u","d":{deep}}}}}"#),
+            format!(r#"{{"x":1e400,"d":{deep},"body":{{"text":"t"}},"meta":{{"url":"u"}}}}"#),
+        ];
+        for record in &records {
+            let got = parse_record(record.as_bytes(), &o);
+            assert_eq!(got, Ok((Some("u".into()), "t".into())), "{record}");
+        }
+        // A text field that is no string is not built either, however deep or out of range.
+        let record = format!(r#"{{"body":{{"text":{{"a":1e400,"b":{deep}}}}}}}"#);
+        let got = parse_record(record.as_bytes(), &o);
+        assert_eq!(got, Err(BadLine::TextNotString("body.text".into())));
+        // An id of another type is shown as JSON, as before.
+        let got = parse_record(
+            br#"{"body":{"text":"t"},"meta":{"url":[1,{"k":null}]}}"#,
+            &o,
+        );
+        assert_eq!(got, Ok((Some(r#"[1,{"k":null}]"#.into()), "t".into())));
+    }
+
+    #[test]
+    fn paths_sharing_a_prefix_or_a_field_agree_with_building_the_record() {
+        let cases = [
+            (
+                "a.b",
+                "a.c",
+                r#"{"a":{"c":5,"b":"x"}}"#,
+                Ok((Some("5"), "x")),
+            ),
+            (
+                "a.b",
+                "a",
+                r#"{"a":{"b":"x"}}"#,
+                Ok((Some(r#"{"b":"x"}"#), "x")),
+            ),
+            (
+                "a",
+                "a.b",
+                r#"{"a":{"b":"x"}}"#,
+                Err(BadLine::TextNotString("a".into())),
+            ),
+            ("a", "a.b", r#"{"a":"x"}"#, Ok((None, "x"))),
+            (
+                "a.b",
+                "id",
+                r#"{"a":{"b":"x"},"a":{"c":"y"}}"#,
+                Err(BadLine::MissingText("a.b".into())),
+            ),
+            ("a.b", "id", r#"{"a":{"b":"x","b":"y"}}"#, Ok((None, "y"))),
+            (
+                "a.b",
+                "id",
+                r#"{"a":[{"b":"x"}]}"#,
+                Err(BadLine::MissingText("a.b".into())),
+            ),
+            (
+                "a.b.c",
+                "id",
+                r#"{"a":{"b":"x"}}"#,
+                Err(BadLine::MissingText("a.b.c".into())),
+            ),
+        ];
+        for (text, id, record, want) in cases {
+            let want = want.map(|(id, text)| (id.map(String::from), text.to_string()));
+            let got = parse_record(record.as_bytes(), &opts(text, id));
+            assert_eq!(got, want, "{text} {id} {record}");
+        }
     }
 
     #[test]
