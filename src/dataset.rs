@@ -1,6 +1,7 @@
 //! The deduplicated dataset (`--write-dataset DIR`): every document with text that is not
 //! listed as a duplicate, each field kept, as JSON Lines: a record of a JSON Lines dump as its
-//! original line (every field of the record, byte for byte), a file as `{"path", "text"}` (and
+//! original line (every field of the record, byte for byte), a row of a Parquet dump as a JSON
+//! object of all its columns (as arrow-json writes them, nulls included), a file as `{"path", "text"}` (and
 //! `path_bytes` when the path is not UTF-8). The filter step people run after deduplicating,
 //! made safe: only `duplicates` (verified against a representative that is kept) are left out,
 //! never `linked` members. Documents without text (empty, binary, unreadable, bad lines) carry
@@ -18,9 +19,10 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::cluster::Found;
 use crate::config::Config;
-use crate::ingest::dumps::open_dump;
+use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::{DocWorker, Engine};
 use crate::input::jsonl::{Line, RawLine};
+use crate::input::parquet::{ParquetDump, RowBatch};
 use crate::input::read::{decode, Decoded};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
@@ -151,8 +153,9 @@ fn write_records(
         let reason = format!("not in the dataset: {reason}");
         written.errors.push(d.file.error(None, reason));
     };
-    let mut reader = match open_dump(docs[0].file, &cfg.jsonl) {
-        Ok((r, _)) => r,
+    let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
+        Ok(Opened::Jsonl(r, _)) => r,
+        Ok(Opened::Parquet(dump)) => return write_rows(out, docs, dump, written),
         Err(reason) => {
             docs.iter()
                 .filter(|d| !d.dropped)
@@ -206,5 +209,96 @@ fn write_records(
         fail(written, d, "the dump ended before the record");
     }
     written.dropped += docs[at..].iter().filter(|d| d.dropped).count() as u64;
+    Ok(())
+}
+
+/// The rows `docs` of one Parquet dump, each as a JSON object of all its columns unless dropped.
+fn write_rows(
+    out: &mut impl Write,
+    docs: &[DatasetDoc],
+    dump: ParquetDump,
+    written: &mut Written,
+) -> Result<()> {
+    let mut at = 0;
+    for batch in dump.whole_rows() {
+        // A row group that fails ends the reading: the rows not reached are errors below.
+        let Ok(batch) = batch else { break };
+        let end = batch.first + batch.batch.num_rows() as u64;
+        let start = at;
+        while at < docs.len() && line_of(&docs[at]) < end {
+            at += 1;
+        }
+        write_batch(out, &docs[start..at], &batch, written)?;
+    }
+    for d in docs[at..].iter().filter(|d| !d.dropped) {
+        let reason = "not in the dataset: the dump ended before the row".to_string();
+        written.errors.push(d.file.error(None, reason));
+    }
+    written.dropped += docs[at..].iter().filter(|d| d.dropped).count() as u64;
+    Ok(())
+}
+
+/// The 1-based line (or Parquet row) of a dump record.
+fn line_of(d: &DatasetDoc) -> u64 {
+    d.file.record.as_ref().map_or(0, |r| r.line)
+}
+
+/// The rows of `docs` (all within `batch`, in order) that are kept and unchanged, written as
+/// one JSON object a line.
+fn write_batch(
+    out: &mut impl Write,
+    docs: &[DatasetDoc],
+    batch: &RowBatch,
+    written: &mut Written,
+) -> Result<()> {
+    let mut keep = vec![false; batch.batch.num_rows()];
+    let mut kept = Vec::new();
+    for d in docs {
+        if d.dropped {
+            written.dropped += 1;
+            continue;
+        }
+        let k = line_of(d).checked_sub(batch.first).map(|k| k as usize);
+        let text = k.and_then(|k| batch.text(k));
+        match (k, text) {
+            (Some(k), Some(t)) if xxh3_128(t.as_bytes()) == d.hash => {
+                keep[k] = true;
+                kept.push(d);
+            }
+            _ => written.errors.push((d.file).error(
+                None,
+                "not in the dataset: file changed during the scan".into(),
+            )),
+        }
+    }
+    if kept.is_empty() {
+        return Ok(());
+    }
+    // Written to memory first, so that a column arrow-json cannot write leaves no half line.
+    let json = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
+        .map_err(|e| e.to_string())
+        .and_then(|rows| {
+            let mut buf = Vec::new();
+            let mut w = arrow_json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
+            w.write(&rows)
+                .and_then(|()| w.finish())
+                .map_err(|e| e.to_string())?;
+            drop(w);
+            Ok(buf)
+        });
+    match json {
+        Ok(buf) => {
+            out.write_all(&buf)?;
+            written.kept += kept.len() as u64;
+        }
+        Err(e) => {
+            for d in kept {
+                let reason = format!("not in the dataset: its row cannot be written as JSON: {e}");
+                written.errors.push(d.file.error(None, reason));
+            }
+        }
+    }
     Ok(())
 }

@@ -183,8 +183,9 @@ pub struct ScanArgs {
 
     /// Write the deduplicated dataset to DIR.
     ///
-    /// Every document with text but the duplicates, as JSON Lines (a dump's record as its
-    /// original line, a file as {"path", "text"}).
+    /// Every document with text but the duplicates, as JSON Lines in DIR/part-00000.jsonl: a
+    /// JSON Lines record as its original line, a Parquet row as an object of all its columns, a
+    /// file as {"path", "text"}.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,

@@ -305,7 +305,7 @@ fn read_batches<T>(
 }
 
 /// A dump opened for reading its records.
-enum Opened {
+pub(crate) enum Opened {
     /// JSON Lines, and whether it is plain ([`open_dump`]).
     Jsonl(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool),
     Parquet(ParquetDump),
@@ -314,7 +314,7 @@ enum Opened {
 /// Opens a dump for reading its records: Parquet when it starts with Parquet's magic bytes
 /// (whatever its name, so `--jsonl` reads Parquet files too; a file named `*.parquet` that does
 /// not is an error), else JSON Lines.
-fn open_records(file: &FileEntry, jsonl: &JsonlOptions) -> Result<Opened, String> {
+pub(crate) fn open_records(file: &FileEntry, jsonl: &JsonlOptions) -> Result<Opened, String> {
     let f = open_dump_file(file)?;
     if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
         return ParquetDump::open(f, jsonl).map(Opened::Parquet);

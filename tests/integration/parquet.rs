@@ -552,3 +552,43 @@ fn the_staged_pipeline_reads_parquet_as_scan_does() {
     }
     assert_eq!(stage(&["report"]), scan.stdout);
 }
+
+#[test]
+fn the_dataset_of_a_parquet_dump_keeps_each_row_with_all_its_columns_but_the_duplicates() {
+    let t = TestDir::new();
+    let records = corpus();
+    let ids: Vec<Option<&str>> = records.iter().map(|(id, _)| id.as_deref()).collect();
+    // Row 12 has no text: a bad line of the report, and no row of the dataset.
+    let mut texts: Vec<Option<&str>> = records.iter().map(|(_, t)| Some(t.as_str())).collect();
+    texts[11] = None;
+    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(100..112));
+    let columns = vec![("id", strings(&ids)), ("n", n), ("text", strings(&texts))];
+    let layout = Layout {
+        group: 5,
+        compression: Compression::SNAPPY,
+    };
+    write(&t, "d.parquet", columns, layout);
+    let r = t.run(&["scan", "-q", "--write-dataset", "out", "d.parquet"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(errors(&report).len(), 1, "{}", r.stdout);
+    assert_eq!(errors(&report)[0].0, json!(12));
+    let dropped: Vec<u64> = (report["clusters"].as_array().unwrap().iter())
+        .flat_map(|c| c["duplicates"].as_array().unwrap().iter())
+        .map(|d| d["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(dropped.len(), 4, "{}", r.stdout);
+    let out = std::fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let expected: Vec<Value> = (1..=11u64)
+        .filter(|line| !dropped.contains(line))
+        .map(|line| {
+            let (id, text) = &records[line as usize - 1];
+            json!({"id": id, "n": 99 + line, "text": text})
+        })
+        .collect();
+    assert_eq!(rows, expected);
+}

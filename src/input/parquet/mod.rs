@@ -26,7 +26,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
-pub use rows::{Row, Rows, Texts};
+pub use rows::{Row, RowBatch, Rows, Texts, WholeRows};
 
 /// The four bytes a Parquet file starts (and ends) with.
 pub const MAGIC: &[u8; 4] = b"PAR1";
@@ -133,6 +133,12 @@ impl ParquetDump {
         Rows::new(self)
     }
 
+    /// Every row with all its columns, a decoded batch at a time, for writing the rows out again
+    /// (`--write-dataset`).
+    pub fn whole_rows(self) -> WholeRows {
+        WholeRows::new(self)
+    }
+
     /// The texts of the rows whose 1-based numbers are the keys of `wanted` (each given with the
     /// document it is), read again; a row that is null now, or lies beyond the end of the file,
     /// or in a row group that can no longer be read, is left out.
@@ -155,18 +161,22 @@ impl ParquetDump {
         starts
     }
 
-    /// A reader of row group `group` (of the text column only, or of the text and the id), a
-    /// batch of about [`rows::DECODE_BYTES`] of text at a time, of the rows `selection` picks.
+    /// A reader of row group `group` (of the `leaves` asked for), a batch of about
+    /// [`rows::DECODE_BYTES`] of text at a time, of the rows `selection` picks.
     fn reader(
         &self,
         group: usize,
-        text_only: bool,
+        leaves: Leaves,
         selection: Option<RowSelection>,
     ) -> Result<ParquetRecordBatchReader, String> {
-        let leaves = if text_only {
-            &self.text_leaves
-        } else {
-            &self.all_leaves
+        let every: Vec<usize>;
+        let leaves = match leaves {
+            Leaves::Text => &self.text_leaves,
+            Leaves::TextAndId => &self.all_leaves,
+            Leaves::Every => {
+                every = (0..self.meta.parquet_schema().num_columns()).collect();
+                &every
+            }
         };
         let rg = self.meta.metadata().row_group(group);
         let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
@@ -190,7 +200,12 @@ impl ParquetDump {
                 ));
             }
         }
-        let text_bytes: i64 = (self.text_leaves.iter())
+        // Batches sized by the columns decoded: the text alone, or the whole row.
+        let sized = match leaves.len() > self.all_leaves.len() {
+            true => leaves,
+            false => &self.text_leaves,
+        };
+        let text_bytes: i64 = (sized.iter())
             .map(|&l| rg.column(l).uncompressed_size())
             .sum();
         let batch = rows::batch_rows(text_bytes.max(0) as u64, rg.num_rows().max(0) as u64);
@@ -210,6 +225,14 @@ impl ParquetDump {
             builder.build().map_err(|e| e.to_string())
         })
     }
+}
+
+/// The leaf columns a reader decodes.
+#[derive(Clone, Copy)]
+enum Leaves {
+    Text,
+    TextAndId,
+    Every,
 }
 
 /// The name of a page codec that is not read, None for one that is. Read are those the parquet

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
 
-use super::{columns, guarded, ParquetDump};
+use super::{columns, guarded, Leaves, ParquetDump};
 
 /// Bytes of text one decoded batch holds, about (the row group's average row, from its footer):
 /// the decoded arrays of one batch are what a reader holds beside its current page.
@@ -83,7 +83,7 @@ impl Rows {
             // Numbered by the footer, so that a row group that ended early cannot shift the
             // numbers of the rows after it.
             self.line = self.starts[self.group];
-            self.reader = Some(self.dump.reader(self.group, false, None)?);
+            self.reader = Some(self.dump.reader(self.group, Leaves::TextAndId, None)?);
             return Ok(());
         };
         match guarded(|| reader.next().transpose().map_err(super::reason))? {
@@ -209,7 +209,10 @@ impl Texts {
             at = row + 1;
         }
         let selection = RowSelection::from(selectors);
-        let reader = self.dump.reader(group, true, Some(selection)).ok()?;
+        let reader = self
+            .dump
+            .reader(group, Leaves::Text, Some(selection))
+            .ok()?;
         let docs: Vec<u32> = rows.into_iter().map(|(_, d)| d).collect();
         Some((reader, docs.into_iter()))
     }
@@ -260,5 +263,85 @@ impl Iterator for Texts {
                 return None;
             }
         }
+    }
+}
+
+/// Every row of a dump with all its columns ([`ParquetDump::whole_rows`]): each decoded batch
+/// with the 1-based number of its first row and its text column, in order; an error ends the
+/// iteration (the rows after it are not read).
+pub struct WholeRows {
+    dump: ParquetDump,
+    starts: Vec<u64>,
+    group: usize,
+    reader: Option<ParquetRecordBatchReader>,
+    /// The number of the next row.
+    line: u64,
+    done: bool,
+}
+
+/// A decoded batch of whole rows: the number of its first row, the rows, and the arrays along
+/// the text column's path.
+pub struct RowBatch {
+    pub first: u64,
+    pub batch: RecordBatch,
+    pub text: Vec<ArrayRef>,
+}
+
+impl RowBatch {
+    /// The text of row `k` of the batch; None when it is null.
+    pub fn text(&self, k: usize) -> Option<&str> {
+        if columns::is_null_at(&self.text, k) {
+            return None;
+        }
+        columns::text_at(self.text.last()?.as_ref(), k)
+    }
+}
+
+impl WholeRows {
+    pub(super) fn new(dump: ParquetDump) -> WholeRows {
+        WholeRows {
+            starts: dump.group_starts(),
+            dump,
+            group: 0,
+            reader: None,
+            line: 1,
+            done: false,
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Option<RowBatch>, String> {
+        loop {
+            let Some(reader) = &mut self.reader else {
+                if self.group == self.dump.groups() {
+                    return Ok(None);
+                }
+                self.line = self.starts[self.group] + 1;
+                self.reader = Some(self.dump.reader(self.group, Leaves::Every, None)?);
+                continue;
+            };
+            let Some(batch) = guarded(|| reader.next().transpose().map_err(super::reason))? else {
+                self.reader = None;
+                self.group += 1;
+                continue;
+            };
+            let text = columns::arrays_at(&batch, &self.dump.text)
+                .ok_or_else(|| format!("the batch has no column \"{}\"", self.dump.text_name))?;
+            let first = self.line;
+            self.line += batch.num_rows() as u64;
+            return Ok(Some(RowBatch { first, batch, text }));
+        }
+    }
+}
+
+impl Iterator for WholeRows {
+    type Item = Result<RowBatch, String>;
+
+    fn next(&mut self) -> Option<Result<RowBatch, String>> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_batch();
+        self.done = !matches!(next, Ok(Some(_)));
+        next.transpose()
     }
 }
