@@ -11,12 +11,14 @@ mod args;
 mod decompress;
 mod index;
 mod jsonl;
+mod parquet;
 mod shingles;
 
 pub use args::{globs, size_arg};
 pub use decompress::decompress;
 pub use index::index_v1;
 pub use jsonl::jsonl;
+pub use parquet::parquet;
 pub use shingles::shingles;
 
 /// A fuzz target's entry point: one input, a panic where an invariant is broken.
@@ -24,8 +26,9 @@ pub type Target = fn(&[u8]);
 
 /// The fuzz targets by name, as `fuzz/Cargo.toml` names them and `fuzz/seeds/` and
 /// `fuzz/regressions/` hold their inputs.
-pub const TARGETS: [(&str, Target); 6] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("jsonl", jsonl),
+    ("parquet", parquet),
     ("decompress", decompress),
     ("index_v1", index_v1),
     ("shingles", shingles),

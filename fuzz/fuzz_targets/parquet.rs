@@ -1,0 +1,4 @@
+//! `dupfind::fuzzing::parquet`: what it reads and the invariants it checks are documented there.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| dupfind::fuzzing::parquet(data));
