@@ -11,7 +11,10 @@
 //! connected to it (from an earlier table or this bucket) is skipped, otherwise its members are
 //! tried until one verifies. So a bucket of m near-identical documents costs about m checks,
 //! while m unrelated documents still get every pair checked: the components found are exactly
-//! those of checking every candidate pair. A pair that failed once is never checked again.
+//! those of checking every candidate pair. A pair that failed once is never checked again:
+//! it is remembered, or, when the caller can say whether two documents shared a bucket of an
+//! earlier table ([`SharedBefore`]), recognised by that. Remembering costs memory for every
+//! failed pair, m²/2 for a family all of whose pairs fail; recognising costs none.
 
 use std::collections::HashSet;
 
@@ -40,6 +43,11 @@ struct BucketOutcome {
     checked: u64,
 }
 
+/// Whether two documents share a bucket of a table before table `t`: then their pair was
+/// decided there (it passed, and they are connected, or it failed). Tables must be complete for
+/// that (every bucket of the earlier tables among those given).
+pub type SharedBefore<'a> = dyn Fn(u32, u32, usize) -> bool + Sync + 'a;
+
 /// Every bucket of every table, as `connect` takes them.
 pub fn all_buckets(tables: &[Buckets]) -> Vec<Vec<&[u32]>> {
     tables
@@ -55,14 +63,32 @@ pub fn connect<F>(tables: &[Vec<&[u32]>], uf: &mut UnionFind, check: F) -> Verif
 where
     F: Fn(u32, u32) -> Option<Score> + Sync,
 {
+    connect_with(tables, uf, None, check)
+}
+
+/// [`connect`], recognising the pairs decided in an earlier table by `shared_before` rather than
+/// by remembering them. The result is the same.
+pub fn connect_with<F>(
+    tables: &[Vec<&[u32]>],
+    uf: &mut UnionFind,
+    shared_before: Option<&SharedBefore>,
+    check: F,
+) -> Verification
+where
+    F: Fn(u32, u32) -> Option<Score> + Sync,
+{
     let mut failed: HashSet<u64> = HashSet::new();
     let mut out = Verification::default();
-    for table in tables {
+    let remember = shared_before.is_none();
+    for (t, table) in tables.iter().enumerate() {
         let frozen = &*uf;
-        let failed_before = &failed;
+        let decided = |a: u32, b: u32| match shared_before {
+            Some(shared) => shared(a, b, t),
+            None => failed.contains(&pair_key(a, b)),
+        };
         let outcomes: Vec<BucketOutcome> = table
             .par_iter()
-            .map(|bucket| verify_bucket(bucket, frozen, failed_before, &check))
+            .map(|bucket| verify_bucket(bucket, frozen, &decided, remember, &check))
             .collect();
         for o in outcomes {
             out.checked += o.checked;
@@ -87,9 +113,18 @@ struct Group {
     members: Vec<u32>,
 }
 
-fn verify_bucket<F>(docs: &[u32], uf: &UnionFind, failed: &HashSet<u64>, check: &F) -> BucketOutcome
+/// Checks the pairs of one bucket that are not `decided`; lists those that fail when told to
+/// `remember` them.
+fn verify_bucket<F, D>(
+    docs: &[u32],
+    uf: &UnionFind,
+    decided: &D,
+    remember: bool,
+    check: &F,
+) -> BucketOutcome
 where
     F: Fn(u32, u32) -> Option<Score>,
+    D: Fn(u32, u32) -> bool,
 {
     let mut out = BucketOutcome::default();
     let mut groups: Vec<Group> = Vec::new();
@@ -102,8 +137,7 @@ where
                 continue;
             }
             for &other in &g.members {
-                let key = pair_key(other, doc);
-                if failed.contains(&key) {
+                if decided(other, doc) {
                     continue;
                 }
                 out.checked += 1;
@@ -122,7 +156,8 @@ where
                         joined.push(gi);
                         break;
                     }
-                    None => out.failed.push(key),
+                    None if remember => out.failed.push(pair_key(other, doc)),
+                    None => {}
                 }
             }
         }
@@ -189,5 +224,35 @@ mod tests {
             similar(a, b).then_some(Score::of(0.9))
         });
         assert_eq!(v.checked, once.checked);
+    }
+
+    proptest::proptest! {
+        /// Recognising earlier tables' pairs by their shared band values gives what remembering
+        /// failed pairs gives: the same pairs checked, passed and accepted.
+        #[test]
+        fn shared_bands_decide_as_remembered_failures_do(
+            bands in proptest::collection::vec(proptest::collection::vec(0u8..3, 4), 2..40),
+            similar_to in proptest::collection::vec(0u32..40, 40),
+        ) {
+            let n = bands.len() as u32;
+            // Document d's value in band t is bands[d][t]: buckets are the equal values.
+            let tables: Vec<Buckets> = (0..4)
+                .map(|t| {
+                    Buckets::from_keys((0..n).map(|d| (u64::from(bands[d as usize][t]), d)).collect())
+                })
+                .collect();
+            let similar = |a: u32, b: u32| similar_to[a as usize] % n == b || (a + b) % 5 == 0;
+            let check = |a: u32, b: u32| similar(a, b).then_some(Score::of(0.9));
+            let shared = |a: u32, b: u32, t: usize| {
+                (0..t).any(|band| bands[a as usize][band] == bands[b as usize][band])
+            };
+            let (mut uf1, mut uf2) = (UnionFind::new(n as usize), UnionFind::new(n as usize));
+            let remembered = connect(&all_buckets(&tables), &mut uf1, check);
+            let recognised = connect_with(&all_buckets(&tables), &mut uf2, Some(&shared), check);
+            proptest::prop_assert_eq!(remembered.checked, recognised.checked);
+            proptest::prop_assert_eq!(remembered.passed, recognised.passed);
+            let pairs = |v: &Verification| v.pairs.iter().map(|p| (p.lo, p.hi)).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(pairs(&remembered), pairs(&recognised));
+        }
     }
 }

@@ -230,12 +230,14 @@ impl Judge<'_> {
                     return None;
                 }
                 let (sa, sb) = (material(a).set?, material(b).set?);
-                let measure = if self.is_containment() {
-                    containment_at_least
-                } else {
-                    jaccard_at_least
-                };
-                measure(sa, sb, *report_threshold).map(Score::of)
+                if self.is_containment() {
+                    return containment_at_least(sa, sb, *report_threshold).map(Score::of);
+                }
+                let (ca, cb) = (self.canon[a as usize], self.canon[b as usize]);
+                if loaded.parity_rules_out(ca, cb, (sa.len(), sb.len()), *report_threshold) {
+                    return None;
+                }
+                jaccard_at_least(sa, sb, *report_threshold).map(Score::of)
             }
             MethodConfig::MinHash {
                 report_threshold,

@@ -28,6 +28,9 @@ pub struct Material<'a> {
 pub struct Loaded {
     sets: HashMap<u32, Box<[u64]>>,
     tokens: HashMap<u32, Box<[u64]>>,
+    /// Parity bitmaps of the sets, all of one size, when a large bucket asked for them
+    /// ([`super::parity`]).
+    parity: HashMap<u32, Box<[u64]>>,
 }
 
 /// What to load.
@@ -46,6 +49,7 @@ impl Loaded {
         Loaded {
             sets: HashMap::with_capacity(n),
             tokens: HashMap::new(),
+            parity: HashMap::new(),
         }
     }
 
@@ -77,6 +81,30 @@ impl Loaded {
                 self.sets.insert(d, set);
             }
         }
+    }
+
+    /// Adds the parity bitmap of every set held, `words` long (in parallel).
+    pub fn add_parity(&mut self, words: usize) {
+        use rayon::prelude::*;
+        let sets: Vec<(&u32, &Box<[u64]>)> = self.sets.iter().collect();
+        self.parity = sets
+            .into_par_iter()
+            .map(|(&d, set)| (d, super::parity::bitmap(set, words)))
+            .collect();
+    }
+
+    /// True when the parity bitmaps of `a` and `b` (documents holding their content) prove
+    /// that their sets, of `a_len` and `b_len` elements, are less similar than `threshold`.
+    pub fn parity_rules_out(&self, a: u32, b: u32, lens: (usize, usize), threshold: f64) -> bool {
+        match (self.parity.get(&a), self.parity.get(&b)) {
+            (Some(pa), Some(pb)) => super::parity::rules_out(lens.0, lens.1, pa, pb, threshold),
+            _ => false,
+        }
+    }
+
+    /// The largest set held (elements).
+    pub fn largest_set(&self) -> usize {
+        self.sets.values().map(|s| s.len()).max().unwrap_or(0)
     }
 
     /// A copy of the set held for `d`, if any.

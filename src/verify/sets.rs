@@ -19,14 +19,19 @@ use crate::pairs::UnionFind;
 use crate::sketch::shingle::into_set;
 
 use super::batches::{Batches, Set};
-use super::connect::{connect, Verification};
+use super::connect::{connect_with, SharedBefore, Verification};
 use super::judge::Judge;
 use super::reload::Loaded;
+use crate::config::MethodConfig;
 
 /// Bytes of sets kept after their batch for the documents that joined a cluster, so that strict
 /// clustering and the report need not derive them again from their files (on the 10k benchmark
 /// corpus that was a fifth of a default scan's time).
 pub const RETAIN_BYTES: u64 = 32 << 20;
+
+/// Buckets of at least this many documents get their sets' parity bitmaps built
+/// ([`super::parity`]).
+const PARITY_BUCKET: usize = 32;
 
 /// What exact verification reads from the rest of the scan.
 pub struct SetVerifier<'a> {
@@ -61,9 +66,15 @@ impl SetVerifier<'_> {
         // reset.
         let needed: Vec<AtomicBool> = (0..kept.len()).map(|_| AtomicBool::new(false)).collect();
         let mut budget = RETAIN_BYTES;
+        let banding = self.band_tables(tables.len());
+        let shared = |a: u32, b: u32, t: usize| {
+            let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
+            banding.is_some_and(|r| (0..t).any(|band| sa[band * r..][..r] == sb[band * r..][..r]))
+        };
+        let shared_before: Option<&SharedBefore> = banding.map(|_| &shared as &SharedBefore);
         batches.run(kept, tables, |per_table, kept, bar| {
             let sets = self.load_sets(per_table, kept, &needed, errors, bar);
-            let v = connect(per_table, uf, |lo, hi| {
+            let v = connect_with(per_table, uf, shared_before, |lo, hi| {
                 self.judge.candidate(lo, hi, &sets).score
             });
             // A batch holds whole candidate components, so its documents' clusters are final:
@@ -71,6 +82,20 @@ impl SetVerifier<'_> {
             retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
             v
         })
+    }
+
+    /// The rows of a band when the `tables` are every band's, in band order, and complete (not
+    /// narrowed to the buckets of new documents, as against an index): then two documents that
+    /// share a band's values shared that table's bucket.
+    fn band_tables(&self, tables: usize) -> Option<usize> {
+        match self.judge.method {
+            MethodConfig::MinHash {
+                banding,
+                containment: false,
+                ..
+            } if self.judge.first_new == 0 && banding.bands == tables => Some(banding.rows),
+            _ => None,
+        }
     }
 
     /// The batch's documents that have a plausible partner in one of their buckets, in id order.
@@ -167,6 +192,13 @@ impl SetVerifier<'_> {
                     errors.push(file.error(None, reason));
                 }
             }
+        }
+        // A bucket this large may hold a family whose pairs all fail (m² of them): the bitmaps
+        // rule most of those out in constant time each. Smaller buckets are not worth building
+        // them for.
+        let large = per_table.iter().flatten().any(|b| b.len() >= PARITY_BUCKET);
+        if large && !self.judge.is_containment() {
+            sets.add_parity(super::parity::words_for(sets.largest_set()));
         }
         sets
     }
