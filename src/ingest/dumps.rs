@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -99,6 +100,18 @@ impl Ingest<'_> {
             ));
         }
         out.bad_lines += bad.count;
+        if let Some(grown) = std::fs::metadata(&file.path)
+            .ok()
+            .filter(|m| m.len() > file.size)
+        {
+            self.msgs.warn(&format!(
+                "{}: grew to {} bytes while being read; read as far as its {} bytes when the \
+                 scan reached it",
+                display_path(&file.path),
+                grown.len(),
+                file.size
+            ));
+        }
         // A dump without a single record (and no bad line) is an empty input, like an empty file.
         if out.entries.len() == documents_before && out.errors.len() == errors_before {
             out.empty_dumps += 1;
@@ -338,18 +351,26 @@ pub(crate) fn open_dump(
     if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
         return Err("a Parquet file, not JSON Lines".into());
     }
-    let (compression, stream) = open_stream(f).map_err(|e| crate::messages::io_reason(&e))?;
+    // Read as far as the size the walk saw: a dump still being appended to would otherwise be
+    // read for as long as it grows (the rest is for the next run; [`Ingest::dump`] says so).
+    let size = file.record.as_ref().map_or(file.size, |r| r.file_size);
+    let (compression, stream) =
+        open_stream(f.take(size)).map_err(|e| crate::messages::io_reason(&e))?;
     Ok((
         JsonlReader::new(stream, jsonl.clone()),
         compression == Compression::None,
     ))
 }
 
-/// Opens a dump, checking it is still the file the walk saw.
+/// Opens a dump, checking it is still the file the walk saw: never blocking on a FIFO put in
+/// its place, and refusing anything but a regular file.
 fn open_dump_file(file: &FileEntry) -> Result<File, String> {
     let io = |e: std::io::Error| crate::messages::io_reason(&e);
-    let f = File::open(&file.path).map_err(io)?;
+    let f = crate::input::read::open_nonblocking(&file.path).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err("no longer a regular file (replaced during the scan)".into());
+    }
     if file.id != (0, 0) && crate::input::walk::inode(&meta) != file.id {
         return Err("file was replaced during the scan".into());
     }
@@ -436,4 +457,61 @@ pub fn spill_records(
         stream
     });
     engine.spill.fill(texts, direct)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn entry(path: &Path, size: u64) -> FileEntry {
+        FileEntry {
+            path: path.to_path_buf(),
+            aliases: Vec::new(),
+            size,
+            id: (0, 0),
+            modified: None,
+            dump: true,
+            record: None,
+            deferred: false,
+        }
+    }
+
+    fn opts() -> JsonlOptions {
+        JsonlOptions {
+            text_field: vec!["text".into()],
+            id_field: vec!["id".into()],
+            max_line: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_dump_is_read_as_far_as_the_size_the_walk_saw() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        let first = "{\"text\": \"one two three\"}\n";
+        std::fs::write(&path, format!("{first}{{\"text\": \"appended later\"}}\n")).unwrap();
+        let (mut reader, plain) = open_dump(&entry(&path, first.len() as u64), &opts()).unwrap();
+        assert!(plain);
+        let mut lines = 0;
+        while let Some(raw) = reader.next_raw() {
+            assert!(matches!(raw, RawLine::Json { line: 1, .. }), "{raw:?}");
+            lines += 1;
+        }
+        assert_eq!(lines, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_a_dump_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.jsonl");
+        let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = open_dump(&entry(&path, 10), &opts()).err().unwrap();
+        assert!(err.contains("regular file"), "{err}");
+        let err = open_records(&entry(&path, 10), &opts()).err().unwrap();
+        assert!(err.contains("regular file"), "{err}");
+    }
 }
