@@ -114,6 +114,12 @@ impl TermLike for LogLines {
     }
 }
 
+/// `dupfind: error: …` on stderr, even with `--quiet`: an error the run cannot recover from
+/// (an index not updated) is always said.
+pub fn error(msg: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "dupfind: error: {msg}");
+}
+
 /// A path as it can be shown on a terminal: lossy UTF-8 with control characters escaped.
 pub fn display_path(path: &Path) -> String {
     escape_controls(&path.to_string_lossy())

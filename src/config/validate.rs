@@ -169,6 +169,7 @@ impl Config {
             dir: args.index,
             update: true,
             create: true,
+            prune: false,
         });
         cfg.check_index_use()?;
         Ok(cfg)
@@ -184,6 +185,7 @@ impl Config {
                 dir,
                 update: cmd.update,
                 create: false,
+                prune: cmd.prune,
             });
             cfg.check_index_use()?;
         }

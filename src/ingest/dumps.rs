@@ -139,6 +139,7 @@ impl Ingest<'_> {
                 size: text.len() as u64,
                 id: file.id,
                 modified: file.modified,
+                changed: file.changed,
                 dump: false,
                 record: Some(Box::new(Record {
                     line,
