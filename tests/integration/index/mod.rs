@@ -14,7 +14,9 @@ use super::util::{cluster_members, cluster_paths, clusters, edit, text, word_jac
 
 mod against;
 mod damage;
+mod format1;
 mod kill;
+mod lifecycle;
 mod paths;
 
 /// The manifest of an index directory: the file a commit replaces.
