@@ -279,3 +279,36 @@ fn index_a_second_writer_gets_a_clear_error_and_changes_nothing() {
     let r = report(&t, &["scan", "new", "--against", "idx", "--update", "-q"]);
     assert_eq!(r["stats"]["index"]["updated_generation"], 2);
 }
+
+#[test]
+fn index_an_update_whose_report_cannot_be_delivered_is_not_committed() {
+    let t = TestDir::new();
+    let a = text(74_001, 200);
+    t.write("old/a.txt", &a).write("new/a-copy.txt", &a);
+    report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
+    let before = contents(&t.join("idx"));
+    // stdout on a full disk: the report is lost, so the new documents are not indexed.
+    let mut cmd = t.command(&["scan", "new", "--against", "idx", "--update"]);
+    cmd.stdout(fs::File::options().write(true).open("/dev/full").unwrap());
+    let run = crate::util::run_command(cmd);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the index was not updated (its new documents are reported again next time)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(contents(&t.join("idx")), before);
+    assert_eq!(
+        names(&t.join("idx")),
+        index_files(&[1]),
+        "the pending generation is removed"
+    );
+    // The next run reports the copy, and indexes it.
+    let r = report(&t, &["scan", "new", "--against", "idx", "--update", "-q"]);
+    assert_eq!(
+        member_sets(&r),
+        vec![set(&[("old/a.txt", true), ("new/a-copy.txt", false)])]
+    );
+    assert_eq!(generation_and_documents(&t, "idx"), (2, 2));
+}
