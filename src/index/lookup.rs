@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
+use rayon::prelude::*;
 
 use crate::config::{Config, MethodConfig};
 use crate::index::keys::{content_key, Keying, CONTENT};
@@ -50,12 +51,20 @@ pub fn candidates(
     }
     let mut found: HashMap<DocRef, Option<Row>> = HashMap::new();
     if index.has_keys(&keying) {
-        for (t, keys) in queries.tables.iter().enumerate() {
-            let mut keys: Vec<u64> = keys.iter().copied().collect();
-            keys.sort_unstable();
-            for (_, d) in index.lookup(t as u32, &keys)? {
-                found.insert(d, None);
-            }
+        // One table per task: each reads its own key blocks (a `pread` each), so the tables
+        // are searched on every core.
+        let per_table: Vec<Vec<(u64, DocRef)>> = queries
+            .tables
+            .par_iter()
+            .enumerate()
+            .map(|(t, keys)| {
+                let mut keys: Vec<u64> = keys.iter().copied().collect();
+                keys.sort_unstable();
+                index.lookup(t as u32, &keys)
+            })
+            .collect::<Result<_>>()?;
+        for (_, d) in per_table.into_iter().flatten() {
+            found.insert(d, None);
         }
         let mut his: Vec<u64> = queries.hashes.iter().map(|&h| content_key(h)).collect();
         his.sort_unstable();
