@@ -312,3 +312,37 @@ fn index_an_update_whose_report_cannot_be_delivered_is_not_committed() {
     );
     assert_eq!(generation_and_documents(&t, "idx"), (2, 2));
 }
+
+#[test]
+fn index_updates_merge_segments_by_themselves_past_sixteen() {
+    let t = TestDir::new();
+    let bases: Vec<String> = (0..17).map(|i| text(75_000 + i, 150)).collect();
+    for (step, b) in bases.iter().enumerate() {
+        t.write(format!("all/s{step:02}/a.txt"), b);
+        t.write(
+            format!("all/s{step:02}/b.txt"),
+            text(76_000 + step as u64, 150),
+        );
+        t.write(format!("probe/{step:02}.txt"), edit(b, &[40]));
+    }
+    report(&t, &["index", "build", "all", "--index", "once", "-q"]);
+    report(&t, &["index", "build", "all/s00", "--index", "steps", "-q"]);
+    let segments = |t: &TestDir| info(t, "steps")["segments"].as_array().unwrap().len();
+    for step in 1..16 {
+        let root = format!("all/s{step:02}");
+        report(&t, &["scan", &root, "--against", "steps", "--update", "-q"]);
+    }
+    assert_eq!(segments(&t), 16);
+    // The update that would make 17 merges the smallest, leaving 8.
+    report(
+        &t,
+        &["scan", "all/s16", "--against", "steps", "--update", "-q"],
+    );
+    assert_eq!(segments(&t), 8);
+    assert_eq!(generation_and_documents(&t, "steps"), (17, 34));
+    assert_eq!(names(&t.join("steps")).len(), 2 + 2 * 8);
+    let a = report(&t, &["scan", "probe", "--against", "once", "--pairs"]);
+    let b = report(&t, &["scan", "probe", "--against", "steps", "--pairs"]);
+    assert_eq!(clusters(&a).len(), 17, "{a}");
+    assert_eq!(without_generation(a), without_generation(b));
+}
