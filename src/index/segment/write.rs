@@ -5,8 +5,11 @@
 //! Blobs stream into the segment file as they come; rows and strings stream into two unnamed
 //! scratch files (made in the index directory and unlinked at once, so a killed writer leaves
 //! nothing of them) and are copied in at the end, once the number of documents is known. The
-//! keys are held in memory, 12 bytes per document per table (about 260 bytes a document at
-//! 19 bands), and sorted table by table.
+//! keys are gathered in memory, 16 bytes per document per table (352 bytes a document at 19
+//! bands), up to [`KEY_BUDGET`] entries; past that, each table's keys are sorted and spilled to a
+//! scratch file as a run, and the runs are merged when the segment is finished. A build or a
+//! compaction of any size therefore holds at most [`KEY_BUDGET`] keys, and writes the same bytes
+//! as if it had held them all.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -28,6 +31,12 @@ use super::{data_name, table_name};
 
 /// Bytes buffered per stream before a write.
 const BUFFER: usize = 1 << 20;
+
+/// Keys (all tables together) held in memory before they are spilled as sorted runs: 32 MiB.
+pub const KEY_BUDGET: usize = 2 << 20;
+
+/// Bytes read at a time from each run while merging.
+const RUN_BUFFER: usize = 64 << 10;
 
 /// What a segment is made of besides its documents.
 pub struct Plan {
@@ -117,6 +126,14 @@ pub struct SegmentWriter<'a> {
     rows: Stream,
     strings: Stream,
     keys: Vec<Vec<(u64, u32)>>,
+    /// Keys held in `keys`, all tables together.
+    held: usize,
+    /// Keys held at most before they are spilled.
+    budget: usize,
+    /// Sorted runs of keys spilled so far (a scratch file, made at the first spill), and per
+    /// table the (offset, entries) of each of its runs.
+    runs: Option<Stream>,
+    run_spans: Vec<Vec<(u64, u64)>>,
     count: u32,
     shared: HashMap<(u128, u8, u16), BlobRef>,
     key_buf: Vec<u64>,
@@ -169,6 +186,10 @@ impl<'a> SegmentWriter<'a> {
             rows,
             strings,
             keys: vec![Vec::new(); tables],
+            held: 0,
+            budget: KEY_BUDGET,
+            runs: None,
+            run_spans: vec![Vec::new(); tables],
             count: 0,
             shared: HashMap::new(),
             key_buf: Vec::new(),
@@ -230,11 +251,53 @@ impl<'a> SegmentWriter<'a> {
         for (table, &k) in self.keys.iter_mut().zip(&self.key_buf) {
             table.push((k, self.count));
         }
+        self.held += self.key_buf.len();
         if let Some(t) = &mut self.table {
             t.add(self.count, entry)?;
         }
         self.count += 1;
+        if self.held >= self.budget {
+            self.spill_keys().map_err(io)?;
+        }
         Ok(())
+    }
+
+    /// Sorts each table's keys held in memory and appends them to the runs file as one run.
+    fn spill_keys(&mut self) -> std::io::Result<()> {
+        if self.runs.is_none() {
+            let (name, f) = self
+                .dir
+                .create_temp(&format!("{}.keys", data_name(self.plan.number)), None)
+                .map_err(std::io::Error::other)?;
+            self.dir.remove(&name).map_err(std::io::Error::other)?;
+            self.runs = Some(Stream::new(f, 0));
+        }
+        let Some(runs) = self.runs.as_mut() else {
+            return Ok(());
+        };
+        for (keys, spans) in self.keys.iter_mut().zip(&mut self.run_spans) {
+            if keys.is_empty() {
+                continue;
+            }
+            keys.sort_unstable();
+            spans.push((runs.position(), keys.len() as u64));
+            let mut bytes = Vec::with_capacity(keys.len() * ENTRY as usize);
+            for &(k, row) in keys.iter() {
+                bytes.extend_from_slice(&k.to_le_bytes());
+                bytes.extend_from_slice(&row.to_le_bytes());
+            }
+            runs.write(&bytes)?;
+            keys.clear();
+        }
+        self.held = 0;
+        runs.flush()
+    }
+
+    /// Holds at most `budget` keys in memory (tests: many runs from few documents).
+    #[cfg(test)]
+    pub fn with_key_budget(mut self, budget: usize) -> Self {
+        self.budget = budget.max(1);
+        self
     }
 
     /// Completes the segment file and its table, syncs both, and returns what was written. The
@@ -271,24 +334,24 @@ impl<'a> SegmentWriter<'a> {
         );
         let tables = self.plan.keying.tables();
         let (mut fences, mut directory) = (Vec::new(), Vec::new());
-        for (id, keys) in tables.iter().zip(&mut self.keys) {
+        let runs = self.runs.as_ref().map(|r| &r.file);
+        for ((id, keys), spans) in tables.iter().zip(&mut self.keys).zip(&self.run_spans) {
             keys.sort_unstable();
             directory.extend_from_slice(&id.to_le_bytes());
             directory.extend_from_slice(&0u32.to_le_bytes());
-            directory.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+            directory.extend_from_slice(&docs.to_le_bytes());
             directory.extend_from_slice(&((fences.len() / 16) as u64).to_le_bytes());
-            let mut block = Vec::with_capacity((BLOCK * ENTRY) as usize);
-            for chunk in keys.chunks(BLOCK as usize) {
-                block.clear();
-                for &(k, row) in chunk {
-                    block.extend_from_slice(&k.to_le_bytes());
-                    block.extend_from_slice(&row.to_le_bytes());
+            let held = std::mem::take(keys);
+            let written = match runs {
+                Some(file) if !spans.is_empty() => {
+                    write_table(merge_runs(file, spans, held), &mut out, &mut fences)
                 }
-                fences.extend_from_slice(&chunk[0].0.to_le_bytes());
-                fences.extend_from_slice(&xxh3_64(&block).to_le_bytes());
-                out.write(&block).map_err(io)?;
+                _ => write_table(held.into_iter().map(Ok), &mut out, &mut fences),
             }
-            *keys = Vec::new();
+            .map_err(io)?;
+            if written != docs {
+                bail!("a key table of {written} entries for {docs} documents");
+            }
         }
         let mut dicts = Vec::new();
         dicts.extend_from_slice(&(self.plan.dicts.len() as u32).to_le_bytes());
@@ -363,6 +426,124 @@ impl<'a> SegmentWriter<'a> {
     }
 }
 
+/// Writes a table's sorted entries as blocks of [`BLOCK`], each fenced by its first key and
+/// checksum; returns how many there were.
+fn write_table(
+    entries: impl Iterator<Item = std::io::Result<(u64, u32)>>,
+    out: &mut Stream,
+    fences: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let mut block = Vec::with_capacity((BLOCK * ENTRY) as usize);
+    let mut first = 0u64;
+    let mut count = 0u64;
+    let mut end_block = |block: &mut Vec<u8>, first: u64, out: &mut Stream| {
+        fences.extend_from_slice(&first.to_le_bytes());
+        fences.extend_from_slice(&xxh3_64(block).to_le_bytes());
+        let r = out.write(block);
+        block.clear();
+        r
+    };
+    for entry in entries {
+        let (k, row) = entry?;
+        if block.is_empty() {
+            first = k;
+        }
+        block.extend_from_slice(&k.to_le_bytes());
+        block.extend_from_slice(&row.to_le_bytes());
+        count += 1;
+        if count.is_multiple_of(BLOCK) {
+            end_block(&mut block, first, out)?;
+        }
+    }
+    if !block.is_empty() {
+        end_block(&mut block, first, out)?;
+    }
+    Ok(count)
+}
+
+/// A run of sorted entries in the runs file, read a buffer at a time.
+struct Run<'f> {
+    file: &'f File,
+    at: u64,
+    left: u64,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Run<'_> {
+    fn next(&mut self) -> std::io::Result<Option<(u64, u32)>> {
+        if self.pos == self.buf.len() {
+            if self.left == 0 {
+                return Ok(None);
+            }
+            let n = self.left.min((RUN_BUFFER as u64) / ENTRY);
+            self.buf.resize((n * ENTRY) as usize, 0);
+            self.file.read_exact_at(&mut self.buf, self.at)?;
+            self.at += n * ENTRY;
+            self.left -= n;
+            self.pos = 0;
+        }
+        let e = &self.buf[self.pos..self.pos + ENTRY as usize];
+        self.pos += ENTRY as usize;
+        let k = u64::from_le_bytes(e[..8].try_into().unwrap_or_default());
+        let row = u32::from_le_bytes(e[8..12].try_into().unwrap_or_default());
+        Ok(Some((k, row)))
+    }
+}
+
+/// The entries of a table's spilled runs (`spans` in `file`) and of those still `held`, merged
+/// in order.
+fn merge_runs<'f>(
+    file: &'f File,
+    spans: &[(u64, u64)],
+    mut held: Vec<(u64, u32)>,
+) -> impl Iterator<Item = std::io::Result<(u64, u32)>> + 'f {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut runs: Vec<Run<'f>> = spans
+        .iter()
+        .map(|&(at, n)| Run {
+            file,
+            at,
+            left: n,
+            buf: Vec::new(),
+            pos: 0,
+        })
+        .collect();
+    // The keys still in memory are one more run, already sorted.
+    held.reverse();
+    let mut heap: BinaryHeap<Reverse<((u64, u32), usize)>> = BinaryHeap::new();
+    let mut failed: Option<std::io::Error> = None;
+    for (i, r) in runs.iter_mut().enumerate() {
+        match r.next() {
+            Ok(Some(e)) => heap.push(Reverse((e, i))),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+    }
+    let mem = runs.len();
+    if let Some(e) = held.pop() {
+        heap.push(Reverse((e, mem)));
+    }
+    std::iter::from_fn(move || {
+        if let Some(e) = failed.take() {
+            return Some(Err(e));
+        }
+        let Reverse((entry, from)) = heap.pop()?;
+        let next = if from == mem {
+            Ok(held.pop())
+        } else {
+            runs[from].next()
+        };
+        match next {
+            Ok(Some(e)) => heap.push(Reverse((e, from))),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+        Some(Ok(entry))
+    })
+}
+
 /// Copies the first `len` bytes of `from` onto `out`.
 fn copy(from: &File, len: u64, out: &mut Stream) -> std::io::Result<()> {
     let mut buf = vec![0u8; BUFFER];
@@ -393,4 +574,98 @@ pub fn sum_range(file: &File, at: u64, len: u64) -> std::io::Result<u64> {
         done += n as u64;
     }
     Ok(h.digest())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::index::segment::{Expected, Segment};
+
+    fn entry(i: u64) -> Entry {
+        Entry {
+            path: format!("/d/{i:04}.txt").into_bytes(),
+            line: None,
+            id: None,
+            size: 100 + i,
+            bytes: 100 + i,
+            mtime_ns: i128::from(i),
+            ctime_ns: i128::from(i) + 1,
+            dev: 1,
+            inode: 1000 + i,
+            // Some contents shared, some keys equal across documents.
+            content_hash: u128::from(i % 37) << 64 | u128::from(i % 37),
+            signature: (0..8).map(|j| ((i % 13) * 31 + j) as u32).collect(),
+            simhash: i,
+        }
+    }
+
+    fn write(dir: &IndexDir, number: u64, budget: Option<usize>, n: u64) -> Written {
+        let plan = Plan {
+            number,
+            index_id: 42,
+            lanes: 8,
+            keying: Keying::Bands { bands: 4, rows: 2 },
+            dicts: Vec::new(),
+            tombstones: vec![(1, 3)],
+            mode: None,
+        };
+        let mut w = SegmentWriter::new(dir, plan).unwrap();
+        if let Some(b) = budget {
+            w = w.with_key_budget(b);
+        }
+        for i in 0..n {
+            let blob = format!("content {}", i % 37);
+            w.add(&entry(i), BlobKind::Plain, None, blob.as_bytes())
+                .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn keys_spilled_in_sorted_runs_give_the_same_segment_as_keys_held_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        for n in [0, 1, 255, 256, 257, 1000] {
+            let whole = write(&dir, 2, None, n);
+            // 7 keys: a spill every document (7 tables), runs of one entry per table.
+            for budget in [7, 50, 1000] {
+                let spilled = write(&dir, 2, Some(budget), n);
+                let a = std::fs::read(t.path().join(&whole.temp)).unwrap();
+                let b = std::fs::read(t.path().join(&spilled.temp)).unwrap();
+                assert!(
+                    a == b,
+                    "{n} documents, budget {budget}: the segments differ"
+                );
+                dir.remove(&spilled.temp).unwrap();
+                dir.remove(&spilled.table_temp).unwrap();
+            }
+            // And it reads back: every document is found under each of its keys.
+            dir.rename(&whole.temp, &whole.name).unwrap();
+            let keying = Keying::Bands { bands: 4, rows: 2 };
+            let want = Expected {
+                number: 2,
+                bytes: whole.bytes,
+                header_sum: whole.header_sum,
+                index_id: 42,
+                lanes: 8,
+            };
+            let seg = Segment::open(&dir, &want, &keying).unwrap();
+            let mut keys = Vec::new();
+            for i in 0..n {
+                keys.clear();
+                keying.keys(&entry(i), &mut keys);
+                for (t, &k) in keys.iter().enumerate() {
+                    let mut out = Vec::new();
+                    seg.lookup(t, &[k], &mut out).unwrap();
+                    assert!(out.contains(&(k, i as u32)), "{n}: document {i}, table {t}");
+                }
+            }
+            dir.remove(&whole.name).unwrap();
+            dir.remove(&whole.table_temp).unwrap();
+        }
+        // No scratch file is left behind.
+        let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
 }
