@@ -9,7 +9,8 @@
 //! bands), up to [`KEY_BUDGET`] entries; past that, each table's keys are sorted and spilled to a
 //! scratch file as a run, and the runs are merged when the segment is finished. A build or a
 //! compaction of any size therefore holds at most [`KEY_BUDGET`] keys, and writes the same bytes
-//! as if it had held them all.
+//! as if it had held them all. Identical contents share one blob (remembered a million distinct
+//! contents at a time, [`SHARED_MAX`]).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,6 +35,10 @@ const BUFFER: usize = 1 << 20;
 
 /// Keys (all tables together) held in memory before they are spilled as sorted runs: 32 MiB.
 pub const KEY_BUDGET: usize = 2 << 20;
+
+/// Distinct contents remembered for sharing blobs (about 70 MiB); past that the memory starts
+/// afresh, so a later copy of a content seen before then is stored again.
+const SHARED_MAX: usize = 1 << 20;
 
 /// Bytes read at a time from each run while merging.
 const RUN_BUFFER: usize = 64 << 10;
@@ -226,6 +231,9 @@ impl<'a> SegmentWriter<'a> {
                     dict,
                 };
                 self.sets.write(blob).map_err(io)?;
+                if self.shared.len() >= SHARED_MAX {
+                    self.shared.clear();
+                }
                 self.shared.insert(key, r);
                 r
             }
