@@ -181,6 +181,28 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
     store::check_compatible(&index.params, &index_params(cfg))
         .with_context(|| format!("cannot scan against {}", display_path(&against.dir)))?;
     let mut joined = Joined::none(Vec::new());
+    // A chunk of inputs at a time, so that the rows read to compare them are held for one
+    // chunk only, however many inputs a run walks.
+    let mut files = files.into_iter().peekable();
+    while files.peek().is_some() {
+        let chunk: Vec<FileEntry> = files.by_ref().take(JOIN_CHUNK).collect();
+        join_chunk(&index, against, chunk, &mut joined)?;
+    }
+    joined.documents = index.live() - joined.superseded.len() as u64;
+    joined.index = Some(Arc::new(index));
+    Ok(joined)
+}
+
+/// Inputs compared with the index at a time.
+const JOIN_CHUNK: usize = 8192;
+
+/// Splits `files` into those the index holds unchanged and those to read, into `joined`.
+fn join_chunk(
+    index: &Opened,
+    against: &IndexUse,
+    files: Vec<FileEntry>,
+    joined: &mut Joined,
+) -> Result<()> {
     let keys: Vec<Vec<u8>> = files.iter().map(|f| path_key(&f.path)).collect();
     let by_path = index
         .by_paths(&keys)
@@ -212,9 +234,7 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
             joined.to_read.push(f);
         }
     }
-    joined.documents = index.live() - joined.superseded.len() as u64;
-    joined.index = Some(Arc::new(index));
-    Ok(joined)
+    Ok(())
 }
 
 /// True when a stored document's file is the file walked now: same size, modification time,
