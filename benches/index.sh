@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The incremental index at scale (issue 18's figures): an index built over a large corpus and one
 # over its first tenth; the same new documents scanned against each, with and without --update,
-# in one run; then a re-run with nothing new, `index compact` and `index info`.
+# in one run; then a re-run with nothing new, the whole large corpus again (unchanged),
+# `index compact` and `index info`.
 #
 #   benches/index.sh --large target/bench/corpus-100000 --small target/bench/corpus-10000
 #
@@ -114,6 +115,10 @@ for size in small large; do
     cmp -s "$work/files-before.txt" "$work/files-after.txt" || { echo "index.sh: the re-run changed the index" >&2; exit 1; }
 done
 
+# The whole large corpus again, unchanged: nothing read, nothing written.
+timed unchanged-large "$bin" scan -q -j"$jobs" --against "$work/idx-large-updated" --update "$large"
+grep -q '"unchanged_files": '"$(find "$large" -type f | wc -l)" "$work/out-unchanged-large.json" || {
+    echo "index.sh: the unchanged corpus was read again" >&2; exit 1; }
 timed compact "$bin" index compact --index "$work/idx-large-updated"
 timed info "$bin" index info --index "$work/idx-large"
 
@@ -129,7 +134,7 @@ for size in small large; do
     fi
 done
 printf '%-28s %8s %10s\n' "run" "wall s" "peak MB"
-for n in plain against-small against-large update-small update-large again-small again-large compact info; do
+for n in plain against-small against-large update-small update-large again-small again-large unchanged-large compact info; do
     printf '%-28s %8.4f %10s\n' "$n" "$(best "$n")" "$(rss "$n")"
 done
 awk -v p="$(best plain)" -v s="$(best against-small)" -v l="$(best against-large)" 'BEGIN {
