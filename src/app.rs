@@ -40,30 +40,44 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
         Command::Stage(cmd) => crate::stages::run(cmd),
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
-        Command::Index(cli::IndexCommand::Info { index }) => {
-            let mut out = serde_json::to_vec_pretty(&index_info(&index)?)?;
-            out.push(b'\n');
-            write_stdout(&out)
-        }
+        Command::Index(cmd) => run_index(cmd),
     }
 }
 
-/// `dupfind index info`: what an index holds, without its sets.
-fn index_info(dir: &std::path::Path) -> Result<serde_json::Value> {
+/// `dupfind index info|compact|prune|upgrade`: a JSON document on stdout.
+fn run_index(cmd: cli::IndexCommand) -> Result<ExitCode> {
+    use crate::index::{compact, info, prune, upgrade};
     use anyhow::Context;
-    let index = crate::index::store::Index::open(dir)
-        .with_context(|| format!("cannot use index {}", messages::display_path(dir)))?;
-    let documents = index.entries().len();
-    let files: std::collections::HashSet<&[u8]> =
-        index.entries().iter().map(|e| &e.path[..]).collect();
-    Ok(serde_json::json!({
-        "schema_version": report::SCHEMA_VERSION,
-        "format_version": crate::index::store::FORMAT_VERSION,
-        "generation": index.generation(),
-        "documents": documents,
-        "files": files.len(),
-        "params": index.params(),
-    }))
+    let (dir, value) = match cmd {
+        cli::IndexCommand::Build(_) => unreachable!("index build is a scan"),
+        cli::IndexCommand::Info { index } => {
+            let v = info::info(&index).map(serde_json::to_value);
+            (index, v)
+        }
+        cli::IndexCommand::Compact { index } => {
+            let v = compact::compact(&index).map(serde_json::to_value);
+            (index, v)
+        }
+        cli::IndexCommand::Prune { index } => {
+            let v = prune::prune(&index).map(serde_json::to_value);
+            (index, v)
+        }
+        cli::IndexCommand::Upgrade { index } => {
+            let v = upgrade::upgrade(&index).map(serde_json::to_value);
+            (index, v)
+        }
+    };
+    let value =
+        value.with_context(|| format!("cannot use index {}", messages::display_path(&dir)))??;
+    if value.get("written") == Some(&serde_json::Value::Bool(false)) {
+        eprintln!(
+            "dupfind: note: index {}: nothing to do; nothing written",
+            messages::display_path(&dir)
+        );
+    }
+    let mut out = serde_json::to_vec_pretty(&value)?;
+    out.push(b'\n');
+    write_stdout(&out)
 }
 
 /// Scans (and, with an index, updates it), then writes the report.
@@ -73,7 +87,70 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
     let out = pool.install(|| scan::scan(&cfg))?;
-    deliver(&out.report, out.code, &cfg)
+    match out.pending {
+        None => deliver(&out.report, out.code, &cfg),
+        Some(pending) => deliver_then_commit(&out.report, out.code, &cfg, pending),
+    }
+}
+
+/// Writes `report` on stdout, then makes the index's next generation live: only once the
+/// whole report is written and flushed, so that new documents are never indexed without
+/// their report (a re-run after a failed delivery reports them again). A full disk, a closed
+/// pipe or Ctrl-C while writing leave the index as it was.
+fn deliver_then_commit(
+    report: &report::Report,
+    code: ExitCode,
+    cfg: &Config,
+    pending: crate::index::Pending,
+) -> Result<ExitCode> {
+    if !interrupt::begin_output() {
+        return Ok(ExitCode::Interrupted);
+    }
+    let written = write_report(report, cfg);
+    let not_updated = "the index was not updated (its new documents are reported again next time)";
+    if interrupt::interrupted() {
+        drop(pending);
+        messages::error(&format!("interrupted: {not_updated}"));
+        return Ok(ExitCode::Interrupted);
+    }
+    match written {
+        Err(e) if is_broken_pipe(&e) => {
+            drop(pending);
+            messages::error(&format!("the report could not be delivered: {not_updated}"));
+            return Ok(ExitCode::Error);
+        }
+        Err(e) => {
+            drop(pending);
+            return Err(e.context(format!("writing the report; {not_updated}")));
+        }
+        Ok(()) => {}
+    }
+    if let Err(e) = pending.commit() {
+        messages::error(&format!("index not updated: {e:#}"));
+        return Ok(ExitCode::Error);
+    }
+    Ok(quiet_summary(report, code, cfg))
+}
+
+/// Writes the report where it goes, stopping early once interrupted.
+fn write_report(report: &report::Report, cfg: &Config) -> Result<()> {
+    if let crate::config::OutputFormat::Paths { null } = cfg.format {
+        for warning in report::paths::withheld(report, null) {
+            cfg.messages.warn(&warning);
+        }
+    }
+    cfg.sink.write(
+        |out| report::write(report, cfg.format, cfg.color, out),
+        || !interrupt::interrupted(),
+    )
+}
+
+/// With `-q`, a run ending in status 2 still says so in one line.
+fn quiet_summary(report: &report::Report, code: ExitCode, cfg: &Config) -> ExitCode {
+    if code == ExitCode::Error && cfg.messages.quiet {
+        eprintln!("dupfind: {} (run without -q for details)", failures(report));
+    }
+    code
 }
 
 /// Writes `report` where it goes (stdout, or `-o` atomically) and returns `code`: 130 when
@@ -83,15 +160,7 @@ pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> 
     if !interrupt::begin_output() {
         return Ok(ExitCode::Interrupted);
     }
-    if let crate::config::OutputFormat::Paths { null } = cfg.format {
-        for warning in report::paths::withheld(report, null) {
-            cfg.messages.warn(&warning);
-        }
-    }
-    let written = cfg.sink.write(
-        |out| report::write(report, cfg.format, cfg.color, out),
-        || !interrupt::interrupted(),
-    );
+    let written = write_report(report, cfg);
     if interrupt::interrupted() {
         return Ok(ExitCode::Interrupted);
     }
@@ -101,10 +170,7 @@ pub(crate) fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> 
         Err(e) => return Err(e.context("writing the report")),
         Ok(()) => {}
     }
-    if code == ExitCode::Error && cfg.messages.quiet {
-        eprintln!("dupfind: {} (run without -q for details)", failures(report));
-    }
-    Ok(code)
+    Ok(quiet_summary(report, code, cfg))
 }
 
 /// "3 inputs could not be read", "1 input could not be read, 2 lines of JSON Lines dumps held

@@ -59,6 +59,7 @@ pub use app::{is_broken_pipe, run};
 pub mod api {
     pub use crate::candidates::buckets::Buckets;
     pub use crate::candidates::lsh::{band_key, Banding, RECALL_WEIGHT};
+    pub use crate::index::info::{info as index_info, Info as IndexInfo};
     pub use crate::index::store::Index;
     pub use crate::input::read::{decode, Decoded};
     pub use crate::sketch::minhash::{mix64, splitmix64, MinHasher, SketchKind};

@@ -45,6 +45,12 @@ impl Messages {
         }
     }
 
+    /// `dupfind: note: …` on stderr unless quiet, `--verbose` or not: what a run did that its
+    /// user must know (an index left unwritten because nothing changed).
+    pub fn tell(&self, msg: &str) {
+        self.line("note", msg);
+    }
+
     fn line(&self, kind: &str, msg: &str) {
         if !self.quiet {
             // A closed stderr must not abort the scan; there is nowhere left to report it.
@@ -118,6 +124,12 @@ impl TermLike for LogLines {
     fn flush(&self) -> std::io::Result<()> {
         std::io::stderr().flush()
     }
+}
+
+/// `dupfind: error: …` on stderr, even with `--quiet`: an error the run cannot recover from
+/// (an index not updated) is always said.
+pub fn error(msg: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "dupfind: error: {msg}");
 }
 
 /// A path as it can be shown on a terminal: lossy UTF-8 with control characters escaped.

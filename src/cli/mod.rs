@@ -176,8 +176,29 @@ pub enum IndexCommand {
     /// Scan PATHs as `scan` does (same options, same report) and record every document's
     /// identity, signature and shingle set in a new index in DIR.
     Build(Box<IndexBuildArgs>),
-    /// Print an index's parameters, generation and size as JSON.
+    /// Check an index (every checksum) and print its parameters, generation, segments, size
+    /// and what `index prune` would drop, as JSON.
     Info {
+        /// The index directory.
+        #[arg(long, value_name = "DIR")]
+        index: PathBuf,
+    },
+    /// Merge an index's segments into one, dropping removed documents (updates also merge
+    /// by themselves past 16 segments).
+    Compact {
+        /// The index directory.
+        #[arg(long, value_name = "DIR")]
+        index: PathBuf,
+    },
+    /// Drop the documents whose files are gone from an index.
+    Prune {
+        /// The index directory.
+        #[arg(long, value_name = "DIR")]
+        index: PathBuf,
+    },
+    /// Rewrite a format-1 index (one index.dfx, made before segments) as segments; an update
+    /// does this by itself.
+    Upgrade {
         /// The index directory.
         #[arg(long, value_name = "DIR")]
         index: PathBuf,
@@ -204,14 +225,20 @@ pub struct ScanCommand {
 
     /// Also compare with the documents of the index in DIR (`dupfind index build`).
     ///
-    /// Inputs the index holds unchanged (same path, size, modification time and inode) are not
-    /// read again.
+    /// Inputs the index holds unchanged (same path, size, modification and status change times,
+    /// and inode) are not read again.
     #[arg(long, value_name = "DIR", help_heading = INPUT)]
     pub against: Option<PathBuf>,
 
-    /// With --against: add the new documents to the index (atomically).
+    /// With --against: add the new documents to the index once the report is delivered.
+    ///
+    /// Atomically; nothing is written when nothing changed.
     #[arg(long, requires = "against", help_heading = INPUT)]
     pub update: bool,
+
+    /// With --update: also drop the indexed documents whose files are gone.
+    #[arg(long, requires = "update", help_heading = INPUT)]
+    pub prune: bool,
 }
 
 /// Options of `dupfind explain`.

@@ -163,6 +163,8 @@ pub struct IndexUse {
     pub update: bool,
     /// `index build`: the index is created, and must not exist yet.
     pub create: bool,
+    /// `--prune`: the update also drops documents whose files are gone.
+    pub prune: bool,
 }
 
 /// Everything a scan needs to know.

@@ -239,6 +239,7 @@ impl Config {
             dir: args.index,
             update: true,
             create: true,
+            prune: false,
         });
         cfg.check_index_use()?;
         Ok(cfg)
@@ -254,6 +255,7 @@ impl Config {
                 dir,
                 update: cmd.update,
                 create: false,
+                prune: cmd.prune,
             });
             cfg.check_index_use()?;
         }

@@ -24,6 +24,8 @@ use anyhow::{bail, Context, Result};
 use rustix::fs::{self as rfs, AtFlags, FileType, FlockOperation, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
+use crate::messages::display_path;
+
 /// An open index directory.
 pub struct IndexDir {
     fd: OwnedFd,
@@ -48,12 +50,11 @@ impl IndexDir {
             Err(Errno::LOOP) | Err(Errno::NOTDIR) if is_symlink(path) => bail!(
                 "{} is a symbolic link; an index directory is never reached through one (give \
                  the directory it points to)",
-                path.display()
+                display_path(path)
             ),
-            Err(Errno::NOTDIR) => bail!("{} is not a directory", path.display()),
-            Err(e) => {
-                Err(std::io::Error::from(e)).with_context(|| format!("opening {}", path.display()))
-            }
+            Err(Errno::NOTDIR) => bail!("{} is not a directory", display_path(path)),
+            Err(e) => Err(std::io::Error::from(e))
+                .with_context(|| format!("opening {}", display_path(path))),
         }
     }
 
@@ -62,8 +63,20 @@ impl IndexDir {
         if let Some(dir) = IndexDir::open(path)? {
             return Ok(dir);
         }
-        std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
-        IndexDir::open(path)?.with_context(|| format!("{} vanished", path.display()))
+        std::fs::create_dir_all(path)
+            .with_context(|| format!("creating {}", display_path(path)))?;
+        IndexDir::open(path)?.with_context(|| format!("{} vanished", display_path(path)))
+    }
+
+    /// Another handle on the same open directory.
+    pub fn try_clone(&self) -> Result<IndexDir> {
+        Ok(IndexDir {
+            fd: self
+                .fd
+                .try_clone()
+                .with_context(|| format!("opening {}", display_path(&self.path)))?,
+            path: self.path.clone(),
+        })
     }
 
     /// The directory's path, for messages.
@@ -99,10 +112,10 @@ impl IndexDir {
             Ok(()) => Ok(file),
             Err(Errno::WOULDBLOCK) => bail!(
                 "index {} is being updated by another process",
-                self.path.display()
+                display_path(&self.path)
             ),
             Err(e) => Err(std::io::Error::from(e))
-                .with_context(|| format!("locking {}", self.join(name).display())),
+                .with_context(|| format!("locking {}", display_path(&self.join(name)))),
         }
     }
 
@@ -111,7 +124,7 @@ impl IndexDir {
     /// the umask, as for any new file.
     pub fn create_temp(&self, stem: &str, mode: Option<u32>) -> Result<(String, File)> {
         let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         for _ in 0..TEMP_ATTEMPTS {
             let name = format!("{stem}.{:016x}.tmp", fresh_token());
             match rfs::openat(
@@ -123,7 +136,7 @@ impl IndexDir {
                 Ok(fd) => {
                     if let Some(mode) = mode {
                         rfs::fchmod(&fd, Mode::from_bits_truncate(mode & 0o7777)).with_context(
-                            || format!("setting the mode of {}", self.join(&name).display()),
+                            || format!("setting the mode of {}", display_path(&self.join(&name))),
                         )?;
                     }
                     return Ok((name, File::from(fd)));
@@ -131,13 +144,13 @@ impl IndexDir {
                 Err(Errno::EXIST) => continue,
                 Err(e) => {
                     return Err(std::io::Error::from(e))
-                        .with_context(|| format!("creating {}", self.join(&name).display()))
+                        .with_context(|| format!("creating {}", display_path(&self.join(&name))))
                 }
             }
         }
         bail!(
             "cannot create a temporary file in {}: {TEMP_ATTEMPTS} fresh names were all taken",
-            self.path.display()
+            display_path(&self.path)
         )
     }
 
@@ -146,8 +159,8 @@ impl IndexDir {
         rfs::renameat(&self.fd, from, &self.fd, to).map_err(|e| {
             anyhow::Error::new(std::io::Error::from(e)).context(format!(
                 "renaming {} to {}",
-                self.join(from).display(),
-                self.join(to).display()
+                display_path(&self.join(from)),
+                display_path(&self.join(to))
             ))
         })
     }
@@ -157,7 +170,7 @@ impl IndexDir {
         match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
             Ok(()) | Err(Errno::NOENT) => Ok(()),
             Err(e) => Err(std::io::Error::from(e))
-                .with_context(|| format!("removing {}", self.join(name).display())),
+                .with_context(|| format!("removing {}", display_path(&self.join(name)))),
         }
     }
 
@@ -165,12 +178,12 @@ impl IndexDir {
     pub fn sync(&self) -> Result<()> {
         rfs::fsync(&self.fd)
             .map_err(std::io::Error::from)
-            .with_context(|| format!("syncing {}", self.path.display()))
+            .with_context(|| format!("syncing {}", display_path(&self.path)))
     }
 
     /// The names in the directory, `.` and `..` left out.
     pub fn names(&self) -> Result<Vec<OsString>> {
-        let io = || format!("reading {}", self.path.display());
+        let io = || format!("reading {}", display_path(&self.path));
         let dir = rfs::Dir::read_from(&self.fd)
             .map_err(std::io::Error::from)
             .with_context(io)?;
@@ -189,12 +202,12 @@ impl IndexDir {
     fn regular(&self, fd: OwnedFd, name: &str) -> Result<File> {
         let stat = rfs::fstat(&fd)
             .map_err(std::io::Error::from)
-            .with_context(|| format!("reading {}", self.join(name).display()))?;
+            .with_context(|| format!("reading {}", display_path(&self.join(name))))?;
         let kind = FileType::from_raw_mode(stat.st_mode);
         if kind != FileType::RegularFile {
             bail!(
                 "{} is not a regular file (it is {}); refusing to use it",
-                self.join(name).display(),
+                display_path(&self.join(name)),
                 describe(kind)
             );
         }
@@ -209,7 +222,7 @@ impl IndexDir {
             return anyhow::anyhow!(
                 "{} is a symbolic link; refusing to follow it (another user may have planted \
                  it)",
-                path.display()
+                display_path(&path)
             );
         }
         if e == Errno::NXIO {
@@ -220,10 +233,11 @@ impl IndexDir {
                 });
             return anyhow::anyhow!(
                 "{} is not a regular file (it is {kind}); refusing to use it",
-                path.display()
+                display_path(&path)
             );
         }
-        anyhow::Error::new(std::io::Error::from(e)).context(format!("opening {}", path.display()))
+        anyhow::Error::new(std::io::Error::from(e))
+            .context(format!("opening {}", display_path(&path)))
     }
 }
 

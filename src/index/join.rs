@@ -1,16 +1,19 @@
-//! Joining an index to a scan (`scan --against DIR`, `index build`).
+//! Joining an index to a scan (`scan --against DIR`, `index build`), in two steps.
 //!
-//! The indexed documents take part in the scan as documents 0..m, ahead of the new ones, with
-//! the signatures, content hashes and shingle sets stored in the index, so nothing of them is
-//! read again. Pairs of two indexed documents are never checked (they were reported when the
-//! later of them was new); every reported pair has a new document in it, and an indexed member
-//! always represents its cluster. (`duplicates` lists other indexed members only when a new
-//! document links two indexed ones; they carry `indexed: true`.)
+//! Before the first pass ([`join`]): the walked inputs are split into those the index holds
+//! unchanged (same path, size, modification time, status change time, device and inode: not
+//! read at all) and those to read; an input that changed supersedes its indexed documents,
+//! which leave the comparison (a file is not its own near-duplicate) and, with `--update`,
+//! the index.
 //!
-//! The unchanged-file cache: an input whose path, size, modification time, device and inode
-//! all equal those stored for it is not read at all; its indexed documents stand for it. An
-//! input that changed is read again, and its old documents leave the comparison (a file is not
-//! its own near-duplicate) and, with `--update`, the index.
+//! After it ([`attach`]): the indexed documents that can meet a new one are found, and only
+//! they join the scan, as documents 0..m ahead of the new ones, in path order: those sharing a
+//! band key (or SimHash piece) or a content hash with a new document, looked up in the
+//! segments' sorted keys ([`crate::index::lookup`]). Pairs of two indexed documents are never
+//! checked (they were reported when the later of them was new), so no other indexed document
+//! could change the report: buckets holding no new document are dropped by every scan, and
+//! the ones kept hold exactly the documents found. An indexed document whose file is gone is
+//! left out (it would otherwise represent the live copy of it).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -19,45 +22,71 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use crate::config::{Config, IndexUse, MethodConfig};
-use crate::index::store::{self, Entry, Index, IndexParams};
+use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::segment::layout::{BlobRef, Row};
+use crate::index::store::{self, Entry, IndexParams};
 use crate::ingest::corpus::Corpus;
-use crate::ingest::worker::StoredSets;
-use crate::ingest::worker::{DocResult, Outcome};
+use crate::ingest::worker::{DocResult, Outcome, StoredSets};
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::display_path;
 use crate::sketch::bottomk::Sketches;
+use crate::sketch::shingle::Shingler;
 
 use super::paths::{from_mtime_ns, mtime_ns, path_from_bytes, path_key};
 
+/// What verification needs to derive an indexed document's set.
+#[derive(Clone, Debug)]
+struct Stored {
+    doc: DocRef,
+    entry: Entry,
+    blob: BlobRef,
+}
+
 /// The stored sets of the indexed documents taking part in a scan, by document id.
 pub struct IndexedSets {
-    pub(super) index: Index,
-    /// Document id → position in the index.
-    pub(super) position: Vec<usize>,
+    index: Arc<Opened>,
+    docs: Vec<Stored>,
+    shingle: crate::sketch::shingle::ShingleKind,
+    ngram: usize,
+    /// The largest stored content decompressed (the scan's --max-size).
+    limit: u64,
+    /// The first stored set found damaged: an update then writes nothing.
+    damage: std::sync::Mutex<Option<String>>,
+}
+
+impl IndexedSets {
+    /// Why a stored set could not be read, if one could not.
+    pub fn damage(&self) -> Option<String> {
+        self.damage.lock().ok().and_then(|d| d.clone())
+    }
 }
 
 impl std::fmt::Debug for IndexedSets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IndexedSets({} documents)", self.position.len())
+        write!(f, "IndexedSets({} documents)", self.docs.len())
     }
 }
 
 impl StoredSets for IndexedSets {
-    /// Number of indexed documents in the scan (their ids are 0..count).
     fn count(&self) -> u32 {
-        self.position.len() as u32
+        self.docs.len() as u32
     }
 
-    /// The stored set of indexed document `doc`.
     fn read(&self, doc: u32) -> Result<Box<[u64]>, String> {
-        let i = *self
-            .position
+        let s = self
+            .docs
             .get(doc as usize)
             .ok_or("not an indexed document")?;
+        let mut shingler = Shingler::new(self.shingle, self.ngram);
         self.index
-            .read_set(i)
-            .map(Vec::into_boxed_slice)
-            .map_err(|e| format!("{e:#}"))
+            .set(s.doc, &s.entry, &s.blob, &mut shingler, self.limit)
+            .map_err(|e| {
+                let e = format!("{e:#}");
+                if let Ok(mut d) = self.damage.lock() {
+                    d.get_or_insert_with(|| e.clone());
+                }
+                e
+            })
     }
 }
 
@@ -67,7 +96,7 @@ pub fn index_params(cfg: &Config) -> IndexParams {
         crate::sketch::shingle::ShingleKind::Word => "word",
         crate::sketch::shingle::ShingleKind::Char => "char",
     };
-    let (method, num_perm, sketch, bands, rows) = match &cfg.method {
+    let (method, num_perm, sketch, bands, rows, max_distance) = match &cfg.method {
         MethodConfig::MinHash {
             sketch,
             num_perm,
@@ -79,8 +108,9 @@ pub fn index_params(cfg: &Config) -> IndexParams {
             sketch.name(),
             banding.bands as u32,
             banding.rows as u32,
+            0,
         ),
-        MethodConfig::SimHash { .. } => ("simhash", 0, "none", 0, 0),
+        MethodConfig::SimHash { max_distance, .. } => ("simhash", 0, "none", 0, 0, *max_distance),
     };
     IndexParams {
         method: method.to_string(),
@@ -92,6 +122,7 @@ pub fn index_params(cfg: &Config) -> IndexParams {
         rows,
         seed: cfg.seed,
         hashing: crate::sketch::shingle::HASH_SCHEME,
+        max_distance,
     }
 }
 
@@ -101,99 +132,165 @@ pub struct Joined {
     pub to_read: Vec<FileEntry>,
     /// Inputs not read because the index holds them unchanged.
     pub unchanged: u64,
-    /// The indexed documents taking part, as documents 0..m.
-    pub entries: Vec<FileEntry>,
-    /// Their results (content hash, size, fingerprint).
-    pub docs: Vec<DocResult>,
-    /// Their signatures.
-    pub sigs: Vec<u32>,
-    /// Their sets, for verification.
+    /// The index (None without one, or when `index build` creates it).
+    pub index: Option<Arc<Opened>>,
+    /// Indexed documents of inputs that changed.
+    pub superseded: HashSet<DocRef>,
+    /// Paths of walked inputs (which exist).
+    pub walked: HashSet<Vec<u8>>,
+    /// The indexed documents compared: the index's, less those superseded.
+    pub documents: u64,
+    /// The indexed documents taking part, with their sets (after [`attach`]).
     pub sets: Option<Arc<IndexedSets>>,
-    /// The generation opened (0 when the index is being created).
-    pub generation: u64,
-    /// Signature values per document.
-    pub lanes: usize,
+    /// Indexed documents met as candidates whose files are gone.
+    pub gone: u64,
 }
 
 impl Joined {
-    /// The indexed documents taking part, as the first documents of the scan's corpus (none
-    /// without an index); what is left of `self` keeps the sets and the counts.
-    pub fn take_documents(&mut self) -> Corpus {
-        Corpus {
-            files: std::mem::take(&mut self.entries),
-            docs: std::mem::take(&mut self.docs),
-            sigs: std::mem::take(&mut self.sigs),
-            lanes: self.lanes,
-            bottom: Sketches::default(),
-            first_new: 0,
+    /// No index: every file is read.
+    pub fn none(files: Vec<FileEntry>) -> Joined {
+        Joined {
+            to_read: files,
+            unchanged: 0,
+            index: None,
+            superseded: HashSet::new(),
+            walked: HashSet::new(),
+            documents: 0,
+            sets: None,
+            gone: 0,
         }
+    }
+
+    /// The generation opened (0 when the index is being created).
+    pub fn generation(&self) -> u64 {
+        self.index.as_ref().map_or(0, |i| i.generation)
     }
 }
 
 /// Opens the index (unless it is being created), checks its parameters and splits `files`
 /// into those to read and those the index holds unchanged.
 pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
-    let mut joined = Joined {
-        to_read: Vec::new(),
-        unchanged: 0,
-        entries: Vec::new(),
-        docs: Vec::new(),
-        sigs: Vec::new(),
-        sets: None,
-        generation: 0,
-        lanes: cfg.lanes(),
-    };
     if against.create {
         // Refused before the scan, not after it.
-        store::check_fresh(&against.dir)
+        crate::index::update::check_fresh(&against.dir)
             .with_context(|| format!("cannot build an index in {}", display_path(&against.dir)))?;
-        joined.to_read = files;
-        return Ok(joined);
+        return Ok(Joined::none(files));
     }
-    let mut index = Index::open(&against.dir)
+    let index = Opened::open(&against.dir)
         .with_context(|| format!("cannot use index {}", display_path(&against.dir)))?;
-    store::check_compatible(index.params(), &index_params(cfg))
+    store::check_compatible(&index.params, &index_params(cfg))
         .with_context(|| format!("cannot scan against {}", display_path(&against.dir)))?;
-    joined.generation = index.generation();
-    let stored = index.entries();
-    let mut by_path: HashMap<&[u8], Vec<usize>> = HashMap::new();
-    let mut by_inode: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
-    for (i, e) in stored.iter().enumerate() {
-        by_path.entry(&e.path[..]).or_default().push(i);
-        if (e.dev, e.inode) != (0, 0) {
-            by_inode.entry((e.dev, e.inode)).or_default().push(i);
+    let mut joined = Joined::none(Vec::new());
+    // A chunk of inputs at a time, so that the rows read to compare them are held for one
+    // chunk only, however many inputs a run walks.
+    let mut files = files.into_iter().peekable();
+    while files.peek().is_some() {
+        let chunk: Vec<FileEntry> = files.by_ref().take(JOIN_CHUNK).collect();
+        join_chunk(&index, against, chunk, &mut joined)?;
+    }
+    joined.documents = index.live() - joined.superseded.len() as u64;
+    joined.index = Some(Arc::new(index));
+    Ok(joined)
+}
+
+/// Inputs compared with the index at a time.
+const JOIN_CHUNK: usize = 8192;
+
+/// Splits `files` into those the index holds unchanged and those to read, into `joined`.
+fn join_chunk(
+    index: &Opened,
+    against: &IndexUse,
+    files: Vec<FileEntry>,
+    joined: &mut Joined,
+) -> Result<()> {
+    let keys: Vec<Vec<u8>> = files.iter().map(|f| path_key(&f.path)).collect();
+    let by_path = index
+        .by_paths(&keys)
+        .with_context(|| format!("cannot use index {}", display_path(&against.dir)))?;
+    let mut unmatched = Vec::new();
+    for ((f, key), held) in files.into_iter().zip(keys).zip(by_path) {
+        if held.is_empty() {
+            unmatched.push((f, key));
+        } else if held.iter().all(|(_, r)| same_file(&r.entry, &f)) {
+            joined.unchanged += 1;
+            joined.walked.insert(key);
+        } else {
+            joined.superseded.extend(held.iter().map(|(d, _)| *d));
+            joined.walked.insert(key);
+            joined.to_read.push(f);
         }
     }
-    let mut superseded: HashSet<&[u8]> = HashSet::new();
-    for f in files {
-        let key = path_key(&f.path);
-        let unchanged = |held: &Vec<usize>| held.iter().all(|&i| same_file(&stored[i], &f));
-        match by_path.get_key_value(&key[..]) {
-            Some((_, held)) if unchanged(held) => joined.unchanged += 1,
-            Some((k, _)) => {
-                superseded.insert(k);
-                joined.to_read.push(f);
-            }
-            // Under another name (a symbolic link, a path the lexical key does not equate), the
-            // same inode with the same size and time is the same file, so it is not read either.
-            None if by_inode.get(&f.id).is_some_and(unchanged) => joined.unchanged += 1,
-            None => joined.to_read.push(f),
+    // Under another name (a symbolic link, a path the lexical key does not equate), the same
+    // inode with the same size and times is the same file, so it is not read either.
+    let ids: Vec<(u64, u64)> = unmatched.iter().map(|(f, _)| f.id).collect();
+    let by_inode = index
+        .by_inodes(&ids)
+        .with_context(|| format!("cannot use index {}", display_path(&against.dir)))?;
+    for ((f, key), held) in unmatched.into_iter().zip(by_inode) {
+        joined.walked.insert(key);
+        if !held.is_empty() && held.iter().all(|(_, r)| same_file(&r.entry, &f)) {
+            joined.unchanged += 1;
+        } else {
+            joined.to_read.push(f);
         }
     }
-    let lanes = joined.lanes;
+    Ok(())
+}
+
+/// True when a stored document's file is the file walked now: same size, modification time,
+/// device and inode, and status change time where it was recorded. (A record's size is its
+/// dump's.)
+fn same_file(e: &Entry, f: &FileEntry) -> bool {
+    e.size == f.size
+        && e.mtime_ns == mtime_ns(f.modified)
+        && (e.ctime_ns == 0 || e.ctime_ns == mtime_ns(f.changed))
+        && (e.dev, e.inode) == f.id
+}
+
+/// Finds the indexed documents that can meet the `new` ones and returns them as the first
+/// documents of the scan's corpus, in path order (none without an index); their sets are then
+/// `joined.sets`.
+pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus> {
+    let lanes = cfg.lanes();
+    let mut out = Corpus {
+        files: Vec::new(),
+        docs: Vec::new(),
+        sigs: Vec::new(),
+        lanes,
+        bottom: Sketches::default(),
+        first_new: 0,
+    };
+    let Some(index) = joined.index.clone() else {
+        return Ok(out);
+    };
+    let found = crate::index::lookup::candidates(cfg, &index, new, &joined.superseded)
+        .with_context(|| format!("cannot use index {}", display_path(index.path())))?;
+    let mut present = Presence::new(&joined.walked);
+    let mut rows: Vec<(DocRef, Row)> = Vec::with_capacity(found.len());
+    for (d, row) in found {
+        if present.exists(&row.entry.path) {
+            rows.push((d, row));
+        } else {
+            joined.gone += 1;
+        }
+    }
+    if joined.gone > 0 {
+        cfg.messages.tell(&format!(
+            "{} indexed document(s) whose files are gone were left out of the comparison; \
+             `dupfind index prune --index {}` drops them",
+            joined.gone,
+            display_path(index.path())
+        ));
+    }
     let cwd = std::env::current_dir().ok();
-    // Indexed documents in path order (then line), as documents of a walk are: clusters come in
-    // the order of their first member, whatever order the updates wrote the records in.
-    let mut order: Vec<usize> = (0..stored.len())
-        .filter(|&i| !superseded.contains(&stored[i].path[..]))
-        .collect();
-    order.sort_by_cached_key(|&i| (path_from_bytes(&stored[i].path), stored[i].line));
-    let mut position = Vec::new();
-    for i in order {
-        let e = &stored[i];
-        position.push(i);
-        joined.entries.push(file_entry(e, cwd.as_deref()));
-        joined.docs.push(DocResult {
+    // Indexed documents in path order (then line), as documents of a walk are: clusters come
+    // in the order of their first member, whatever segment holds them.
+    rows.sort_by_cached_key(|(_, r)| (path_from_bytes(&r.entry.path), r.entry.line));
+    let mut stored = Vec::with_capacity(rows.len());
+    for (d, row) in rows {
+        let e = &row.entry;
+        out.files.push(file_entry(e, cwd.as_deref()));
+        out.docs.push(DocResult {
             outcome: Outcome::Sketched,
             bytes: e.bytes,
             hash: e.content_hash,
@@ -202,20 +299,65 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
             shingles: 0,
         });
         // K values for MinHash (the parameters were checked), none stored for SimHash.
-        let start = joined.sigs.len();
-        joined.sigs.extend(e.signature.iter().take(lanes));
-        joined.sigs.resize(start + lanes, 0);
+        let start = out.sigs.len();
+        out.sigs.extend(e.signature.iter().take(lanes));
+        out.sigs.resize(start + lanes, 0);
+        stored.push(Stored {
+            doc: d,
+            entry: Entry {
+                signature: Vec::new(),
+                ..row.entry
+            },
+            blob: row.blob,
+        });
     }
-    // The signatures now live in `joined.sigs`; one copy is enough.
-    index.drop_signatures();
-    joined.sets = Some(Arc::new(IndexedSets { index, position }));
-    Ok(joined)
+    debug_assert!(lanes_of(&index.params) == 0 || lanes == lanes_of(&index.params));
+    joined.sets = Some(Arc::new(IndexedSets {
+        index,
+        docs: stored,
+        shingle: cfg.shingle,
+        ngram: cfg.ngram,
+        limit: cfg.walk.max_size,
+        damage: std::sync::Mutex::new(None),
+    }));
+    Ok(out)
 }
 
-/// True when a stored document's file is the file walked now: same size, modification time,
-/// device and inode. (A record's size is its dump's.)
-fn same_file(e: &Entry, f: &FileEntry) -> bool {
-    e.size == f.size && e.mtime_ns == mtime_ns(f.modified) && (e.dev, e.inode) == f.id
+/// Whether indexed files still exist: a walked path does; any other is looked up once.
+struct Presence<'a> {
+    walked: &'a HashSet<Vec<u8>>,
+    seen: HashMap<Vec<u8>, bool>,
+}
+
+impl<'a> Presence<'a> {
+    fn new(walked: &'a HashSet<Vec<u8>>) -> Presence<'a> {
+        Presence {
+            walked,
+            seen: HashMap::new(),
+        }
+    }
+
+    fn exists(&mut self, path: &[u8]) -> bool {
+        if self.walked.contains(path) {
+            return true;
+        }
+        *self
+            .seen
+            .entry(path.to_vec())
+            .or_insert_with(|| !is_gone(&path_from_bytes(path)))
+    }
+}
+
+/// True when nothing is at `path` any more (a path that cannot be looked at, for want of
+/// permission, is not taken for gone).
+pub fn is_gone(path: &Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
+    }
 }
 
 fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
@@ -231,6 +373,7 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
         size: e.bytes,
         id: (e.dev, e.inode),
         modified: from_mtime_ns(e.mtime_ns),
+        changed: from_mtime_ns(e.ctime_ns),
         dump: false,
         record: e.line.map(|line| {
             Box::new(Record {

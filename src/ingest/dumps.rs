@@ -219,6 +219,7 @@ impl Ingest<'_> {
                 size: text.len() as u64,
                 id: file.id,
                 modified: file.modified,
+                changed: file.changed,
                 dump: false,
                 record: Some(Box::new(Record {
                     line,
@@ -471,6 +472,7 @@ mod tests {
             size,
             id: (0, 0),
             modified: None,
+            changed: None,
             dump: true,
             record: None,
             deferred: false,

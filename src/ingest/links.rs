@@ -77,6 +77,7 @@ mod tests {
             size: 10,
             id,
             modified: None,
+            changed: None,
             dump: false,
             record: None,
             deferred: false,

@@ -258,6 +258,7 @@ impl Ingest<'_> {
                     entry.size = m.size;
                     entry.id = m.id;
                     entry.modified = m.modified;
+                    entry.changed = m.changed;
                     entry.deferred = false;
                     if m.linked {
                         linked.push(d);

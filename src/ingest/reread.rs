@@ -8,7 +8,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::input::read::{decode, Decoded, ReadFailure};
 use crate::input::walk::FileEntry;
-use crate::sketch::shingle::into_set;
+use crate::sketch::shingle::{into_set, Shingler};
 
 use super::worker::{DocWorker, Engine};
 
@@ -94,11 +94,27 @@ impl DocWorker<'_> {
 /// A document's text read again: a record's as it is (it came from a JSON string, so it is
 /// UTF-8 and never sniffed for binary); a file's decoded as in the first pass.
 fn text_of<'b>(buf: &'b [u8], file: &FileEntry) -> Option<std::borrow::Cow<'b, str>> {
-    match file.record {
-        Some(_) => std::str::from_utf8(buf)
+    text_of_kind(buf, file.record.is_some())
+}
+
+/// The sorted shingle set of a document's content (`record`: a dump record's text), derived
+/// as verification derives it from a file read again: the index derives the sets of the
+/// contents it stores with this.
+pub fn set_of_content(shingler: &mut Shingler, content: &[u8], record: bool) -> Box<[u64]> {
+    let mut shingles = Vec::new();
+    if let Some(text) = text_of_kind(content, record) {
+        shingler.shingle(&text, &mut shingles);
+    }
+    into_set(&mut shingles);
+    shingles.into_boxed_slice()
+}
+
+fn text_of_kind(buf: &[u8], record: bool) -> Option<std::borrow::Cow<'_, str>> {
+    match record {
+        true => std::str::from_utf8(buf)
             .ok()
             .map(std::borrow::Cow::Borrowed),
-        None => match decode(buf) {
+        false => match decode(buf) {
             Decoded::Text(text) => Some(text),
             Decoded::Binary => None,
         },

@@ -48,6 +48,8 @@ pub struct FileMeta {
     pub id: (u64, u64),
     /// Modification time, if the platform has one.
     pub modified: Option<std::time::SystemTime>,
+    /// Status change time, if the platform has one.
+    pub changed: Option<std::time::SystemTime>,
     /// More than one name (hard links) may lead to this inode.
     pub linked: bool,
 }
@@ -58,9 +60,32 @@ impl FileMeta {
             size: meta.len(),
             id: inode(meta),
             modified: meta.modified().ok(),
+            changed: changed(meta),
             linked: links(meta) > 1,
         }
     }
+}
+
+/// A file's status change time (ctime): changed by any write, rename, chmod or link of the
+/// inode, and not settable by `touch`.
+#[cfg(unix)]
+pub fn changed(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
+    let secs = meta.ctime();
+    let since = std::time::Duration::new(secs.unsigned_abs(), 0);
+    if secs >= 0 {
+        std::time::UNIX_EPOCH.checked_add(since + std::time::Duration::new(0, nanos))
+    } else {
+        std::time::UNIX_EPOCH
+            .checked_sub(since)?
+            .checked_add(std::time::Duration::new(0, nanos))
+    }
+}
+
+#[cfg(not(unix))]
+pub fn changed(_meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
+    None
 }
 
 #[cfg(unix)]

@@ -116,6 +116,9 @@ pub struct FileEntry {
     pub id: (u64, u64),
     /// Modification time when walked, if the platform has one.
     pub modified: Option<std::time::SystemTime>,
+    /// Status change time (ctime) when walked, if known: the index compares it, as git does, so
+    /// that a rewrite keeping the size and restoring the modification time is still noticed.
+    pub changed: Option<std::time::SystemTime>,
     /// A dump (JSON Lines or Parquet: many documents), not one document.
     pub dump: bool,
     /// For a document that is one line of a dump: which line, and its id.
@@ -134,6 +137,7 @@ impl FileEntry {
             size: 0,
             id: (0, 0),
             modified: None,
+            changed: None,
             dump: false,
             record: None,
             deferred: true,

@@ -249,6 +249,7 @@ impl<'a> Walker<'a> {
             size,
             id,
             modified: meta.modified().ok(),
+            changed: crate::input::read::changed(&meta),
             dump,
             record: None,
             deferred: false,

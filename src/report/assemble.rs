@@ -199,6 +199,7 @@ mod tests {
             size: 10,
             id: (0, i as u64),
             modified: None,
+            changed: None,
             dump: false,
             record: None,
             deferred: false,

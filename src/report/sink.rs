@@ -301,6 +301,7 @@ mod tests {
             size: 0,
             id,
             modified: None,
+            changed: None,
             dump: false,
             record: None,
             deferred,

@@ -1,8 +1,10 @@
 //! Scan: the pipeline, top to bottom, one stage call each.
 //!
-//! inputs (walk) → the index joins → sign (read, shingle, sketch; parallel) → identical groups
-//! → candidates (bands, pieces, containment classes) → verify → cluster → cluster records → the
-//! index is updated → the report.
+//! inputs (walk) → the index joins → sign (read, shingle, sketch; parallel) → the indexed
+//! documents the new ones can meet are attached → identical groups → candidates (bands,
+//! pieces, containment classes) → verify → cluster → cluster records → the index's next
+//! generation is written → the report (and, once it is delivered, the generation is made live
+//! by the caller).
 //!
 //! Memory: shingle sets are not held for every document. Each document keeps its signature (K
 //! u32 values; with `--sketch bottom-k` also K + 1 u64 values) or fingerprint; sets are kept
@@ -28,6 +30,9 @@ pub struct ScanOutput {
     pub report: Report,
     /// 0 when every input was read, 2 otherwise.
     pub code: ExitCode,
+    /// With `--update` or `index build`: the generation to make live once the report is
+    /// delivered.
+    pub pending: Option<index::Pending>,
 }
 
 /// Runs the whole pipeline on the configured roots.
@@ -42,9 +47,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
-    let engine = ingest::engine(cfg, joined.stored_sets());
+    let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true);
-    let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
+    let indexed = index::attach(cfg, &mut joined, &signed.corpus)?;
+    engine.indexed = joined.stored_sets();
+    let mut corpus = Corpus::assemble(indexed, signed.corpus);
     let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
     let identical = identical::group(&mut corpus);
     let candidates = candidates::find(cfg, &corpus, &identical.units);
@@ -91,7 +98,8 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             cfg, &engine, &corpus, &found, &clusters, dir,
         )?);
     }
-    let updated = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
+    let mut updated = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
+    let pending = updated.as_mut().and_then(|u| u.pending.take());
 
     let (report, code) = report::assemble(
         cfg,
@@ -114,7 +122,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             corpus: &corpus,
         },
     );
-    Ok(ScanOutput { report, code })
+    Ok(ScanOutput {
+        report,
+        code,
+        pending,
+    })
 }
 
 /// `--write-dataset`: the documents read now, but the duplicates; returns those that changed.

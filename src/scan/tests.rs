@@ -54,9 +54,11 @@ fn each_stage_hands_the_next_what_it_needs() {
     let walked = walk(&cfg.walk, &cfg.messages).unwrap();
     assert_eq!(walked.files_seen, 6);
     let mut joined = index::join(&cfg, walked.files).unwrap();
-    let engine = ingest::engine(&cfg, joined.stored_sets());
+    let mut engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
-    let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
+    let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
+    engine.indexed = joined.stored_sets();
+    let mut corpus = Corpus::assemble(indexed, signed.corpus);
     // Path order: a-copy, a-edit, a, b, bin.dat, empty.
     let outcomes: Vec<Outcome> = corpus.docs.iter().map(|d| d.outcome.clone()).collect();
     assert_eq!(corpus.len(), 6);
@@ -175,7 +177,8 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let mut joined = index::join(&cfg, walked.files).unwrap();
     let engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
-    let mut corpus = Corpus::assemble(joined.take_documents(), signed.corpus);
+    let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
+    let mut corpus = Corpus::assemble(indexed, signed.corpus);
     let identical = identical::group(&mut corpus);
     let candidates = candidates::find(&cfg, &corpus, &identical.units);
     // The kept sets are dropped, as when the set cache is full: verification must read the

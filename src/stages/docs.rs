@@ -187,6 +187,7 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
                 size: size.value(k) as u64,
                 id: (dev.value(k) as u64, inode.value(k) as u64),
                 modified,
+                changed: None,
                 dump: false,
                 record,
                 deferred: false,
@@ -221,6 +222,7 @@ mod tests {
             size: 42,
             id: (u64::MAX, 7),
             modified: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 5)),
+            changed: None,
             dump: false,
             record: Some(Box::new(Record {
                 line: 3,
@@ -248,6 +250,7 @@ mod tests {
             file: FileEntry {
                 aliases: Vec::new(),
                 modified: None,
+                changed: None,
                 record: None,
                 ..unit.file.clone()
             },

@@ -135,23 +135,7 @@ impl ParquetOut {
             .file()
             .try_clone()
             .with_context(|| format!("writing {}", display_path(path)))?;
-        // Hashes, keys and signatures are random: compressing them, or trying a dictionary of
-        // their values, costs time for nothing (a tenth of signing, measured on the 100k
-        // corpus). Paths, ids and texts compress well.
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-            .set_dictionary_enabled(false);
-        for column in RANDOM {
-            props =
-                props.set_column_compression(ColumnPath::from(*column), Compression::UNCOMPRESSED);
-        }
-        let props = props
-            .set_max_row_group_row_count(Some(ROW_GROUP))
-            .set_key_value_metadata(Some(vec![KeyValue::new(
-                RUN_KEY.to_string(),
-                run.to_string(),
-            )]))
-            .build();
+        let props = properties(RUN_KEY, run)?;
         let writer = ArrowWriter::try_new(file, schema, Some(props))
             .with_context(|| format!("writing {}", display_path(path)))?;
         Ok(ParquetOut { writer, pending })
@@ -172,6 +156,27 @@ impl ParquetOut {
             .with_context(|| format!("writing {}", display_path(&path)))?;
         self.pending.commit()
     }
+}
+
+/// How every Parquet file dupfind writes is written, tagged with `key` = `value` in its key-value
+/// metadata (the index's document tables use these too).
+pub fn properties(key: &str, value: &str) -> Result<WriterProperties> {
+    // Hashes, keys and signatures are random: compressing them, or trying a dictionary of their
+    // values, costs time for nothing (a tenth of signing, measured on the 100k corpus). Paths,
+    // ids and texts compress well.
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
+        .set_dictionary_enabled(false);
+    for column in RANDOM {
+        props = props.set_column_compression(ColumnPath::from(*column), Compression::UNCOMPRESSED);
+    }
+    Ok(props
+        .set_max_row_group_row_count(Some(ROW_GROUP))
+        .set_key_value_metadata(Some(vec![KeyValue::new(
+            key.to_string(),
+            value.to_string(),
+        )]))
+        .build())
 }
 
 /// Writes `batches` (one schema) to `path` atomically.

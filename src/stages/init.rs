@@ -215,6 +215,7 @@ pub fn read_inputs(work: &Path, run: &str, start: u64, end: u64) -> Result<Vec<F
                 modified: (!secs.is_null(k))
                     .then(|| time_from_parts(secs.value(k), nanos.value(k)))
                     .flatten(),
+                changed: None,
                 dump: dump.value(k),
                 record: None,
                 deferred: false,
@@ -238,6 +239,7 @@ mod tests {
                 size,
                 id: (0, 0),
                 modified: None,
+                changed: None,
                 dump: false,
                 record: None,
                 deferred: false,

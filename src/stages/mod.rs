@@ -15,11 +15,11 @@
 //! Every output is written atomically and tagged with the run's id, so a failed shard or
 //! partition is simply run again, and a file of another run is refused by name.
 
-mod columns;
+pub(crate) mod columns;
 mod components;
 mod dataset;
-mod docs;
-mod files;
+pub(crate) mod docs;
+pub(crate) mod files;
 mod group;
 mod init;
 mod plan;

@@ -47,6 +47,7 @@ pub(super) struct Header {
     pub(super) records_sum: u64,
 }
 
+#[cfg(test)]
 impl Header {
     pub(super) fn encode(&self) -> [u8; HEADER_LEN as usize] {
         let mut h = [0; HEADER_LEN as usize];
@@ -75,12 +76,12 @@ impl Header {
 pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {
     let len = file
         .metadata()
-        .with_context(|| format!("reading {}", path.display()))?
+        .with_context(|| format!("reading {}", crate::messages::display_path(path)))?
         .len();
     let mut h = vec![0; len.min(HEADER_LEN) as usize];
     file.read_exact_at(&mut h, 0)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let p = path.display();
+        .with_context(|| format!("reading {}", crate::messages::display_path(path)))?;
+    let p = crate::messages::display_path(path);
     if h.len() < MAGIC.len() && !MAGIC.starts_with(&h)
         || h.len() >= MAGIC.len() && h[..8] != MAGIC[..]
     {
@@ -125,7 +126,9 @@ pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {
     Ok(header)
 }
 
-/// Reads a section whose bounds the header has checked against the file length.
+/// Reads a section whose bounds the header has checked against the file length. It is hashed
+/// a block at a time first, and held in memory only once it matches its checksum: a header
+/// declaring a huge section of a sparse file costs a read, not an allocation of that size.
 pub(super) fn read_section(
     file: &File,
     path: &Path,
@@ -133,18 +136,20 @@ pub(super) fn read_section(
     len: u64,
     sum: u64,
 ) -> Result<Vec<u8>> {
-    let mut buf = vec![0; len as usize];
-    file.read_exact_at(&mut buf, at)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if xxh3_64(&buf) != sum {
+    let shown = || format!("reading {}", crate::messages::display_path(path));
+    let hashed = crate::index::segment::write::sum_range(file, at, len).with_context(shown)?;
+    if hashed != sum {
         bail!(
             "{}: corrupt index: checksum mismatch in the section at byte {at}",
-            path.display()
+            crate::messages::display_path(path)
         );
     }
+    let mut buf = vec![0; len as usize];
+    file.read_exact_at(&mut buf, at).with_context(shown)?;
     Ok(buf)
 }
 
+#[cfg(test)]
 pub(super) fn encode_entry(e: &Entry, out: &mut Vec<u8>) -> Result<()> {
     let len32 = |n: usize| u32::try_from(n).context("a record field is over 4 GiB");
     out.extend_from_slice(&len32(e.path.len())?.to_le_bytes());
@@ -216,6 +221,7 @@ fn decode_entry(c: &mut Cursor) -> Result<Entry> {
         size: c.u64()?,
         bytes: c.u64()?,
         mtime_ns: i128::from_le_bytes(c.array()?),
+        ctime_ns: 0,
         dev: c.u64()?,
         inode: c.u64()?,
         content_hash: u128::from_le_bytes(c.array()?),

@@ -1,9 +1,10 @@
-//! Index store: the on-disk form of an incremental index (`dupfind index build`,
-//! `dupfind scan --against`). Only storage lives here: the types, their encoding, validation on
-//! open and an atomic commit. What to index, the cache lookups and the comparisons belong to
-//! the scan.
+//! Format 1: the single-file index of earlier builds, `index.dfx`. This build reads it (a scan
+//! against it holds its records in memory, as those builds did) and upgrades it to segments
+//! (format 2) on its first update or with `dupfind index upgrade`; it writes format 1 only in
+//! tests, to make indexes to read. The types `IndexParams` and `Entry` are shared with
+//! format 2.
 //!
-//! An index is a directory holding `index.dfx` (the data), `lock` (locked by a writer while it
+//! A format-1 index is a directory holding `index.dfx` (the data), `lock` (locked by a writer while it
 //! commits) and, after an interrupted commit, a leftover `index.dfx.<random>.tmp`. A commit
 //! writes the whole new generation to a temporary file created exclusively under a fresh name
 //! ([`super::dir`]), fsyncs it, renames it over `index.dfx` and fsyncs the directory. The rename
@@ -25,8 +26,11 @@ mod tests;
 
 use std::fmt::Display;
 use std::fs::File;
+#[cfg(test)]
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
+#[cfg(test)]
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -35,12 +39,16 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::index::dir::IndexDir;
 
-use format::{decode_records, encode_entry, le64, read_header, read_section, Header, HEADER_LEN};
+use format::{decode_records, le64, read_header, read_section, HEADER_LEN};
+#[cfg(test)]
+use format::{encode_entry, Header};
 
 /// Version of the `index.dfx` layout this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 
-const DATA: &str = "index.dfx";
+/// The data file of a format-1 index.
+pub const DATA: &str = "index.dfx";
+#[cfg(test)]
 const LOCK: &str = "lock";
 
 /// True for the name of a generation being written: `index.dfx.<random>.tmp`, or the fixed
@@ -73,6 +81,10 @@ pub struct IndexParams {
     /// Version of the hash functions (token, shingle, signature, content) that made the stored
     /// values: an index made by a dupfind that hashed differently would silently match nothing.
     pub hashing: u32,
+    /// SimHash: the largest distance the stored piece keys find (0 for MinHash, and in format 1,
+    /// which stored no keys).
+    #[serde(default)]
+    pub max_distance: u32,
 }
 
 /// One indexed document without its shingle set: what an open index keeps in memory.
@@ -90,6 +102,9 @@ pub struct Entry {
     pub bytes: u64,
     /// Modification time in nanoseconds since the epoch (cache key).
     pub mtime_ns: i128,
+    /// Status change time in nanoseconds since the epoch (cache key); 0 when not recorded
+    /// (format 1).
+    pub ctime_ns: i128,
     /// Device number (cache key).
     pub dev: u64,
     /// Inode number (cache key).
@@ -156,6 +171,7 @@ pub struct Index {
     path: PathBuf,
     file: File,
     generation: u64,
+    stamp: u64,
     params: IndexParams,
     entries: Vec<Entry>,
     sets: Vec<SetRef>,
@@ -172,10 +188,15 @@ impl Index {
     /// Opens the index in `dir`, checking its header, length and the params and records
     /// checksums.
     pub fn open(dir: &Path) -> Result<Index> {
+        Index::open_in(&open_dir(dir)?)
+    }
+
+    /// Opens the index of an open directory.
+    pub fn open_in(dir: &IndexDir) -> Result<Index> {
         let path = dir.join(DATA);
-        let file = open_data(&open_dir(dir)?)?;
+        let file = open_data(dir)?;
         let h = read_header(&file, &path)?;
-        let corrupt = || format!("{}: corrupt index", path.display());
+        let corrupt = || format!("{}: corrupt index", crate::messages::display_path(&path));
         let params = read_section(&file, &path, HEADER_LEN, h.params_len, h.params_sum)?;
         let params = serde_json::from_slice(&params).with_context(corrupt)?;
         let records_at = HEADER_LEN + h.params_len + h.sets_len;
@@ -187,6 +208,7 @@ impl Index {
             path,
             file,
             generation: h.generation,
+            stamp: h.params_sum ^ h.records_sum.rotate_left(1) ^ h.count,
             params,
             entries,
             sets,
@@ -201,6 +223,11 @@ impl Index {
     /// The generation, 1 for a new index and one more at each commit.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// A value that a rebuild changes (format 1 has no identity): from the header's checksums.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// The documents in stored order, without their sets.
@@ -218,18 +245,20 @@ impl Index {
 
     /// Reads the shingle set of document `i` and checks its checksum.
     pub fn read_set(&self, i: usize) -> Result<Vec<u64>> {
-        let set = self
-            .sets
-            .get(i)
-            .with_context(|| format!("{} has no record {i}", self.path.display()))?;
+        let set = self.sets.get(i).with_context(|| {
+            format!(
+                "{} has no record {i}",
+                crate::messages::display_path(&self.path)
+            )
+        })?;
         let mut buf = vec![0; (set.len * 8) as usize];
         self.file
             .read_exact_at(&mut buf, set.offset)
-            .with_context(|| format!("reading {}", self.path.display()))?;
+            .with_context(|| format!("reading {}", crate::messages::display_path(&self.path)))?;
         if xxh3_64(&buf) != set.sum {
             bail!(
                 "{}: corrupt index: checksum mismatch in the set of record {i}",
-                self.path.display()
+                crate::messages::display_path(&self.path)
             );
         }
         Ok(buf.chunks_exact(8).map(le64).collect())
@@ -247,6 +276,7 @@ impl Index {
     }
 }
 
+#[cfg(test)]
 /// Creates a new index in `dir` (made if missing) as generation 1. Refuses a directory that
 /// holds anything but the leftovers of an interrupted `create`, including an existing index.
 pub fn create<I>(dir: &Path, params: &IndexParams, records: I) -> Result<()>
@@ -261,6 +291,7 @@ where
     commit(&dir, 1, params, records, None, None)
 }
 
+#[cfg(test)]
 /// Replaces the index in `dir` with `records` as the next generation, which it returns. Fails,
 /// changing nothing, if the index is not at `expected_generation` or another writer holds it.
 pub fn replace<I>(
@@ -288,12 +319,13 @@ where
     // so), whatever the umask of this run.
     let mode = data
         .metadata()
-        .with_context(|| format!("reading {}", path.display()))?
+        .with_context(|| format!("reading {}", crate::messages::display_path(&path)))?
         .mode();
     commit(&dir, current + 1, params, records, Some(mode), None)?;
     Ok(current + 1)
 }
 
+#[cfg(test)]
 /// Writes `generation` and makes it live; the caller holds the lock. Each step ends at a state a
 /// killed writer can leave behind; `stop_after` ends the commit there, for the tests. `mode`:
 /// the new file's permissions (None: 0666 less the umask).
@@ -336,6 +368,7 @@ where
     dir.sync()
 }
 
+#[cfg(test)]
 fn write_data<I>(
     file: &File,
     path: &Path,
@@ -346,7 +379,7 @@ fn write_data<I>(
 where
     I: IntoIterator<Item = Result<Record>>,
 {
-    let io = || format!("writing {}", path.display());
+    let io = || format!("writing {}", crate::messages::display_path(path));
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let params = serde_json::to_vec(params)?;
     // The header is written last, once the lengths and checksums are known.
@@ -383,12 +416,14 @@ where
     file.sync_all().with_context(io)
 }
 
+#[cfg(test)]
 /// Refuses a directory holding anything but an interrupted `create`'s leftovers; makes a
 /// missing one.
 pub fn check_fresh(dir: &Path) -> Result<()> {
     check_fresh_dir(&IndexDir::create(dir)?)
 }
 
+#[cfg(test)]
 fn check_fresh_dir(dir: &IndexDir) -> Result<()> {
     for name in dir.names()? {
         if name == DATA {

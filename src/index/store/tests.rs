@@ -16,6 +16,7 @@ fn params() -> IndexParams {
         rows: 2,
         seed: 0,
         hashing: 1,
+        max_distance: 0,
     }
 }
 
@@ -33,6 +34,7 @@ fn record(
         size: 10 + set.len() as u64,
         bytes: 5 + set.len() as u64,
         mtime_ns: -1_500_000_001,
+        ctime_ns: 0,
         dev: 3,
         inode: u64::MAX - 1,
         content_hash: u128::MAX / 3,

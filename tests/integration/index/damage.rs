@@ -1,19 +1,18 @@
 //! Parameters an index refuses, damaged indexes, and a writer killed mid-commit.
 
 use std::fs;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use dupfind::api::mix64;
-use dupfind::api::Index;
 use serde_json::json;
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::{
-    build_old, copy_dir, corpus, generation_and_documents, has_temp, info, is_temp, member_sets,
-    names, refused, report, set, DATA,
+    build_old, contents, corpus, generation_and_documents, index_files, info, member_sets, names,
+    refused, report, set, MANIFEST,
 };
 use crate::util::schema::assert_schema;
-use crate::util::{clusters, edit, text, words, TestDir, HANG_GUARD};
+use crate::util::{clusters, edit, mkfifo, text, words, TestDir};
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
@@ -23,7 +22,7 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
     let co = corpus();
     let t = &co.t;
     build_old(t);
-    let before = fs::read(t.join("idx").join(DATA)).unwrap();
+    let before = contents(&t.join("idx"));
     let cases: [(&[&str], &str); 6] = [
         (
             &["--num-perm", "64"],
@@ -95,8 +94,8 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
         assert!(err.contains(message), "{build:?}: {err}");
         assert!(!t.join("other").exists(), "{build:?} made its directory");
     }
-    assert_eq!(fs::read(t.join("idx").join(DATA)).unwrap(), before);
-    assert_eq!(names(&t.join("idx")), [DATA, "lock"]);
+    assert_eq!(contents(&t.join("idx")), before);
+    assert_eq!(names(&t.join("idx")), index_files(&[1]));
 
     // Bands and rows are cut from the stored signatures at every scan: any threshold will do.
     let strict = report(t, &words("scan new --against idx --threshold 0.9"));
@@ -115,6 +114,15 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
     );
     assert_eq!(banded["stats"]["index"]["updated_generation"], 2);
     assert_eq!(banded["stats"]["verified_pairs"], 1);
+    // The new segment's keys are cut with the index's banding, not this scan's: a scan at the
+    // default threshold finds its documents through them.
+    let d = fs::read_to_string(t.join("new/d.txt")).unwrap();
+    t.write("later/d-edited.txt", edit(&d, &[33]));
+    let later = report(t, &words("scan later --against idx"));
+    assert_eq!(
+        member_sets(&later),
+        vec![set(&[("new/d.txt", true), ("later/d-edited.txt", false)])]
+    );
     // The parameters an index is compared by stay those it was built with.
     let params = &info(t, "idx")["params"];
     for (key, value) in [
@@ -132,82 +140,191 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
 // ---------------------------------------------------------------------------------------------
 // Damaged indexes
 
-/// The section lengths P, S, R of an `index.dfx` header.
-fn sections(bytes: &[u8]) -> (usize, usize, usize) {
-    let at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) as usize;
-    (at(32), at(40), at(48))
+/// The (offset, length) of section `i` of a segment file, from its header: sets, rows,
+/// strings, keys, fences, tables, dictionaries, tombstones.
+fn span(segment: &[u8], i: usize) -> (usize, usize) {
+    let at = |o: usize| u64::from_le_bytes(segment[o..o + 8].try_into().unwrap()) as usize;
+    (at(80 + 24 * i), at(88 + 24 * i))
 }
 
-#[test]
-fn index_truncated_corrupt_or_foreign_files_are_refused_and_never_overwritten() {
+/// `bytes` with the byte at `at` flipped.
+fn flip(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut bad = bytes.to_vec();
+    bad[at] ^= 0x10;
+    bad
+}
+
+/// Seeded random bytes.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = mix64(state);
+            state as u8
+        })
+        .collect()
+}
+
+/// An index `idx` of old/a.txt and a near-duplicate of it in new/.
+fn one_document_index() -> TestDir {
     let t = TestDir::new();
     let a = text(841, 300);
     t.write("old/a.txt", &a)
         .write("new/a-edited.txt", edit(&a, &[5, 205]));
     report(&t, &["index", "build", "old", "--index", "idx"]);
-    let data = t.join("idx").join(DATA);
-    let good = fs::read(&data).unwrap();
-    let (p, s, r) = sections(&good);
-    assert_eq!(80 + p + s + r, good.len());
-    let flip = |at: usize| {
-        let mut bad = good.clone();
-        bad[at] ^= 0x10;
-        bad
-    };
-    let mut state = 7u64;
-    let foreign: Vec<u8> = (0..good.len())
-        .map(|_| {
-            state = mix64(state);
-            state as u8
-        })
-        .collect();
-    let cases = [
+    t
+}
+
+#[test]
+fn index_a_damaged_manifest_or_segment_is_named_and_nothing_is_written() {
+    let t = one_document_index();
+    let idx = t.join("idx");
+    let (manifest, seg) = (idx.join(MANIFEST), idx.join("seg-000001.dfs"));
+    let good = contents(&idx);
+    let (m, s) = (&good[MANIFEST], &good["seg-000001.dfs"]);
+    let nl = m.iter().position(|&b| b == b'\n').unwrap();
+    // Another index of the same documents: a segment of the same length, of another index.
+    report(&t, &["index", "build", "old", "--index", "other"]);
+    let foreign_seg = fs::read(t.join("other/seg-000001.dfs")).unwrap();
+    assert_eq!(foreign_seg.len(), s.len());
+    let key_block = span(s, 3).0 + 5;
+    let row = span(s, 1).0 + 20;
+    let cases: Vec<(&str, &Path, Option<Vec<u8>>, &str)> = vec![
         (
-            "truncated",
-            good[..good.len() - 13].to_vec(),
-            "corrupt index: truncated",
+            "a truncated manifest",
+            &manifest,
+            Some(m[..m.len() - 13].to_vec()),
+            "manifest: corrupt manifest: checksum mismatch",
         ),
         (
-            "a record flipped",
-            flip(80 + p + s + r / 2),
-            "corrupt index: checksum mismatch in the section",
+            "a manifest byte flipped",
+            &manifest,
+            Some(flip(m, nl + 40)),
+            "manifest: corrupt manifest: checksum mismatch",
         ),
         (
-            "a header byte flipped",
-            flip(20),
-            "corrupt index: header checksum mismatch",
+            "a foreign manifest",
+            &manifest,
+            Some(noise(m.len(), 7)),
+            "not a dupfind index manifest",
         ),
-        ("foreign", foreign, "is not a dupfind index (bad magic)"),
-        ("empty", Vec::new(), "corrupt index: truncated"),
+        (
+            "an empty manifest",
+            &manifest,
+            Some(Vec::new()),
+            "not a dupfind index manifest",
+        ),
+        (
+            "a truncated segment",
+            &seg,
+            Some(s[..s.len() - 1].to_vec()),
+            "seg-000001.dfs: corrupt index segment: ",
+        ),
+        (
+            "a segment header byte flipped",
+            &seg,
+            Some(flip(s, 40)),
+            "seg-000001.dfs: corrupt index segment: header checksum mismatch",
+        ),
+        (
+            "a fence flipped",
+            &seg,
+            Some(flip(s, span(s, 4).0 + 3)),
+            "seg-000001.dfs: corrupt index segment: checksum mismatch in the Fences section",
+        ),
+        (
+            "a table entry flipped",
+            &seg,
+            Some(flip(s, span(s, 5).0 + 1)),
+            "seg-000001.dfs: corrupt index segment: checksum mismatch in the Tables section",
+        ),
+        (
+            "the dictionaries flipped",
+            &seg,
+            Some(flip(s, span(s, 6).0)),
+            "seg-000001.dfs: corrupt index segment: checksum mismatch in the Dicts section",
+        ),
+        (
+            "a key block flipped",
+            &seg,
+            Some(flip(s, key_block)),
+            "seg-000001.dfs: corrupt index segment: checksum mismatch in key block 0",
+        ),
+        (
+            "a row flipped",
+            &seg,
+            Some(flip(s, row)),
+            "seg-000001.dfs: corrupt index segment: row 0: row checksum mismatch",
+        ),
+        (
+            "another index's segment",
+            &seg,
+            Some(foreign_seg),
+            "seg-000001.dfs: corrupt index segment: its header is not the one the manifest records",
+        ),
+        ("a missing segment", &seg, None, "seg-000001.dfs is missing"),
     ];
-    for (what, bytes, message) in &cases {
-        fs::write(&data, bytes).unwrap();
-        for args in [
+    // A key block or a row is read only when something needs it: a scan those of its
+    // candidates, info every one, prune every row; a compaction of one clean segment nothing.
+    let deep = ["a key block flipped", "a row flipped"];
+    for (what, file, bytes, message) in &cases {
+        match bytes {
+            Some(b) => fs::write(file, b).unwrap(),
+            None => fs::remove_file(file).unwrap(),
+        }
+        let damaged = contents(&idx);
+        let mut commands = vec![
             &["scan", "new", "--against", "idx"][..],
             &["scan", "new", "--against", "idx", "--update"],
             &["index", "info", "--index", "idx"],
-        ] {
+        ];
+        if !deep.contains(what) {
+            commands.extend([
+                &["index", "compact", "--index", "idx"][..],
+                &["index", "prune", "--index", "idx"],
+            ]);
+        }
+        for args in commands {
             let err = refused(&t, args);
             assert!(
                 err.contains("cannot use index idx"),
                 "{what}, {args:?}: {err}"
             );
             assert!(err.contains(message), "{what}, {args:?}: {err}");
-            assert_eq!(&fs::read(&data).unwrap(), bytes, "{what}: {args:?} wrote");
-            assert_eq!(names(&t.join("idx")), [DATA, "lock"], "{what}: {args:?}");
+            assert_eq!(contents(&idx), damaged, "{what}: {args:?} wrote");
         }
+        fs::write(file, if *file == manifest.as_path() { m } else { s }).unwrap();
+    }
+    assert_eq!(contents(&idx), good);
+    assert_eq!(names(&idx), index_files(&[1]));
+
+    // A FIFO as the manifest or a segment is refused at once, never waited on.
+    for name in [MANIFEST, "seg-000001.dfs"] {
+        fs::remove_file(idx.join(name)).unwrap();
+        mkfifo(&idx.join(name));
+        let err = refused(&t, &["scan", "new", "--against", "idx"]);
+        let want = format!("{name} is not a regular file (it is a FIFO)");
+        assert!(err.contains(&want), "{err}");
+        fs::remove_file(idx.join(name)).unwrap();
+        fs::write(idx.join(name), &good[name]).unwrap();
     }
 
-    // A byte flipped in the middle of the file, among the sets, which are checked when read:
-    // the scan that needs the set reports it as an error of the indexed document, and an
-    // update, which carries every set over, fails without writing.
-    let mid = good.len() / 2;
-    assert!(
-        (80 + p..80 + p + s).contains(&mid),
-        "the middle is in the sets"
-    );
-    let bad = flip(mid);
-    fs::write(&data, &bad).unwrap();
+    // The good bytes back: everything works again.
+    let r = report(&t, &["scan", "new", "--against", "idx", "--update"]);
+    assert_eq!(r["stats"]["verified_pairs"], 1);
+    assert_eq!(generation_and_documents(&t, "idx"), (2, 2));
+}
+
+#[test]
+fn index_a_damaged_set_is_an_error_of_its_document_and_the_update_writes_nothing() {
+    let t = one_document_index();
+    let idx = t.join("idx");
+    let seg = idx.join("seg-000001.dfs");
+    let good = fs::read(&seg).unwrap();
+    let (sets, len) = span(&good, 0);
+    fs::write(&seg, flip(&good, sets + len / 2)).unwrap();
+    let before = contents(&idx);
+    // The scan that needs the set reports it as an error of the indexed document.
     let run = t.run(&["scan", "new", "--against", "idx"]);
     assert_eq!(run.code(), 2, "{}", run.stderr);
     let r = run.json();
@@ -218,11 +335,11 @@ fn index_truncated_corrupt_or_foreign_files_are_refused_and_never_overwritten() 
     assert_eq!(errors[0]["path"], "old/a.txt");
     let msg = errors[0]["error"].as_str().unwrap();
     assert!(
-        msg.contains("corrupt index: checksum mismatch in the set of record 0"),
+        msg.contains("seg-000001.dfs: corrupt index segment: checksum mismatch in the set at byte"),
         "{msg}"
     );
-    // With --update the scan's report is still printed; the failed update is one more error
-    // (exit 2), and the index is left as it was.
+    // With --update the scan's report is still printed; the update, which met a damaged
+    // segment, is one more error (exit 2), and nothing is written.
     let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
     assert_eq!(run.code(), 2, "{}", run.stderr);
     let r = run.json();
@@ -243,137 +360,67 @@ fn index_truncated_corrupt_or_foreign_files_are_refused_and_never_overwritten() 
         "{msg}"
     );
     assert!(
-        msg.contains("checksum mismatch in the set of record 0"),
+        msg.contains("checksum mismatch in the set at byte"),
         "{msg}"
     );
     assert!(run.stderr.contains("index not updated"), "{}", run.stderr);
-    assert_eq!(fs::read(&data).unwrap(), bad, "--update wrote");
-    assert_eq!(names(&t.join("idx")), [DATA, "lock"]);
-
-    // The good bytes back: everything works again.
-    fs::write(&data, &good).unwrap();
-    let r = report(&t, &["scan", "new", "--against", "idx", "--update"]);
-    assert_eq!(r["stats"]["verified_pairs"], 1);
-    assert_eq!(generation_and_documents(&t, "idx"), (2, 2));
+    assert_eq!(contents(&idx), before, "--update wrote");
+    // `index info` checks every set.
+    let err = refused(&t, &["index", "info", "--index", "idx"]);
+    assert!(
+        err.contains("checksum mismatch in the set at byte"),
+        "{err}"
+    );
 }
 
-// ---------------------------------------------------------------------------------------------
-// A writer killed
-
 #[test]
-fn index_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_generation() {
-    const OLD_DOCS: usize = 40;
-    const NEW_DOCS: usize = 1500;
-    const KILLS: u32 = 28;
-    /// Of which spread over the write.
-    const WRITE_KILLS: u32 = 8;
-    let t = TestDir::new();
-    for i in 0..OLD_DOCS {
-        t.write(format!("base/{i:03}.txt"), text(10_000 + i as u64, 60));
-    }
-    for i in 0..NEW_DOCS {
-        t.write(format!("new/{i:04}.txt"), text(20_000 + i as u64, 60));
-    }
-    report(&t, &["index", "build", "base", "--index", "gen1", "-q"]);
-    let (old_state, new_state) = ((1, OLD_DOCS), (2, OLD_DOCS + NEW_DOCS));
-    fn args(dir: &str) -> [&str; 8] {
-        ["scan", "new", "--against", dir, "--update", "-q", "-j", "1"]
-    }
-    let state = |dir: &str| -> Result<(u64, usize), String> {
-        let index = Index::open(&t.join(dir)).map_err(|e| format!("{e:#}"))?;
-        // Every set is whole too.
-        for r in index.records() {
-            r.map_err(|e| format!("{e:#}"))?;
-        }
-        Ok((index.generation(), index.entries().len()))
-    };
-
-    let spawn = |dir: &str| {
-        let mut cmd = t.command(&args(dir));
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        cmd.spawn().unwrap()
-    };
-
-    // An uninterrupted run, to learn how long one takes and when it starts writing the new
-    // generation (the temp file appears).
-    copy_dir(&t.join("gen1"), &t.join("full"));
-    let temp = t.join("full");
-    let start = Instant::now();
-    let mut child = spawn("full");
-    let mut writing = None;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < HANG_GUARD, "the update hung");
-        if writing.is_none() && has_temp(&temp) {
-            writing = Some(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    let duration = start.elapsed();
-    assert!(status.success(), "{status:?}");
-    assert_eq!(state("full"), Ok(new_state));
-    assert_eq!(state("gen1"), Ok(old_state));
-    // Kill points: spread over the whole run from its start; then, as the machine's load
-    // makes a run's phases drift, spread over the write, the commit and a little beyond
-    // (a quarter of the write) from the moment the temp file appears in that run.
-    let writing = writing.unwrap_or(duration);
-    let spread =
-        |span: Duration, n: u32| (0..n).map(move |i| span.mul_f64(f64::from(i) / f64::from(n - 1)));
-    let points: Vec<(bool, Duration)> = (spread(duration, KILLS - WRITE_KILLS).map(|d| (false, d)))
-        .chain(spread((duration - writing).mul_f64(1.25), WRITE_KILLS).map(|d| (true, d)))
-        .collect();
-
-    let (mut old, mut old_writing, mut new_killed, mut new_finished) = (0, 0, 0, 0);
-    let mut with_temp = None;
-    for (i, &(from_write, point)) in points.iter().enumerate() {
-        let dir = format!("kill{i}");
-        copy_dir(&t.join("gen1"), &t.join(&dir));
-        let mut child = spawn(&dir);
-        if from_write {
-            let (temp, start) = (t.join(&dir), Instant::now());
-            while !has_temp(&temp) && child.try_wait().unwrap().is_none() {
-                assert!(start.elapsed() < HANG_GUARD, "the update hung");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        std::thread::sleep(point);
-        // SIGKILL; a child that has exited already is not harmed.
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
-        match state(&dir) {
-            Ok(s) if s == old_state => {
-                old += 1;
-                if has_temp(&t.join(&dir)) {
-                    old_writing += 1;
-                    with_temp.get_or_insert_with(|| dir.clone());
-                }
-            }
-            Ok(s) if s == new_state && status.success() => new_finished += 1,
-            Ok(s) if s == new_state => new_killed += 1,
-            other => panic!(
-                "killed {point:?} after its {} of {duration:?}: {other:?} ({status:?})",
-                if from_write { "write began" } else { "start" }
-            ),
-        }
-        for name in names(&t.join(&dir)) {
-            assert!(
-                [DATA, "lock"].contains(&name.as_str()) || is_temp(&name),
-                "{dir}: {name}"
-            );
-        }
-    }
-    eprintln!(
-        "index kill test: a run takes {duration:?}, writing from {writing:?}; {KILLS} kills: \
-         {old} before the commit left generation 1 ({old_writing} of them killed mid-write), \
-         {new_killed} after the commit left generation 2, {new_finished} ran to the end"
+fn index_a_forged_header_declaring_huge_sections_is_an_error_not_an_allocation() {
+    let t = one_document_index();
+    let idx = t.join("idx");
+    let seg = idx.join("seg-000001.dfs");
+    let good = fs::read(&seg).unwrap();
+    // The dictionaries section declared 8 GiB long, the file made sparse to match, and the
+    // header and the manifest re-checksummed: what a forger who can write the index can do.
+    let huge: u64 = 8 << 30;
+    let mut forged = good.clone();
+    let dicts_len = 88 + 24 * 6;
+    let old_len = u64::from_le_bytes(forged[dicts_len..dicts_len + 8].try_into().unwrap());
+    forged[dicts_len..dicts_len + 8].copy_from_slice(&(old_len + huge).to_le_bytes());
+    let tombs_at = 80 + 24 * 7;
+    let old_at = u64::from_le_bytes(forged[tombs_at..tombs_at + 8].try_into().unwrap());
+    forged[tombs_at..tombs_at + 8].copy_from_slice(&(old_at + huge).to_le_bytes());
+    let sum = xxh3_64(&forged[..280]);
+    forged[280..288].copy_from_slice(&sum.to_le_bytes());
+    // The tombstones (none) move to the end; the dictionaries grow by a hole.
+    let tail = forged.split_off(old_at as usize);
+    let f = fs::File::create(&seg).unwrap();
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(&forged, 0).unwrap();
+    f.write_all_at(&tail, old_at + huge).unwrap();
+    f.set_len(old_at + huge + tail.len() as u64).unwrap();
+    let new_len = old_at + huge + tail.len() as u64;
+    assert_eq!(f.metadata().unwrap().len(), new_len);
+    drop(f);
+    let manifest = fs::read_to_string(idx.join(MANIFEST)).unwrap();
+    let (_, body) = manifest.split_once('\n').unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(body).unwrap();
+    m["segments"][0]["bytes"] = json!(new_len);
+    m["segments"][0]["header_sum"] = json!(format!("{:016x}", xxh3_64(&forged[..288])));
+    let body = serde_json::to_string_pretty(&m).unwrap() + "\n";
+    let head = format!(
+        "dupfind-index-manifest 2 {:016x}\n",
+        xxh3_64(body.as_bytes())
     );
-    assert!(old >= 1, "no kill landed before the commit");
-    // A leftover temp file does not stand in the way of the next update.
-    let dir = with_temp.unwrap_or_else(|| "kill0".to_string());
-    let run = t.run(&args(&dir));
-    assert_eq!(run.code(), 0, "{}", run.stderr);
-    assert_eq!(state(&dir), Ok(new_state));
-    assert_eq!(names(&t.join(&dir)), [DATA, "lock"]);
+    fs::write(idx.join(MANIFEST), head + &body).unwrap();
+    for args in [
+        &["scan", "new", "--against", "idx"][..],
+        &["index", "info", "--index", "idx"],
+    ] {
+        let err = refused(&t, args);
+        assert!(
+            err.contains("seg-000001.dfs: corrupt index segment: 8589934596 bytes of dictionaries is more than a segment holds"),
+            "{args:?}: {err}"
+        );
+    }
+    fs::remove_file(&seg).unwrap();
 }

@@ -6,8 +6,8 @@ use std::os::unix::fs::MetadataExt;
 use serde_json::json;
 
 use super::{
-    build_old, corpus, generation_and_documents, info, member_sets, names, refused, report, set,
-    DATA,
+    build_old, contents, corpus, generation_and_documents, index_files, info, member_sets, names,
+    refused, report, set, MANIFEST,
 };
 use crate::util::{
     chmod, clusters, edit, mkfifo, open_to_others, run_command, text, TestDir, Unprivileged,
@@ -28,15 +28,14 @@ fn index_build_refuses_an_existing_index_and_never_reads_its_own_directory() {
     assert_eq!(built["stats"]["files_seen"], 3);
     assert_eq!(built["stats"]["documents"], 3);
     assert_eq!(info(&t, "idx")["files"], 3);
-    let data = t.join("idx").join(DATA);
-    let before = fs::read(&data).unwrap();
+    let before = contents(&t.join("idx"));
 
     // A second build over it is refused, and changes nothing.
     for index in ["idx", "./idx"] {
         let err = refused(&t, &["index", "build", ".", "--index", index]);
         assert!(err.contains("already holds an index"), "{err}");
-        assert_eq!(fs::read(&data).unwrap(), before);
-        assert_eq!(names(&t.join("idx")), [DATA, "lock"]);
+        assert_eq!(contents(&t.join("idx")), before);
+        assert_eq!(names(&t.join("idx")), index_files(&[1]));
     }
     // So is a directory holding anything else.
     let err = refused(&t, &["index", "build", ".", "--index", "sub"]);
@@ -115,17 +114,32 @@ fn index_dot_dot_and_linked_roots_are_the_indexed_files_not_copies_of_them() {
     let t = &co.t;
     build_old(t);
     std::os::unix::fs::symlink(t.join("old"), t.join("link")).unwrap();
+    let before = contents(&t.join("idx"));
     for root in ["new/../old", "link"] {
-        let r = report(t, &["scan", root, "--against", "idx", "--update"]);
+        let run = t.run(&["scan", root, "--against", "idx", "--update"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let r = run.json();
         assert!(
             clusters(&r).is_empty(),
             "{root}: files reported as their own copies: {r}"
         );
         assert_eq!(r["stats"]["documents"], 0, "{root}");
         assert_eq!(r["stats"]["index"]["unchanged_files"], 4, "{root}");
+        // Nothing new: nothing written, and said so.
+        assert!(
+            r["stats"]["index"].get("updated_generation").is_none(),
+            "{r}"
+        );
+        assert!(
+            run.stderr
+                .contains("nothing new, changed or removed; nothing written (generation 1)"),
+            "{}",
+            run.stderr
+        );
     }
-    // Nothing was added twice.
-    assert_eq!(generation_and_documents(t, "idx"), (3, 4));
+    // Nothing was added twice; not a byte was written.
+    assert_eq!(generation_and_documents(t, "idx"), (1, 4));
+    assert_eq!(contents(&t.join("idx")), before);
 }
 
 #[test]
@@ -203,14 +217,16 @@ fn index_links_and_fifos_planted_in_a_shared_directory_are_refused_and_their_tar
     assert_eq!(built.code(), 0, "{}", built.stderr);
     let idx = t.join("shared/idx");
     chmod(&idx, 0o777);
-    let data = fs::read(idx.join(DATA)).unwrap();
+    let data = contents(&idx);
     let victim = || fs::read_to_string(t.join("victim.txt")).unwrap();
     let update = ["scan", "--against", "shared/idx", "--update", "new"];
 
-    // The lock and the old fixed temporary name, pointed at the owner's file.
+    // The lock, the old fixed temporary name, a manifest's temporary name and the next
+    // segment's name, pointed at the owner's file.
     fs::remove_file(idx.join("lock")).unwrap();
-    std::os::unix::fs::symlink(t.join("victim.txt"), idx.join("lock")).unwrap();
-    std::os::unix::fs::symlink(t.join("victim.txt"), idx.join("index.dfx.tmp")).unwrap();
+    for planted in ["lock", "index.dfx.tmp", "manifest.tmp", "seg-000002.dfs"] {
+        std::os::unix::fs::symlink(t.join("victim.txt"), idx.join(planted)).unwrap();
+    }
     let r = run(&update);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("lock is a symbolic link"), "{}", r.stderr);
@@ -220,11 +236,7 @@ fn index_links_and_fifos_planted_in_a_shared_directory_are_refused_and_their_tar
         "the report is printed"
     );
     assert_eq!(victim(), "the owner's precious file\n");
-    assert_eq!(
-        fs::read(idx.join(DATA)).unwrap(),
-        data,
-        "the index is untouched"
-    );
+    assert_eq!(contents(&idx), data, "the index is untouched");
 
     // A FIFO as the lock is refused at once, never waited on.
     fs::remove_file(idx.join("lock")).unwrap();
@@ -240,29 +252,33 @@ fn index_links_and_fifos_planted_in_a_shared_directory_are_refused_and_their_tar
     );
     fs::remove_file(idx.join("lock")).unwrap();
 
-    // With a sound lock, the planted temporary name is never written through: the update
-    // writes under a fresh name and removes the stale link (not its target). The owner's mode
-    // of the index, 0600, is kept.
-    chmod(&idx.join(DATA), 0o600);
+    // With a sound lock, the planted names are never written through: the update writes under
+    // fresh names and removes the stale links (not their targets). The owner's mode of the
+    // index, 0600, is kept for every file the update writes.
+    for name in index_files(&[1]).iter().filter(|n| *n != "lock") {
+        chmod(&idx.join(name), 0o600);
+    }
     let r = run(&update);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.json()["stats"]["index"]["updated_generation"], 2);
     assert_eq!(victim(), "the owner's precious file\n");
-    assert_eq!(names(&idx), [DATA, "lock"]);
-    assert_eq!(fs::metadata(idx.join(DATA)).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(names(&idx), index_files(&[1, 2]));
+    for name in [MANIFEST, "seg-000002.dfs", "seg-000002.docs.parquet"] {
+        let mode = fs::metadata(idx.join(name)).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+    }
 
-    // The data file or the directory itself replaced by a link: refused.
-    fs::rename(idx.join(DATA), t.join("shared/moved.dfx")).unwrap();
-    std::os::unix::fs::symlink(t.join("shared/moved.dfx"), idx.join(DATA)).unwrap();
-    let r = run(&["scan", "--against", "shared/idx", "new"]);
-    assert_eq!(r.code(), 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("index.dfx is a symbolic link"),
-        "{}",
-        r.stderr
-    );
-    fs::remove_file(idx.join(DATA)).unwrap();
-    fs::rename(t.join("shared/moved.dfx"), idx.join(DATA)).unwrap();
+    // The manifest, a segment or the directory itself replaced by a link: refused.
+    for name in [MANIFEST, "seg-000001.dfs"] {
+        fs::rename(idx.join(name), t.join("shared/moved")).unwrap();
+        std::os::unix::fs::symlink(t.join("shared/moved"), idx.join(name)).unwrap();
+        let r = run(&["scan", "--against", "shared/idx", "new"]);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        let want = format!("{name} is a symbolic link");
+        assert!(r.stderr.contains(&want), "{}", r.stderr);
+        fs::remove_file(idx.join(name)).unwrap();
+        fs::rename(t.join("shared/moved"), idx.join(name)).unwrap();
+    }
     std::os::unix::fs::symlink(&idx, t.join("shared/alias")).unwrap();
     let r = run(&["scan", "--against", "shared/alias", "--update", "new"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
