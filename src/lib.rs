@@ -34,6 +34,7 @@ mod cluster;
 mod config;
 mod cpu;
 mod dataset;
+mod deliver;
 pub mod exit;
 mod explain;
 #[doc(hidden)]
@@ -50,7 +51,8 @@ mod sketch;
 mod stages;
 mod verify;
 
-pub use app::{is_broken_pipe, run};
+pub use app::run;
+pub use deliver::is_broken_pipe;
 
 /// What the benches, the benchmark corpus tool and the integration tests call, exactly as
 /// `scan` calls it: tokenizing and shingling, the MinHash and SimHash sketches, banding, the set

@@ -70,7 +70,7 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
         StageCommand::Report { work } => {
             crate::interrupt::install();
             let (report, code, cfg) = report::report(&work)?;
-            return crate::app::deliver(&report, code, &cfg);
+            return crate::deliver::deliver(&report, code, &cfg);
         }
     }
     Ok(ExitCode::Success)

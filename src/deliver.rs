@@ -1,0 +1,123 @@
+//! Delivering a scan's report: written where it goes (stdout, or `-o` atomically), and only
+//! then, when a scan updates an index, the index's next generation made live, so that new
+//! documents are never indexed without their report. `scan` and `stage report` both end here.
+
+use anyhow::Result;
+
+use crate::config::Config;
+use crate::exit::ExitCode;
+use crate::{interrupt, messages, report};
+
+/// Writes `report` on stdout, then makes the index's next generation live: only once the
+/// whole report is written and flushed, so that new documents are never indexed without
+/// their report (a re-run after a failed delivery reports them again). A full disk, a closed
+/// pipe or Ctrl-C while writing leave the index as it was.
+pub fn deliver_then_commit(
+    report: &report::Report,
+    code: ExitCode,
+    cfg: &Config,
+    pending: crate::index::Pending,
+) -> Result<ExitCode> {
+    if !interrupt::begin_output() {
+        return Ok(ExitCode::Interrupted);
+    }
+    let written = write_report(report, cfg);
+    let not_updated = "the index was not updated (its new documents are reported again next time)";
+    if interrupt::interrupted() {
+        drop(pending);
+        messages::error(&format!("interrupted: {not_updated}"));
+        return Ok(ExitCode::Interrupted);
+    }
+    match written {
+        Err(e) if is_broken_pipe(&e) => {
+            drop(pending);
+            messages::error(&format!("the report could not be delivered: {not_updated}"));
+            return Ok(ExitCode::Error);
+        }
+        Err(e) => {
+            drop(pending);
+            return Err(e.context(format!("writing the report; {not_updated}")));
+        }
+        Ok(()) => {}
+    }
+    if let Err(e) = pending.commit() {
+        messages::error(&format!("index not updated: {e:#}"));
+        return Ok(ExitCode::Error);
+    }
+    Ok(quiet_summary(report, code, cfg))
+}
+
+/// Writes the report where it goes, stopping early once interrupted.
+fn write_report(report: &report::Report, cfg: &Config) -> Result<()> {
+    if let crate::config::OutputFormat::Paths { null } = cfg.format {
+        for warning in report::paths::withheld(report, null) {
+            cfg.messages.warn(&warning);
+        }
+    }
+    cfg.sink.write(
+        |out| report::write(report, cfg.format, cfg.color, out),
+        || !interrupt::interrupted(),
+    )
+}
+
+/// With `-q`, a run ending in status 2 still says so in one line.
+fn quiet_summary(report: &report::Report, code: ExitCode, cfg: &Config) -> ExitCode {
+    if code == ExitCode::Error && cfg.messages.quiet {
+        eprintln!("dupfind: {} (run without -q for details)", failures(report));
+    }
+    code
+}
+
+/// Writes `report` where it goes (stdout, or `-o` atomically) and returns `code`: 130 when
+/// interrupted before or while writing (an `-o` file is then left as it was), the status of the
+/// run when stdout is a closed pipe. With `-q`, a run ending in status 2 still says so in one line.
+pub fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> Result<ExitCode> {
+    if !interrupt::begin_output() {
+        return Ok(ExitCode::Interrupted);
+    }
+    let written = write_report(report, cfg);
+    if interrupt::interrupted() {
+        return Ok(ExitCode::Interrupted);
+    }
+    match written {
+        // Nothing more can be written; the run's status stands.
+        Err(e) if is_broken_pipe(&e) => {}
+        Err(e) => return Err(e.context("writing the report")),
+        Ok(()) => {}
+    }
+    Ok(quiet_summary(report, code, cfg))
+}
+
+/// "3 inputs could not be read", "1 input could not be read, 2 lines of JSON Lines dumps held
+/// no document".
+fn failures(report: &report::Report) -> String {
+    let lines = report.errors.iter().filter(|e| e.line.is_some()).count();
+    let inputs = report.errors.len() - lines;
+    let mut parts = Vec::new();
+    match inputs {
+        0 => {}
+        1 => parts.push("1 input could not be read".to_string()),
+        n => parts.push(format!("{n} inputs could not be read")),
+    }
+    match lines {
+        0 => {}
+        1 => parts.push("1 line of a JSON Lines dump held no document".to_string()),
+        n => parts.push(format!("{n} lines of JSON Lines dumps held no document")),
+    }
+    if parts.is_empty() {
+        // Status 2 always comes with an error; say something true if that ever changes.
+        parts.push("some input could not be read".to_string());
+    }
+    parts.join(", ")
+}
+
+/// True when a broken pipe is anywhere in the error's chain.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}
