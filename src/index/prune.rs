@@ -12,9 +12,8 @@ use serde::Serialize;
 use crate::index::commit::{sweep, Pending};
 use crate::index::compact::{open_locked, unchanged, Summary};
 use crate::index::join::is_gone;
-use crate::index::keys::Keying;
 use crate::index::manifest::Manifest;
-use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::open::{DocRef, Opened};
 use crate::index::paths::path_from_bytes;
 use crate::index::segment::write::Plan;
 use crate::index::update::{entry_of, mode_of, place, write_segment};
@@ -75,15 +74,7 @@ pub fn prune(path: &Path) -> Result<Summary> {
         .map(|d| (index.segments()[d.seg as usize].number(), d.row))
         .collect();
     tombstones.sort_unstable();
-    let plan = Plan {
-        number: m.next_segment,
-        index_id: m.index_id,
-        lanes: lanes_of(&m.params),
-        keying: Keying::of(&m.params),
-        dicts: Vec::new(),
-        tombstones,
-        mode,
-    };
+    let plan = Plan::next(&m, tombstones, mode);
     let w = write_segment(&dir, plan, None, None, |_| Ok(()), &mut Vec::new())?;
     place(&dir, &w)?;
     let mut next = Manifest {

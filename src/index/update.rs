@@ -19,9 +19,8 @@ use crate::index::codec::{self, BlobKind, Packer};
 use crate::index::commit::{check_fresh_dir, sweep, Pending, LOCK};
 use crate::index::dir::IndexDir;
 use crate::index::join::{index_params, Joined};
-use crate::index::keys::Keying;
 use crate::index::manifest::{self, Manifest, SegmentEntry};
-use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::{Plan, SegmentWriter, Written};
 use crate::index::store::Entry;
 use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
@@ -250,16 +249,8 @@ pub fn create(path: &Path, new: &NewDocs, failed: &mut Vec<InputError>) -> Resul
     check_fresh_dir(&dir)?;
     sweep(&dir, None)?;
     let params = index_params(new.cfg);
-    let index_id = manifest::new_index_id();
-    let plan = Plan {
-        number: 1,
-        index_id,
-        lanes: lanes_of(&params),
-        keying: Keying::of(&params),
-        dicts: Vec::new(),
-        tombstones: Vec::new(),
-        mode: None,
-    };
+    let plan = Plan::first(&params, None);
+    let index_id = plan.index_id;
     let ids = new.ids();
     let w = write_segment(&dir, plan, None, Some((new, &ids)), |_| Ok(()), failed)?;
     place(&dir, &w)?;
@@ -360,15 +351,7 @@ fn next_generation(
         .iter()
         .rev()
         .find_map(|s| s.dicts().first().cloned());
-    let plan = Plan {
-        number: m.next_segment,
-        index_id: m.index_id,
-        lanes: lanes_of(&m.params),
-        keying: Keying::of(&m.params),
-        dicts: Vec::new(),
-        tombstones,
-        mode,
-    };
+    let plan = Plan::next(&m, tombstones, mode);
     let w = write_segment(&dir, plan, inherited, Some((new, ids)), |_| Ok(()), failed)?;
     place(&dir, &w)?;
     let mut written = vec![w.name.clone(), w.table_name.clone()];

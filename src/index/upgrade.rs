@@ -17,9 +17,8 @@ use crate::index::commit::{sweep, Pending};
 use crate::index::compact::{open_locked, unchanged, Summary};
 use crate::index::dir::IndexDir;
 use crate::index::join::index_params;
-use crate::index::keys::Keying;
 use crate::index::manifest::{self, Manifest};
-use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::Plan;
 use crate::index::store::{self, IndexParams};
 use crate::index::update::{entry_of, mode_of, place, write_segment, NewDocs, Prepared};
@@ -125,16 +124,8 @@ fn pending(
             index.generation
         )
     })?;
-    let index_id = manifest::new_index_id();
-    let plan = Plan {
-        number: 1,
-        index_id,
-        lanes: lanes_of(&params),
-        keying: Keying::of(&params),
-        dicts: Vec::new(),
-        tombstones: Vec::new(),
-        mode,
-    };
+    let plan = Plan::first(&params, mode);
+    let index_id = plan.index_id;
     let carry = |w: &mut crate::index::segment::write::SegmentWriter| {
         index.for_each_live(|d, row| {
             if removed.contains(&d) {

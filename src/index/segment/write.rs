@@ -22,7 +22,10 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::index::codec::BlobKind;
 use crate::index::dir::IndexDir;
 use crate::index::keys::Keying;
+use crate::index::manifest::Manifest;
+use crate::index::open::lanes_of;
 use crate::index::store::Entry;
+use crate::index::store::IndexParams;
 
 use super::layout::{
     encode_row, row_width, BlobRef, Header, Row, Section, Span, BLOCK, ENTRY, HEADER_LEN, SECTIONS,
@@ -59,6 +62,34 @@ pub struct Plan {
     pub tombstones: Vec<(u64, u32)>,
     /// The mode of its files (None: 0666 less the umask).
     pub mode: Option<u32>,
+}
+
+impl Plan {
+    /// The first segment of a new index with `params`, under a new index id.
+    pub fn first(params: &IndexParams, mode: Option<u32>) -> Plan {
+        Plan {
+            number: 1,
+            index_id: crate::index::manifest::new_index_id(),
+            lanes: lanes_of(params),
+            keying: Keying::of(params),
+            dicts: Vec::new(),
+            tombstones: Vec::new(),
+            mode,
+        }
+    }
+
+    /// The next segment of the index `m` describes, removing `tombstones`.
+    pub fn next(m: &Manifest, tombstones: Vec<(u64, u32)>, mode: Option<u32>) -> Plan {
+        Plan {
+            number: m.next_segment,
+            index_id: m.index_id,
+            lanes: lanes_of(&m.params),
+            keying: Keying::of(&m.params),
+            dicts: Vec::new(),
+            tombstones,
+            mode,
+        }
+    }
 }
 
 /// A segment written and synced under temporary names.
