@@ -104,7 +104,17 @@ impl Rows {
         let id: Option<Vec<ArrayRef>> =
             (dump.id.as_ref()).and_then(|p| columns::arrays_at(batch, p));
         let column = text.last().ok_or_else(missing)?;
+        let end = self.starts[self.group + 1];
         for k in 0..batch.num_rows() {
+            // Rows are numbered by the footer; a row group whose pages hold more rows than it
+            // says would number its last rows as the next group's, and reading them again
+            // (which finds a row by the footer's numbers) would find other rows.
+            if self.line == end {
+                return Err(format!(
+                    "more rows than the footer's {}",
+                    end - self.starts[self.group]
+                ));
+            }
             self.line += 1;
             let line = self.line;
             let row = match columns::text_at(column.as_ref(), k) {
