@@ -11,6 +11,9 @@
 //! walk stays inside the roots. Hard links (and, with `-L`, several links to one file) are one
 //! document: the first path in walk order names it, the others are its aliases.
 //!
+//! Below a root, hidden and ignored entries are skipped as ripgrep skips them (`walk_rules.rs`);
+//! the roots themselves were named, and are walked whatever their names.
+//!
 //! This module holds what a walk is given and what it gives back, checks the roots and strings
 //! the steps together; one tree's traversal and the admission of its files are in
 //! `walker.rs`, the parallel walk of one root's subdirectories in `walk_split.rs`.
@@ -211,7 +214,8 @@ impl WalkSkips {
 pub struct Walked {
     /// Regular files in walk order, one per inode.
     pub files: Vec<FileEntry>,
-    /// Non-directory entries that passed the include/exclude filters (aliases included).
+    /// Non-directory entries that passed the filters (aliases included): neither hidden nor
+    /// ignored, within `--max-depth`, matching `--include`, `--exclude` and `-e`.
     pub files_seen: u64,
     /// Entries seen but not kept.
     pub skipped: WalkSkips,

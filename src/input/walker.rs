@@ -334,6 +334,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_extension_ends_the_name_in_any_case_or_precedes_a_compression_suffix() {
+        let exts = ["txt".to_string(), "tar.gz".to_string()];
+        for kept in [
+            "a.txt",
+            "d/B.TXT",
+            "a.txt.gz",
+            "a.TXT.Zst",
+            "x.tar.gz",
+            "..txt",
+        ] {
+            assert!(has_extension(&exts, Path::new(kept)), "{kept}");
+        }
+        for left in [
+            "txt",
+            ".txt",
+            "a.txtx",
+            "a.gz",
+            "a.txt.gz.bak",
+            "a_txt",
+            "txt/a",
+        ] {
+            assert!(!has_extension(&exts, Path::new(left)), "{left}");
+        }
+        assert!(has_extension(&[], Path::new("anything")));
+    }
+
+    #[test]
     fn an_entry_name_is_its_file_name() {
         for path in ["dir/sub/a.txt", "a.txt", "/a", "dir/.hidden", "x/y z"] {
             let p = Path::new(path);

@@ -226,6 +226,21 @@ fn a_gitignore_outside_a_git_repository_is_not_honoured_but_an_ignore_is() {
 }
 
 #[test]
+fn a_worktree_reads_the_exclude_file_of_its_common_repository() {
+    let t = TestDir::new();
+    copies(&t, &["wt/a.tmp", "wt/b.txt", "wt/c.txt"]);
+    t.write("main/.git/info/exclude", "*.tmp\n")
+        .write("main/.git/worktrees/wt/commondir", "../..\n")
+        .write(
+            "wt/.git",
+            format!("gitdir: {}\n", t.join("main/.git/worktrees/wt").display()),
+        );
+    let (paths, documents, hidden, ignored) = scanned(&t.run(&["scan", "wt"]));
+    assert_eq!(paths, strings(&["wt/b.txt", "wt/c.txt"]));
+    assert_eq!((documents, hidden, ignored), (json!(2), json!(1), json!(1)));
+}
+
+#[test]
 fn ignore_files_that_are_fifos_never_block_and_output_does_not_depend_on_threads() {
     let t = checkout();
     mkfifo(&t.join("repo/src/.gitignore"));
