@@ -7,7 +7,8 @@ pub enum ExitCode {
     Success,
     /// `--exit-code` and duplicates were found.
     DuplicatesFound,
-    /// Usage error, fatal error, or some input could not be read (the report is still printed).
+    /// Usage error, fatal error, or some input (a root too) could not be read (the report is
+    /// still printed).
     Error,
     /// Interrupted by Ctrl-C.
     Interrupted,

@@ -56,3 +56,6 @@ mod verify_sketch;
 /// Roots, globs, symbolic links, FIFOs, hard links.
 #[path = "integration/walk.rs"]
 mod walk;
+/// Hidden and ignored files, missing roots, `--max-depth`, `-e`.
+#[path = "integration/walk_ignore.rs"]
+mod walk_ignore;

@@ -15,8 +15,9 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "2",
-        "A usage error, a fatal error, or some input could not be read (the report is still \
-         printed, and with -q one line on stderr says how many inputs failed).",
+        "A usage error, a fatal error, or some input could not be read, a root that is missing \
+         or a FIFO or device included (the report is still printed, and with -q one line on \
+         stderr says how many inputs failed).",
     ),
     (
         "130",

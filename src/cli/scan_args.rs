@@ -243,6 +243,49 @@ pub struct ScanArgs {
     #[arg(short = 'L', long, help_heading = INPUT)]
     pub follow_links: bool,
 
+    /// Scan hidden files and directories too (never .git).
+    ///
+    /// Hidden: a name starting with '.'. As in ripgrep and fd, hidden entries below a root are
+    /// skipped by default and counted in stats.skipped.hidden; a root named on the command line or in --files-from is scanned
+    /// whatever its name. A hidden name that an ignore file whitelists ('!.env') is scanned.
+    #[arg(long, help_heading = INPUT)]
+    #[serde(default)]
+    pub hidden: bool,
+
+    /// Don't honour ignore files: .gitignore, .ignore and .git/info/exclude.
+    ///
+    /// By default, as in ripgrep, entries matched by them are skipped and counted in
+    /// stats.skipped.ignored: .ignore files anywhere, .gitignore and .git/info/exclude inside a
+    /// git repository (a directory with .git at or above it), including those of the roots'
+    /// parent directories; the deepest matching pattern decides and '!' re-includes. The global
+    /// git excludes file is not read.
+    #[arg(long, help_heading = INPUT)]
+    #[serde(default)]
+    pub no_ignore: bool,
+
+    /// -u: --no-ignore; -uu: --no-ignore --hidden.
+    #[arg(short = 'u', long, action = clap::ArgAction::Count, help_heading = INPUT)]
+    #[serde(default)]
+    pub unrestricted: u8,
+
+    /// Scan at most N levels below each root (0: the roots alone).
+    ///
+    /// As in ripgrep and fd: 1 scans the files directly in each root directory, 0 only the
+    /// roots that are files.
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    #[serde(default)]
+    pub max_depth: Option<usize>,
+
+    /// Only scan files named *.EXT, in any case (repeatable).
+    ///
+    /// As fd's -e: '-e txt -e md' keeps a.txt and b.MD; a leading dot is dropped. A name may add a compression suffix
+    /// (.gz, .zst, .zstd, .bz2, .xz, .lz4), since dupfind reads the text inside: -e txt keeps
+    /// a.txt.gz, and -e gz keeps it too. Roots named on the command line are scanned whatever
+    /// their name.
+    #[arg(short = 'e', long = "extension", value_name = "EXT", help_heading = INPUT)]
+    #[serde(default)]
+    pub extension: Vec<String>,
+
     /// No warnings or progress on stderr (but a line on exit status 2).
     ///
     /// When some input could not be read (exit status 2), one line still says how many.

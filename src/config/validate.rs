@@ -160,6 +160,12 @@ fn value_name(v: impl clap::ValueEnum) -> String {
 
 /// What to walk: the roots (or `.`), the `--files-from` list (read now), the filters.
 fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
+    if args.unrestricted > 2 {
+        bail!(
+            "-u at most twice: -u is --no-ignore, -uu adds --hidden (binary files are never \
+             documents, so ripgrep's -uuu has no meaning here)"
+        );
+    }
     let listed = match &args.files_from {
         Some(list) => read_list(list, args.null)?,
         None => Vec::new(),
@@ -185,8 +191,26 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
         },
         listed,
         skip_dirs,
+        hidden: args.hidden || args.unrestricted >= 2,
+        no_ignore: args.no_ignore || args.unrestricted >= 1,
+        max_depth: args.max_depth,
+        extensions: extensions(&args.extension)?,
         defer_metadata: true,
     })
+}
+
+/// `-e`'s extensions, lowercase and without a leading dot; `-uuu` refused.
+fn extensions(given: &[String]) -> Result<Vec<String>> {
+    given
+        .iter()
+        .map(|e| {
+            let ext = e.strip_prefix('.').unwrap_or(e);
+            if ext.is_empty() || ext.contains(std::path::is_separator) {
+                bail!("-e {e:?}: an extension is a name's ending after a dot, such as txt");
+            }
+            Ok(ext.to_ascii_lowercase())
+        })
+        .collect()
 }
 
 /// `--method simhash`: refuses MinHash's flags, checks the distance.

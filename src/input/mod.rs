@@ -8,5 +8,6 @@ pub mod read;
 pub mod readahead;
 pub mod spill;
 pub mod walk;
+mod walk_rules;
 mod walk_split;
 mod walker;

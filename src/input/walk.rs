@@ -11,16 +11,20 @@
 //! walk stays inside the roots. Hard links (and, with `-L`, several links to one file) are one
 //! document: the first path in walk order names it, the others are its aliases.
 //!
+//! Below a root, hidden and ignored entries are skipped as ripgrep skips them (`walk_rules.rs`);
+//! the roots themselves were named, and are walked whatever their names.
+//!
 //! This module holds what a walk is given and what it gives back, checks the roots and strings
 //! the steps together; one tree's traversal and the admission of its files are in
 //! `walker.rs`, the parallel walk of one root's subdirectories in `walk_split.rs`.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use globset::GlobSet;
 use rayon::prelude::*;
 
+use crate::input::walk_rules::Rules;
 use crate::input::walker::Walker;
 use crate::messages::{display_path, InputError, Messages};
 
@@ -35,6 +39,15 @@ pub struct WalkOptions {
     pub include: Option<GlobSet>,
     /// Skip files and directories whose path below the root matches one of these.
     pub exclude: Option<GlobSet>,
+    /// Walk hidden entries too (`--hidden`; never `.git`).
+    pub hidden: bool,
+    /// Leave ignore files unread (`--no-ignore`).
+    pub no_ignore: bool,
+    /// Walk at most this many levels below each root (0: the roots alone).
+    pub max_depth: Option<usize>,
+    /// Keep only files whose name ends in one of these extensions (lowercase, no dot), possibly
+    /// followed by a compression suffix.
+    pub extensions: Vec<String>,
     /// Skip files smaller than this many bytes.
     pub min_size: u64,
     /// Skip files larger than this many bytes (dumps excepted: the limit applies to each of
@@ -181,6 +194,10 @@ pub struct WalkSkips {
     pub too_short: u64,
     /// Larger than `--max-size`.
     pub too_large: u64,
+    /// Hidden entries (a name starting with '.'; `.git` even with `--hidden`), not walked.
+    pub hidden: u64,
+    /// Entries matched by an ignore file, not walked.
+    pub ignored: u64,
 }
 
 impl WalkSkips {
@@ -191,6 +208,8 @@ impl WalkSkips {
         self.outside_roots += other.outside_roots;
         self.too_short += other.too_short;
         self.too_large += other.too_large;
+        self.hidden += other.hidden;
+        self.ignored += other.ignored;
     }
 }
 
@@ -199,7 +218,8 @@ impl WalkSkips {
 pub struct Walked {
     /// Regular files in walk order, one per inode.
     pub files: Vec<FileEntry>,
-    /// Non-directory entries that passed the include/exclude filters (aliases included).
+    /// Non-directory entries that passed the filters (aliases included): neither hidden nor
+    /// ignored, within `--max-depth`, matching `--include`, `--exclude` and `-e`.
     pub files_seen: u64,
     /// Entries seen but not kept.
     pub skipped: WalkSkips,
@@ -207,26 +227,25 @@ pub struct Walked {
     pub errors: Vec<InputError>,
 }
 
-/// Walks every root. A root that does not exist, or is not a directory or regular file, is a
-/// fatal error; problems below a root are recorded in the result.
+/// Walks every root. A root, or an input of `--files-from`, that does not exist or is not a
+/// directory or regular file is an input error, warned about, and the others are walked;
+/// problems below a root are recorded in the result.
 pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     let mut canonical_roots = Vec::new();
-    for root in &opts.roots {
-        let meta = std::fs::metadata(root)
-            .with_context(|| format!("cannot scan {}", display_path(root)))?;
-        check_root_type(root, &meta)?;
-        canonical_roots.push(std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()));
-    }
     let mut out = Walked::default();
-    let mut listed = Vec::new();
-    for path in &opts.listed {
+    let mut roots = Vec::new();
+    for path in opts.roots.iter().chain(&opts.listed) {
         let checked = std::fs::metadata(path)
             .map_err(|e| crate::messages::io_reason(&e))
-            .and_then(|meta| check_root_type(path, &meta).map_err(|e| e.to_string()));
+            .and_then(|meta| check_root_type(&meta).map(|()| meta.is_dir()));
         match checked {
-            Ok(()) => {
-                canonical_roots.push(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
-                listed.push(path);
+            Ok(is_dir) => {
+                let canonical = std::fs::canonicalize(path)
+                    .ok()
+                    .or_else(|| lexical_absolute(path))
+                    .unwrap_or_else(|| path.clone());
+                canonical_roots.push(canonical.clone());
+                roots.push((path, canonical, is_dir));
             }
             Err(reason) => {
                 msgs.warn(&format!("{}: {reason}", display_path(path)));
@@ -238,16 +257,25 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
             }
         }
     }
-    let roots: Vec<&PathBuf> = opts.roots.iter().chain(listed).collect();
     let roots_count = roots.len();
     let defer = opts.defer_metadata && !opts.follow_links && roots.len() == 1;
     let mut w = Walker::new(opts, msgs, roots.len() > 1);
     w.out = out;
-    // Splitting needs one root (several may overlap) and no links followed (a link into
-    // another subdirectory would be walked by two walkers).
-    let split = defer && rayon::current_num_threads() > 1;
-    for root in roots {
-        w.walk_root(root, &canonical_roots, split);
+    // Splitting needs one root (several may overlap), no links followed (a link into another
+    // subdirectory would be walked by two walkers), and the root's subdirectories walked.
+    let split = defer && rayon::current_num_threads() > 1 && opts.max_depth.is_none_or(|d| d >= 2);
+    for (root, canonical, is_dir) in roots {
+        let mut errors = Vec::new();
+        let rules = Rules::for_root(
+            root,
+            &canonical,
+            is_dir,
+            (opts.hidden, !opts.no_ignore),
+            msgs,
+            &mut errors,
+        );
+        w.out.errors.extend(errors);
+        w.walk_root(root, &canonical_roots, split, rules);
     }
     admit_pending(&mut w, opts, roots_count > 1, defer);
     if opts.include.is_some() && w.out.files_seen == 0 {
@@ -300,13 +328,10 @@ fn admit_pending(w: &mut Walker, opts: &WalkOptions, several: bool, defer: bool)
     }
 }
 
-fn check_root_type(root: &Path, meta: &std::fs::Metadata) -> Result<()> {
+fn check_root_type(meta: &std::fs::Metadata) -> std::result::Result<(), String> {
     let ft = meta.file_type();
     if !ft.is_dir() && !ft.is_file() {
-        bail!(
-            "cannot scan {}: not a directory or regular file (a FIFO, socket or device)",
-            display_path(root)
-        );
+        return Err("not a directory or regular file (a FIFO, socket or device)".to_string());
     }
     Ok(())
 }

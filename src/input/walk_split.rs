@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::input::walk_rules::{Rules, Verdict};
 use crate::input::walker::{entry_name, excluded, Walker};
 
 /// A directory entry with its type, or the path and error of one that could not be read.
@@ -45,9 +46,15 @@ impl Walker<'_> {
     /// and its subdirectories are then walked in parallel, each by a walker of its own, their
     /// files spliced in at the place of their directory: the same files in the same order, with
     /// the directory reading (most of a walk that does not stat) on every thread.
-    pub(super) fn walk_root(&mut self, root: &Path, canonical_roots: &[PathBuf], split: bool) {
+    pub(super) fn walk_root(
+        &mut self,
+        root: &Path,
+        canonical_roots: &[PathBuf],
+        split: bool,
+        mut rules: Rules,
+    ) {
         let Some(entries) = split.then(|| list_dir(root)).flatten() else {
-            self.walk_tree(root, root, canonical_roots);
+            self.walk_tree(root, root, canonical_roots, rules);
             return;
         };
         let mut subdirs = Vec::new();
@@ -56,6 +63,17 @@ impl Walker<'_> {
                 Ok((path, ft)) => {
                     if excluded(self.opts, root, &path, ft.is_dir()) {
                         continue;
+                    }
+                    match rules.judge(path.strip_prefix(root).unwrap_or(&path), 1, ft.is_dir()) {
+                        Verdict::Keep => {}
+                        Verdict::Hidden => {
+                            self.out.skipped.hidden += 1;
+                            continue;
+                        }
+                        Verdict::Ignored => {
+                            self.out.skipped.ignored += 1;
+                            continue;
+                        }
                     }
                     if ft.is_dir() {
                         subdirs.push((self.pending.len(), path));
@@ -70,7 +88,9 @@ impl Walker<'_> {
             .par_iter()
             .map(|(_, dir)| {
                 let mut sub = Walker::new(self.opts, self.msgs, false);
-                sub.walk_tree(dir, root, canonical_roots);
+                let mut rules = rules.clone();
+                rules.enter(dir, 1, self.msgs, &mut sub.out.errors);
+                sub.walk_tree(dir, root, canonical_roots, rules);
                 sub
             })
             .collect();

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
 use crate::input::walk::{inode, lexical_absolute, FileEntry, WalkOptions, Walked};
+use crate::input::walk_rules::{Rules, Verdict};
 use crate::messages::{display_path, InputError, Messages};
 
 /// True when `path` (below `root`) is left out by `--exclude`, or is a directory never entered.
@@ -36,6 +37,31 @@ pub(super) fn entry_name(path: &Path) -> &[u8] {
         .rposition(|&b| std::path::is_separator(char::from(b)))
         .map_or(0, |i| i + 1);
     &bytes[start..]
+}
+
+/// Names `-e` also matches with one of these after the extension: files dupfind decompresses.
+const COMPRESSED: [&str; 6] = ["gz", "zst", "zstd", "bz2", "xz", "lz4"];
+
+/// True when no extension is asked for, or the name of `path` ends in `.EXT` for one of
+/// `extensions` (lowercase, without the dot), ignoring ASCII case, possibly followed by one
+/// compression suffix (`-e txt` keeps `a.txt.gz`, which is read as its text).
+pub(super) fn has_extension(extensions: &[String], path: &Path) -> bool {
+    if extensions.is_empty() {
+        return true;
+    }
+    let name = entry_name(path);
+    let ends_with = |name: &[u8], ext: &[u8]| {
+        name.len() > ext.len() + 1
+            && name[name.len() - ext.len() - 1] == b'.'
+            && name[name.len() - ext.len()..].eq_ignore_ascii_case(ext)
+    };
+    let stem = COMPRESSED
+        .iter()
+        .find(|c| ends_with(name, c.as_bytes()))
+        .map(|c| &name[..name.len() - c.len() - 1]);
+    extensions.iter().any(|ext| {
+        ends_with(name, ext.as_bytes()) || stem.is_some_and(|s| ends_with(s, ext.as_bytes()))
+    })
 }
 
 /// True when `dir` is one of `skip` (compared by name first, so most directories cost no
@@ -75,22 +101,52 @@ impl<'a> Walker<'a> {
     }
 
     /// Walks `start` (the root or, for a split walk, one of its subdirectories) with the
-    /// filters of `root`.
-    pub(super) fn walk_tree(&mut self, start: &Path, root: &Path, canonical_roots: &[PathBuf]) {
+    /// filters of `root`; `rules` has entered `start` and every directory above it.
+    pub(super) fn walk_tree(
+        &mut self,
+        start: &Path,
+        root: &Path,
+        canonical_roots: &[PathBuf],
+        mut rules: Rules,
+    ) {
         let opts = self.opts;
-        let mut outside = 0u64;
+        let msgs = self.msgs;
+        let (mut outside, mut hidden, mut ignored) = (0u64, 0u64, 0u64);
+        let mut errors = Vec::new();
+        // walkdir counts depth from `start`; a split walk starts one level below the root.
+        let offset = usize::from(start != root);
         let mut walk = WalkDir::new(start)
             .follow_links(opts.follow_links)
             .sort_by(|a, b| entry_name(a.path()).cmp(entry_name(b.path())));
         if start != root {
             walk = walk.min_depth(1);
         }
+        if let Some(max) = opts.max_depth {
+            walk = walk.max_depth(max.saturating_sub(offset));
+        }
         let iter = walk.into_iter().filter_entry(|e| {
             if e.depth() == 0 {
                 return true;
             }
-            if excluded(opts, root, e.path(), e.file_type().is_dir()) {
+            let is_dir = e.file_type().is_dir();
+            if excluded(opts, root, e.path(), is_dir) {
                 return false;
+            }
+            let depth = e.depth() + offset;
+            match rules.judge(
+                e.path().strip_prefix(root).unwrap_or(e.path()),
+                depth,
+                is_dir,
+            ) {
+                Verdict::Keep => {}
+                Verdict::Hidden => {
+                    hidden += 1;
+                    return false;
+                }
+                Verdict::Ignored => {
+                    ignored += 1;
+                    return false;
+                }
             }
             if opts.follow_links && e.path_is_symlink() {
                 let inside = std::fs::canonicalize(e.path())
@@ -100,6 +156,10 @@ impl<'a> Walker<'a> {
                     outside += 1;
                     return false;
                 }
+            }
+            // A directory at the maximum depth is not entered: its ignore files would judge nothing.
+            if is_dir && opts.max_depth.is_none_or(|max| depth < max) {
+                rules.enter(e.path(), depth, msgs, &mut errors);
             }
             true
         });
@@ -113,6 +173,9 @@ impl<'a> Walker<'a> {
             }
         }
         self.out.skipped.outside_roots += outside;
+        self.out.skipped.hidden += hidden;
+        self.out.skipped.ignored += ignored;
+        self.out.errors.extend(errors);
     }
 
     fn walk_error(&mut self, err: walkdir::Error) {
@@ -175,6 +238,9 @@ impl<'a> Walker<'a> {
             if !included {
                 return;
             }
+        }
+        if depth > 0 && !has_extension(&self.opts.extensions, &path) {
+            return;
         }
         if let Some(seen) = &mut self.seen {
             if !seen.insert(path.clone()) {
@@ -267,6 +333,33 @@ fn same_entry(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_extension_ends_the_name_in_any_case_or_precedes_a_compression_suffix() {
+        let exts = ["txt".to_string(), "tar.gz".to_string()];
+        for kept in [
+            "a.txt",
+            "d/B.TXT",
+            "a.txt.gz",
+            "a.TXT.Zst",
+            "x.tar.gz",
+            "..txt",
+        ] {
+            assert!(has_extension(&exts, Path::new(kept)), "{kept}");
+        }
+        for left in [
+            "txt",
+            ".txt",
+            "a.txtx",
+            "a.gz",
+            "a.txt.gz.bak",
+            "a_txt",
+            "txt/a",
+        ] {
+            assert!(!has_extension(&exts, Path::new(left)), "{left}");
+        }
+        assert!(has_extension(&[], Path::new("anything")));
+    }
 
     #[test]
     fn an_entry_name_is_its_file_name() {

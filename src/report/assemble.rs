@@ -124,6 +124,7 @@ fn counts(p: &Parts) -> Stats {
     s.skipped.not_regular = walk.not_regular + outcomes.not_regular;
     s.skipped.symlink = walk.symlink;
     s.skipped.outside_roots = walk.outside_roots;
+    (s.skipped.hidden, s.skipped.ignored) = (walk.hidden, walk.ignored);
     s.skipped.too_short = walk.too_short + outcomes.too_short;
     s.skipped.too_large = walk.too_large + outcomes.too_large;
     s.skipped.binary = outcomes.binary;

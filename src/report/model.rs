@@ -157,6 +157,10 @@ pub struct Skipped {
     pub outside_roots: u64,
     /// Lines of JSON Lines dumps that held no document (listed in `errors`).
     pub bad_line: u64,
+    /// Hidden entries below a root, not walked (`.git` even with --hidden).
+    pub hidden: u64,
+    /// Entries below a root matched by an ignore file, not walked.
+    pub ignored: u64,
 }
 
 /// An input that could not be read.

@@ -75,6 +75,8 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         outside_roots: skipped.outside_roots,
         too_short: skipped.too_short,
         too_large: skipped.too_large,
+        hidden: skipped.hidden,
+        ignored: skipped.ignored,
         errors: errors.iter().map(ErrorRec::from).collect(),
         inputs: files.len() as u64,
     };

@@ -98,6 +98,7 @@ fn counts(
     s.skipped.not_regular = walk.not_regular + sum(|x| x.not_regular);
     s.skipped.symlink = walk.symlink;
     s.skipped.outside_roots = walk.outside_roots;
+    (s.skipped.hidden, s.skipped.ignored) = (walk.hidden, walk.ignored);
     s.skipped.too_short = walk.too_short + sum(|x| x.too_short);
     s.skipped.too_large = walk.too_large + sum(|x| x.too_large);
     s.skipped.binary = sum(|x| x.binary);

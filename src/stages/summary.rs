@@ -57,6 +57,12 @@ pub struct WalkSummary {
     pub too_short: u64,
     /// Above `--max-size`.
     pub too_large: u64,
+    /// Hidden entries not walked.
+    #[serde(default)]
+    pub hidden: u64,
+    /// Entries matched by an ignore file, not walked.
+    #[serde(default)]
+    pub ignored: u64,
     /// Entries that could not be read.
     pub errors: Vec<ErrorRec>,
     /// Inputs listed in `init/inputs.parquet`.

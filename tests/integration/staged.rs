@@ -179,6 +179,42 @@ fn staged_dumps_and_files_together_equal_scan() {
 }
 
 #[test]
+fn staged_walks_hidden_ignored_depth_and_extensions_as_scan_does() {
+    let t = TestDir::new();
+    corpus(&t);
+    // A repository whose ignore files and hidden entries hide part of each family, a missing
+    // root, files under more levels and other extensions.
+    let base = text(700, 250);
+    t.mkdir("c/.git")
+        .write("c/.git/HEAD", &base)
+        .write("c/.gitignore", "d1/\n*.md\n")
+        .write("c/d0/.ignore", "fam0-0.txt\n")
+        .write("c/.hidden/fam0.txt", edit(&base, &[5]))
+        .write("c/d3/.fam0.txt", edit(&base, &[6]))
+        .write("c/d2/deep/er/fam0.md", edit(&base, &[7]));
+    for args in [
+        &["-q", "c", "missing"][..],
+        &["-q", "--hidden", "c"],
+        &["-q", "-u", "c"],
+        &["-q", "-uu", "--pairs", "c"],
+        &["-q", "--max-depth", "2", "-e", "txt", "-e", "md", "c"],
+        &["-q", "-u", "--max-depth", "4", "-e", "md", "c/d2", "c/d0"],
+    ] {
+        assert_same_as_scan(&t, args, &[(1, 1), (3, 2)]);
+    }
+    // What each skipped, counted alike.
+    let r = staged(&t, "work-counts", 2, 2, &["-q", "c"]);
+    let scan = t.run(&["scan", "-q", "c"]);
+    assert_eq!(r.stdout, scan.stdout);
+    let skipped = &scan.json()["stats"]["skipped"];
+    // .git, .gitignore, .hidden, d0/.ignore, d3/.fam0.txt; d1/, fam0-0.txt, d2/deep/er/fam0.md.
+    assert_eq!(
+        (&skipped["hidden"], &skipped["ignored"]),
+        (&5.into(), &3.into())
+    );
+}
+
+#[test]
 fn staged_reports_do_not_depend_on_the_order_inputs_are_named_in() {
     let t = TestDir::new();
     corpus(&t);

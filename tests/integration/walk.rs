@@ -71,46 +71,55 @@ fn several_roots_are_scanned_and_a_file_is_one_document() {
 }
 
 #[test]
-fn a_fifo_a_device_or_a_missing_root_is_a_clear_error() {
+fn a_fifo_a_device_or_a_missing_root_is_an_input_error_and_the_rest_is_scanned() {
     let t = TestDir::new();
     mkfifo(&t.join("pipe"));
     t.write("ok.txt", text(1, 50));
-    for (args, root, words) in [
+    const NOT_REGULAR: &str = "not a directory or regular file (a FIFO, socket or device)";
+    const MISSING: &str = "no such file or directory";
+    for (args, root, reason, documents) in [
+        (vec!["scan", "pipe"], "pipe", NOT_REGULAR, 0),
+        (vec!["scan", "/dev/null"], "/dev/null", NOT_REGULAR, 0),
+        (vec!["scan", "no-such-dir"], "no-such-dir", MISSING, 0),
         (
-            vec!["scan", "pipe"],
-            "pipe",
-            "not a directory or regular file",
-        ),
-        (
-            vec!["scan", "/dev/null"],
-            "/dev/null",
-            "not a directory or regular file",
-        ),
-        (vec!["scan", "no-such-dir"], "no-such-dir", "No such file"),
-        (
-            vec!["scan", ".", "no-such-dir"],
+            vec!["scan", "ok.txt", "no-such-dir"],
             "no-such-dir",
-            "No such file",
+            MISSING,
+            1,
         ),
         (
-            vec!["scan", "-q", "no-such-dir"],
+            vec!["scan", "no-such-dir", "ok.txt"],
             "no-such-dir",
-            "No such file",
+            MISSING,
+            1,
         ),
     ] {
         let r = t.run(&args);
         assert_eq!(r.code(), 2, "{args:?}");
-        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
-        // The error comes alone: one line, naming the root and the reason.
-        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
-        assert!(
-            r.stderr.starts_with("dupfind: ")
-                && r.stderr.contains(root)
-                && r.stderr.contains(words),
-            "{args:?}: {}",
-            r.stderr
+        // The report is printed, the root listed among the errors.
+        let report = r.json();
+        assert_eq!(
+            report["errors"],
+            json!([{"path": root, "error": reason}]),
+            "{args:?}"
+        );
+        assert_eq!(report["stats"]["skipped"]["error"], 1, "{args:?}");
+        assert_eq!(report["stats"]["documents"], documents, "{args:?}");
+        // One warning, naming the root and the reason.
+        assert_eq!(
+            r.warnings(),
+            vec![format!("dupfind: warning: {root}: {reason}")],
+            "{args:?}"
         );
     }
+    // -q: the report, and the one line exit status 2 leaves.
+    let r = t.run(&["scan", "-q", "no-such-dir"]);
+    assert_eq!(r.code(), 2);
+    assert_eq!(r.json()["errors"][0]["path"], "no-such-dir");
+    assert_eq!(
+        r.stderr,
+        "dupfind: 1 input could not be read (run without -q for details)\n"
+    );
 }
 
 #[test]

@@ -117,6 +117,8 @@ pub const SKIPPED: Keys = Keys {
         "symlink",
         "outside_roots",
         "bad_line",
+        "hidden",
+        "ignored",
     ],
     optional: &[],
 };

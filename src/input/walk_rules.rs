@@ -1,0 +1,376 @@
+//! Hidden and ignored entries, skipped as ripgrep skips them by default.
+//!
+//! Below a root (never the root itself: it was named), an entry is judged by the ignore files of
+//! the directories above it, from its own directory up to the file system's root (the root's own
+//! ancestors included, as ripgrep's parent ignore files are): for each kind of file, `.ignore`
+//! (anywhere), `.gitignore` and the repository's `.git/info/exclude` (only inside a git
+//! repository: a directory with a `.git` at or above it, and only up to the nearest such
+//! directory), the deepest file with a matching pattern decides, and `!` whitelists. `.ignore`
+//! takes precedence over `.gitignore`, which takes precedence over `exclude`. An entry no pattern
+//! matches is hidden when its name starts with '.', and a whitelisted one is not. An entry named
+//! `.git` is never walked, even with `--hidden`.
+//!
+//! Matchers are `ignore`'s `Gitignore`, the one ripgrep uses; the walk stays walkdir's. One
+//! [`Rules`] stack per walker: the ancestors of the root, then one level per directory from the
+//! root down to the entries being judged.
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::Match;
+
+use crate::messages::{display_path, io_reason, InputError, Messages};
+
+/// Git refuses ignore files larger than this (100 MB); so do we, which bounds the memory one
+/// can take.
+const MAX_IGNORE_FILE: u64 = 100 * 1000 * 1000;
+
+/// Why an entry is not walked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Keep,
+    /// A name starting with '.', or `.git`.
+    Hidden,
+    /// Matched by an ignore file.
+    Ignored,
+}
+
+/// The ignore files of one directory.
+#[derive(Debug, Default)]
+struct Level {
+    /// `.ignore`.
+    dot: Option<Gitignore>,
+    /// `.gitignore`.
+    git: Option<Gitignore>,
+    /// The repository's `info/exclude`, when this directory holds a `.git`.
+    exclude: Option<Gitignore>,
+    /// This directory holds a `.git` (directory, or a worktree's or submodule's file).
+    has_git: bool,
+    /// For an ancestor of the root: the root's canonical path below it, which entries' paths
+    /// are matched under.
+    above: Option<PathBuf>,
+}
+
+impl Level {
+    fn is_empty(&self) -> bool {
+        self.dot.is_none() && self.git.is_none() && self.exclude.is_none()
+    }
+}
+
+/// Where the walk stands: what it skips, and the ignore files of the directories above.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Rules {
+    /// `--hidden`: walk hidden entries too.
+    hidden: bool,
+    /// Honour ignore files (no `--no-ignore`).
+    ignore: bool,
+    /// The root's ancestors (`above` of them), then one level per directory entered.
+    levels: Vec<Arc<Level>>,
+    above: usize,
+}
+
+impl Rules {
+    /// The rules of a root: its ancestors' ignore files and, for a directory, its own.
+    pub(super) fn for_root(
+        root: &Path,
+        canonical: &Path,
+        is_dir: bool,
+        (hidden, ignore): (bool, bool),
+        msgs: &Messages,
+        errors: &mut Vec<InputError>,
+    ) -> Rules {
+        let mut rules = Rules {
+            hidden,
+            ignore,
+            levels: Vec::new(),
+            above: 0,
+        };
+        if !ignore || !is_dir {
+            return rules;
+        }
+        let ancestors: Vec<&Path> = canonical.ancestors().skip(1).collect();
+        for dir in ancestors.into_iter().rev() {
+            let mut level = read_level(dir, msgs, errors);
+            if !level.is_empty() {
+                level.above = canonical.strip_prefix(dir).ok().map(Path::to_path_buf);
+            }
+            rules.levels.push(Arc::new(level));
+        }
+        rules.above = rules.levels.len();
+        rules.enter(root, 0, msgs, errors);
+        rules
+    }
+
+    /// Enters the directory `dir`, `depth` levels below the root: its ignore files apply to
+    /// the entries below it.
+    pub(super) fn enter(
+        &mut self,
+        dir: &Path,
+        depth: usize,
+        msgs: &Messages,
+        errors: &mut Vec<InputError>,
+    ) {
+        if !self.ignore {
+            return;
+        }
+        self.levels.truncate(self.above + depth);
+        self.levels.push(Arc::new(read_level(dir, msgs, errors)));
+    }
+
+    /// Judges the entry `rel` (its path below the root, `depth` ≥ 1 components) whose
+    /// directory, and every one above it, was entered.
+    pub(super) fn judge(&mut self, rel: &Path, depth: usize, is_dir: bool) -> Verdict {
+        let name = super::walker::entry_name(rel);
+        if name == b".git" {
+            return Verdict::Hidden;
+        }
+        if self.ignore {
+            self.levels.truncate(self.above + depth);
+            match self.matched(rel, is_dir) {
+                Match::Ignore(()) => return Verdict::Ignored,
+                Match::Whitelist(()) => return Verdict::Keep,
+                Match::None => {}
+            }
+        }
+        if !self.hidden && name.first() == Some(&b'.') {
+            return Verdict::Hidden;
+        }
+        Verdict::Keep
+    }
+
+    /// The decision of the ignore files above `rel`, as ripgrep's `Ignore::matched_ignore`.
+    fn matched(&self, rel: &Path, is_dir: bool) -> Match<()> {
+        if self.levels.iter().all(|l| l.is_empty()) {
+            return Match::None;
+        }
+        let in_git = self.levels.iter().any(|l| l.has_git);
+        let (mut dot, mut git, mut exclude) = (Match::None, Match::None, Match::None);
+        let mut saw_git = false;
+        for (i, level) in self.levels.iter().enumerate().rev() {
+            if !level.is_empty() {
+                let path: Cow<Path> = match &level.above {
+                    Some(below) => Cow::Owned(below.join(rel)),
+                    None => {
+                        let mut c = rel.components();
+                        for _ in 0..i - self.above {
+                            c.next();
+                        }
+                        Cow::Borrowed(c.as_path())
+                    }
+                };
+                let check = |m: &mut Match<()>, gi: &Option<Gitignore>| {
+                    if let (true, Some(gi)) = (m.is_none(), gi) {
+                        *m = gi.matched(&path, is_dir).map(|_| ());
+                    }
+                };
+                check(&mut dot, &level.dot);
+                if in_git && !saw_git {
+                    check(&mut git, &level.git);
+                    check(&mut exclude, &level.exclude);
+                }
+            }
+            saw_git |= level.has_git;
+        }
+        dot.or(git).or(exclude)
+    }
+}
+
+/// The ignore files of `dir`.
+fn read_level(dir: &Path, msgs: &Messages, errors: &mut Vec<InputError>) -> Level {
+    let git_dir = dir.join(".git");
+    let git_meta = std::fs::metadata(&git_dir).ok();
+    let exclude = git_meta.as_ref().and_then(|meta| {
+        let common = if meta.is_file() {
+            common_dir(dir, &git_dir)?
+        } else {
+            git_dir
+        };
+        load(&common.join("info").join("exclude"), msgs, errors)
+    });
+    Level {
+        dot: load(&dir.join(".ignore"), msgs, errors),
+        git: load(&dir.join(".gitignore"), msgs, errors),
+        exclude,
+        has_git: git_meta.is_some(),
+        above: None,
+    }
+}
+
+/// The repository directory that holds `info/exclude` for a `.git` file (a worktree's or a
+/// submodule's): its `gitdir: ` line, then that directory's `commondir` when it has one (as git
+/// resolves it; ripgrep reads no exclude file when there is none).
+fn common_dir(dir: &Path, git_file: &Path) -> Option<PathBuf> {
+    let text = read_bounded(git_file).ok()??;
+    let line = String::from_utf8_lossy(&text);
+    let git_dir = dir.join(line.lines().next()?.strip_prefix("gitdir: ")?.trim_end());
+    match read_bounded(&git_dir.join("commondir")) {
+        Ok(Some(common)) => {
+            let common = String::from_utf8_lossy(&common);
+            Some(git_dir.join(common.lines().next()?.trim_end()))
+        }
+        _ => Some(git_dir),
+    }
+}
+
+/// Reads a small file that may be missing: opened non-blocking (a FIFO named `.gitignore`
+/// must not hang the walk), and only when it is a regular file of at most
+/// [`MAX_IGNORE_FILE`] bytes. `None` when there is no such file.
+fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::ErrorKind;
+    let file = match crate::input::read::open_nonblocking(path) {
+        Ok(f) => f,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None)
+        }
+        // A directory that cannot be searched is the walk's error to report, not its files'.
+        Err(e)
+            if e.kind() == ErrorKind::PermissionDenied
+                && std::fs::symlink_metadata(path).is_err() =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    if meta.len() > MAX_IGNORE_FILE {
+        return Err(std::io::Error::other(format!(
+            "an ignore file of {} bytes, over {MAX_IGNORE_FILE}",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// The patterns of the ignore file `path`, if it exists and has any. One that cannot be read is
+/// an input error (its files might be scanned against its wishes); a bad pattern, a warning.
+fn load(path: &Path, msgs: &Messages, errors: &mut Vec<InputError>) -> Option<Gitignore> {
+    let bytes = match read_bounded(path) {
+        Ok(b) => b?,
+        Err(e) => {
+            let error = io_reason(&e);
+            msgs.warn(&format!("{}: {error}", display_path(path)));
+            errors.push(InputError {
+                path: path.to_path_buf(),
+                line: None,
+                error,
+            });
+            return None;
+        }
+    };
+    // Patterns are matched against paths relative to their directory; an absolute root is
+    // never a prefix of those, so `Gitignore` strips nothing from them.
+    let mut builder = GitignoreBuilder::new("/");
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = match i {
+            0 => line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line),
+            _ => line,
+        };
+        if let Err(e) = builder.add_line(Some(path.to_path_buf()), &String::from_utf8_lossy(line)) {
+            msgs.warn(&format!("{}:{}: {e}", display_path(path), i + 1));
+        }
+    }
+    match builder.build() {
+        Ok(gi) if gi.is_empty() => None,
+        Ok(gi) => Some(gi),
+        Err(e) => {
+            msgs.warn(&format!("{}: {e}", display_path(path)));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(levels: Vec<Level>, above: usize, hidden: bool) -> Rules {
+        Rules {
+            hidden,
+            ignore: true,
+            levels: levels.into_iter().map(Arc::new).collect(),
+            above,
+        }
+    }
+
+    fn gi(lines: &[&str]) -> Option<Gitignore> {
+        let mut b = GitignoreBuilder::new("/");
+        for l in lines {
+            b.add_line(None, l).expect("a valid pattern");
+        }
+        Some(b.build().expect("valid patterns"))
+    }
+
+    #[test]
+    fn the_deepest_match_decides_and_negation_whitelists() {
+        let root = Level {
+            git: gi(&["*.log", "build/"]),
+            has_git: true,
+            ..Level::default()
+        };
+        let sub = Level {
+            git: gi(&["!keep.log", ".env"]),
+            ..Level::default()
+        };
+        let mut r = rules(vec![root, sub], 0, false);
+        let judge = |r: &mut Rules, p: &str, d, dir| r.judge(Path::new(p), d, dir);
+        assert_eq!(judge(&mut r, "sub/keep.log", 2, false), Verdict::Keep);
+        assert_eq!(judge(&mut r, "sub/other.log", 2, false), Verdict::Ignored);
+        assert_eq!(judge(&mut r, "sub/.env", 2, false), Verdict::Ignored);
+        assert_eq!(judge(&mut r, "sub/.other", 2, false), Verdict::Hidden);
+        assert_eq!(judge(&mut r, "sub/.git", 2, true), Verdict::Hidden);
+        // `build/` matches directories only.
+        assert_eq!(judge(&mut r, "build", 1, false), Verdict::Keep);
+        assert_eq!(judge(&mut r, "build", 1, true), Verdict::Ignored);
+    }
+
+    #[test]
+    fn gitignore_needs_a_repository_and_stops_at_its_top() {
+        let outer = Level {
+            git: gi(&["*.txt"]),
+            dot: gi(&["*.md"]),
+            ..Level::default()
+        };
+        let mut r = rules(vec![outer], 0, false);
+        assert_eq!(r.judge(Path::new("a.txt"), 1, false), Verdict::Keep);
+        assert_eq!(r.judge(Path::new("a.md"), 1, false), Verdict::Ignored);
+
+        // A repository inside: the outer .gitignore is beyond its top.
+        let outer = Level {
+            git: gi(&["*.txt"]),
+            ..Level::default()
+        };
+        let repo = Level {
+            has_git: true,
+            exclude: gi(&["*.tmp"]),
+            ..Level::default()
+        };
+        let mut r = rules(vec![outer, repo], 0, false);
+        assert_eq!(r.judge(Path::new("repo/a.txt"), 2, false), Verdict::Keep);
+        assert_eq!(r.judge(Path::new("repo/a.tmp"), 2, false), Verdict::Ignored);
+    }
+
+    #[test]
+    fn an_ancestor_of_the_root_matches_the_path_below_it() {
+        let top = Level {
+            git: gi(&["/sub/gen/"]),
+            has_git: true,
+            above: Some(PathBuf::from("sub")),
+            ..Level::default()
+        };
+        let mut r = rules(vec![top, Level::default()], 1, false);
+        assert_eq!(r.judge(Path::new("gen"), 1, true), Verdict::Ignored);
+        assert_eq!(r.judge(Path::new("gen"), 1, false), Verdict::Keep);
+        let mut shown = rules(vec![Level::default()], 0, true);
+        assert_eq!(shown.judge(Path::new(".env"), 1, false), Verdict::Keep);
+        assert_eq!(shown.judge(Path::new(".git"), 1, true), Verdict::Hidden);
+    }
+}
