@@ -223,16 +223,16 @@ pub struct ScanCommand {
     #[command(flatten)]
     pub scan: ScanArgs,
 
-    /// Also compare with the documents of the index in DIR (`dupfind index build`).
+    /// Also compare with the index in DIR (`dupfind index build`).
     ///
     /// Inputs the index holds unchanged (same path, size, modification and status change times,
     /// and inode) are not read again.
     #[arg(long, value_name = "DIR", help_heading = INPUT)]
     pub against: Option<PathBuf>,
 
-    /// With --against: add the new documents to the index once the report is delivered.
+    /// With --against: add the new documents to the index.
     ///
-    /// Atomically; nothing is written when nothing changed.
+    /// Once the report is delivered, atomically; nothing is written when nothing changed.
     #[arg(long, requires = "against", help_heading = INPUT)]
     pub update: bool,
 
