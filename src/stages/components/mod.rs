@@ -9,24 +9,34 @@
 //! order) and its copies (`components/part-K.copies.parquet`); per shard I, where each of its
 //! documents goes (`components/assign-I.parquet`); and the counts (`components/summary.json`,
 //! last).
+//!
+//! It streams: the group files are read a record batch at a time, four times over (the
+//! content table; the candidate documents; the unions; the merge that writes the buckets), so
+//! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8; its
+//! partition, 4), per copy (16 bytes), and a batch of each group file and a row group of each
+//! file being written, never the buckets.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+mod buckets;
+mod copies;
+mod forest;
+mod ids;
+mod write;
+
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
-use arrow_array::{Int32Array, Int64Array, RecordBatch};
-use rayon::prelude::*;
+use anyhow::{Context, Result};
 
-use crate::pairs::UnionFind;
-
-use super::columns::{arc, batch, column, Int64Lists};
 use super::files;
-use super::group::{buckets_path, summary_path_of, GroupSummary};
+use super::group::{summary_path_of, GroupSummary};
 use super::plan::Plan;
 use super::sign::CONTENT_TABLE;
 use super::summary::ComponentsSummary;
+
+use buckets::{GroupFile, Merge};
+use copies::Copies;
+use forest::Forest;
+use ids::{Ids, IdsBuilder};
+use write::{AssignRows, BucketRows, CopyRows, Sink};
 
 /// Partition K's band buckets.
 pub fn part_path(work: &Path, part: u32) -> PathBuf {
@@ -51,13 +61,6 @@ pub fn summary_path(work: &Path) -> PathBuf {
     work.join("components").join("summary.json")
 }
 
-/// A band bucket.
-struct Bucket {
-    table: i32,
-    key: i64,
-    docs: Vec<i64>,
-}
-
 /// Finds the candidate components and deals them out.
 pub fn components(work: &Path) -> Result<()> {
     let plan = Plan::read(work)?;
@@ -70,208 +73,151 @@ pub fn components(work: &Path) -> Result<()> {
         let s: GroupSummary = files::read_json(&path, &what)?;
         super::check_run(&path, &s.run, &plan.run)?;
     }
-    let (mut bands, groups) = read_buckets(work, &plan)?;
-    // A copy is never bucketed: its unit stands for it, as in `scan`.
-    let mut copies: Vec<(i64, i64)> = groups
-        .iter()
-        .flat_map(|g| g[1..].iter().map(move |&c| (c, g[0])))
-        .collect();
-    copies.par_sort_unstable();
-    let is_copy = |d: &i64| copies.binary_search_by_key(d, |c| c.0).is_ok();
-    bands
-        .par_iter_mut()
-        .for_each(|b| b.docs.retain(|d| !is_copy(d)));
-    bands.retain(|b| b.docs.len() >= 2);
-    bands.par_sort_unstable_by_key(|b| (b.table, b.key));
-    let largest_bucket = bands.iter().map(|b| b.docs.len() as u64).max().unwrap_or(0);
-
-    let mut ids: Vec<i64> = (bands.iter().flat_map(|b| b.docs.iter().copied()))
-        .chain(groups.iter().flatten().copied())
-        .collect();
-    ids.par_sort_unstable();
-    ids.dedup();
-    let index = |d: i64| ids.binary_search(&d).unwrap_or_default() as u32;
-    let mut uf = UnionFind::new(ids.len());
-    for b in &bands {
-        b.docs.windows(2).for_each(|w| {
-            uf.union(index(w[0]), index(w[1]));
-        });
+    let copies = Copies::read(work, &plan)?;
+    let (ids, largest_bucket) = candidates(work, &plan, &copies)?;
+    let mut forest = Forest::new(ids.as_slice().len() as u32);
+    for_each_band(work, &plan, &copies, |units| {
+        let mut prev = index(&ids, units[0])?;
+        for &d in &units[1..] {
+            let i = index(&ids, d)?;
+            forest.union(prev, i);
+            prev = i;
+        }
+        Ok(())
+    })?;
+    // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
+    // bucketed documents are in sets of two or more yet.
+    let largest_component = Some(forest.largest()).filter(|&s| s >= 2).unwrap_or(0);
+    for &(c, u) in copies.pairs() {
+        forest.union(index(&ids, u)?, index(&ids, c)?);
     }
-    // Measured before the copies join: a copy is not bucketed, its unit stands for it.
-    let largest_component = (bands.iter().flat_map(|b| b.docs.iter()))
-        .map(|&d| u64::from(uf.set_size(index(d))))
-        .max()
-        .unwrap_or(0);
-    for g in &groups {
-        g[1..].iter().for_each(|&c| {
-            uf.union(index(g[0]), index(c));
-        });
-    }
-    let part_of = deal(&mut uf, &ids, plan.parts);
-    write_parts(work, &plan, &bands, &copies, &ids, &part_of, index)?;
-    let roots: std::collections::HashSet<u32> = (0..ids.len() as u32).map(|i| uf.find(i)).collect();
+    let (part_of, components) = forest.deal(plan.parts);
+    write_buckets(work, &plan, &copies, &ids, &part_of)?;
+    write_copies(work, &plan, &copies, &ids, &part_of)?;
+    write_assign(work, &plan, &copies, &ids, &part_of)?;
     let summary = ComponentsSummary {
         run: plan.run.clone(),
-        exact_groups: groups.len() as u64,
-        exact_copies: copies.len() as u64,
-        components: roots.len() as u64,
-        largest_component,
+        exact_groups: copies.groups,
+        exact_copies: copies.pairs().len() as u64,
+        components,
+        largest_component: u64::from(largest_component),
         largest_bucket,
     };
     files::write_json(&summary_path(work), &summary)
 }
 
-/// Every partition's buckets: the band buckets, and the byte-identical groups (sorted
-/// documents, the unit first) from the content table's.
-fn read_buckets(work: &Path, plan: &Plan) -> Result<(Vec<Bucket>, Vec<Vec<i64>>)> {
-    let (mut bands, mut groups) = (Vec::new(), Vec::new());
+/// Calls `f` with the units of every band bucket that has two or more, file by file.
+fn for_each_band(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    mut f: impl FnMut(&[i64]) -> Result<()>,
+) -> Result<()> {
+    let mut units = Vec::new();
     for part in 0..plan.parts {
-        let path = buckets_path(work, part);
-        for b in files::read_parquet(&path, &plan.run, "its partition was not grouped completely")?
-        {
-            let b = b?;
-            let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
-            let table = column::<Int32Array>(&b, "table").with_context(damaged)?;
-            let key = column::<Int64Array>(&b, "key").with_context(damaged)?;
-            let docs = Int64Lists::of(&b, "docs").with_context(damaged)?;
-            let aux = Int64Lists::of(&b, "aux").with_context(damaged)?;
-            for k in 0..b.num_rows() {
-                let list = |l: &Int64Lists<'_>| -> Result<Vec<i64>> {
-                    Ok(l.get(k).with_context(damaged)?.to_vec())
-                };
-                if table.value(k) == CONTENT_TABLE {
-                    let (aux, docs) = (list(&aux)?, list(&docs)?);
-                    if aux.len() != docs.len() {
-                        bail!("{}: `aux` is not parallel to `docs`", damaged());
-                    }
-                    let mut by_hash: Vec<(i64, i64)> = aux.into_iter().zip(docs).collect();
-                    // Contents that share the hash's high half are told apart by the low half.
-                    by_hash.sort_unstable();
-                    for run in by_hash.chunk_by(|x, y| x.0 == y.0) {
-                        if run.len() >= 2 {
-                            groups.push(run.iter().map(|x| x.1).collect());
-                        }
-                    }
-                } else {
-                    bands.push(Bucket {
-                        table: table.value(k),
-                        key: key.value(k),
-                        docs: list(&docs)?,
-                    });
+        let mut file = GroupFile::open(work, plan, part)?;
+        while let Some(b) = file.next_bucket()? {
+            if b.table != CONTENT_TABLE {
+                copies.units_of(b.docs, &mut units);
+                if units.len() >= 2 {
+                    f(&units)?;
                 }
             }
         }
     }
-    Ok((bands, groups))
+    Ok(())
 }
 
-/// The partition of each document of `ids` (by index): its component's. Components are dealt
-/// largest first (ties: first member first) to the partition with the fewest members so far.
-fn deal(uf: &mut UnionFind, ids: &[i64], parts: u32) -> Vec<u32> {
-    let n = ids.len() as u32;
-    let roots: Vec<u32> = (0..n).map(|i| uf.find(i)).collect();
-    // Each component once, at its first member (ids are in increasing order).
-    let mut seen = vec![false; ids.len()];
-    let mut comps: Vec<(Reverse<u32>, u32, u32)> = Vec::new();
-    for i in 0..n {
-        let r = roots[i as usize];
-        if !seen[r as usize] {
-            seen[r as usize] = true;
-            comps.push((Reverse(uf.set_size(i)), i, r));
-        }
+/// The candidate documents (the units of the band buckets that keep two or more, and the
+/// members of the byte-identical groups), and the units of the largest band bucket.
+fn candidates(work: &Path, plan: &Plan, copies: &Copies) -> Result<(Ids, u64)> {
+    let mut ids = IdsBuilder::default();
+    let mut largest = 0;
+    for_each_band(work, plan, copies, |units| {
+        largest = largest.max(units.len() as u64);
+        ids.extend(units)
+    })?;
+    for &(c, u) in copies.pairs() {
+        ids.extend(&[c, u])?;
     }
-    comps.sort_unstable();
-    let mut load: BinaryHeap<Reverse<(u64, u32)>> = (0..parts).map(|p| Reverse((0, p))).collect();
-    let mut part_of_root = vec![0u32; ids.len()];
-    for (Reverse(size), _, r) in comps {
-        if let Some(Reverse((l, p))) = load.pop() {
-            part_of_root[r as usize] = p;
-            load.push(Reverse((l + u64::from(size), p)));
-        }
-    }
-    roots.iter().map(|&r| part_of_root[r as usize]).collect()
+    Ok((ids.finish()?, largest))
 }
 
-fn write_parts(
+/// The union-find index of `doc`, which the gathering of candidates saw.
+fn index(ids: &Ids, doc: i64) -> Result<u32> {
+    ids.index(doc).with_context(|| {
+        format!(
+            "document {doc} was not in the group files when they were first read: did a group \
+             stage run again while stage components ran?"
+        )
+    })
+}
+
+/// Each partition's band buckets, in (table, key) order: the group files merged.
+fn write_buckets(
     work: &Path,
     plan: &Plan,
-    bands: &[Bucket],
-    copies: &[(i64, i64)],
-    ids: &[i64],
+    copies: &Copies,
+    ids: &Ids,
     part_of: &[u32],
-    index: impl Fn(i64) -> u32 + Sync,
 ) -> Result<()> {
-    let run = &plan.run;
-    // Buckets and copies in partition order (then table and key, or document), one pass each.
-    let mut by_part: Vec<(u32, usize)> = (bands.par_iter().enumerate())
-        .map(|(i, b)| (part_of[index(b.docs[0]) as usize], i))
+    let files = (0..plan.parts).map(|p| GroupFile::open(work, plan, p));
+    let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
+    let mut out: Vec<Sink<BucketRows>> = (0..plan.parts)
+        .map(|p| Sink::new(&part_path(work, p), &plan.run))
         .collect();
-    by_part.par_sort_unstable();
-    let mut copies_by_part: Vec<(u32, i64, i64)> = (copies.par_iter())
-        .map(|&(c, u)| (part_of[index(c) as usize], c, u))
-        .collect();
-    copies_by_part.par_sort_unstable();
-    let (mut at, mut at_copy) = (0, 0);
-    for part in 0..plan.parts {
-        let mut table = Int32Builder::new();
-        let mut key = Int64Builder::new();
-        let mut docs = ListBuilder::new(Int64Builder::new());
-        while at < by_part.len() && by_part[at].0 == part {
-            let b = &bands[by_part[at].1];
-            table.append_value(b.table);
-            key.append_value(b.key);
-            b.docs.iter().for_each(|&d| docs.values().append_value(d));
-            docs.append(true);
-            at += 1;
+    let mut units = Vec::new();
+    while let Some(b) = merged.next_bucket()? {
+        if b.table == CONTENT_TABLE {
+            continue;
         }
-        let b = batch(vec![
-            ("table", arc(table.finish())),
-            ("key", arc(key.finish())),
-            ("docs", arc(docs.finish())),
-        ])?;
-        files::write_parquet(&part_path(work, part), b.schema(), &[b], run)?;
-        let mut mine = Vec::new();
-        while at_copy < copies_by_part.len() && copies_by_part[at_copy].0 == part {
-            mine.push((copies_by_part[at_copy].1, copies_by_part[at_copy].2));
-            at_copy += 1;
+        copies.units_of(b.docs, &mut units);
+        if units.len() >= 2 {
+            // Every unit of a bucket is in its first's component.
+            let part = part_of[index(ids, units[0])? as usize];
+            out[part as usize].push((b.table, b.key, &units))?;
         }
-        let b = pairs_batch(&mine, "canon")?;
-        files::write_parquet(&copies_path(work, part), b.schema(), &[b], run)?;
     }
-    let canon = |d: i64| {
-        copies
-            .binary_search_by_key(&d, |c| c.0)
-            .map_or(d, |i| copies[i].1)
-    };
+    out.into_iter().try_for_each(Sink::commit)
+}
+
+/// Each partition's copies, by copy.
+fn write_copies(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    ids: &Ids,
+    part_of: &[u32],
+) -> Result<()> {
+    let mut out: Vec<Sink<CopyRows>> = (0..plan.parts)
+        .map(|p| Sink::new(&copies_path(work, p), &plan.run))
+        .collect();
+    for &(c, u) in copies.pairs() {
+        out[part_of[index(ids, c)? as usize] as usize].push((c, u))?;
+    }
+    out.into_iter().try_for_each(Sink::commit)
+}
+
+/// Where each shard's candidate documents go.
+fn write_assign(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    ids: &Ids,
+    part_of: &[u32],
+) -> Result<()> {
+    let ids = ids.as_slice();
     for shard in 0..plan.shards {
         let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
         let (from, to) = (
             ids.partition_point(|&d| d < lo),
             ids.partition_point(|&d| d < hi),
         );
-        let mut doc = Int64Builder::new();
-        let mut unit = Int64Builder::new();
-        let mut part = Int32Builder::new();
+        let mut out: Sink<AssignRows> = Sink::new(&assign_path(work, shard), &plan.run);
         for i in from..to {
-            doc.append_value(ids[i]);
-            unit.append_value(canon(ids[i]));
-            part.append_value(part_of[i] as i32);
+            out.push((ids[i], copies.canon(ids[i]), part_of[i] as i32))?;
         }
-        let b = batch(vec![
-            ("doc", arc(doc.finish())),
-            ("canon", arc(unit.finish())),
-            ("part", arc(part.finish())),
-        ])?;
-        files::write_parquet(&assign_path(work, shard), b.schema(), &[b], run)?;
+        out.commit()?;
     }
     Ok(())
-}
-
-fn pairs_batch(rows: &[(i64, i64)], second: &str) -> Result<RecordBatch> {
-    let (mut a, mut b) = (Int64Builder::new(), Int64Builder::new());
-    for r in rows {
-        a.append_value(r.0);
-        b.append_value(r.1);
-    }
-    batch(vec![("doc", arc(a.finish())), (second, arc(b.finish()))])
 }
