@@ -187,3 +187,140 @@ impl Merge {
         Ok(self.files[i].bucket())
     }
 }
+
+/// A group file's rows: table, key, docs, aux.
+#[cfg(test)]
+pub type Row = (i32, i64, Vec<i64>, Vec<i64>);
+
+/// Writes a group file of run `run` at `path`, a record batch per item of `batches`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub fn write_group_file(path: &Path, run: &str, batches: &[&[Row]]) {
+    use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
+
+    use crate::stages::columns::{arc, batch};
+
+    let batches: Vec<RecordBatch> = (batches.iter())
+        .map(|rows| {
+            let (mut t, mut k) = (Int32Builder::new(), Int64Builder::new());
+            let mut docs = ListBuilder::new(Int64Builder::new());
+            let mut aux = ListBuilder::new(Int64Builder::new());
+            for (table, key, d, a) in rows.iter() {
+                t.append_value(*table);
+                k.append_value(*key);
+                docs.values().append_slice(d);
+                docs.append(true);
+                aux.values().append_slice(a);
+                aux.append(true);
+            }
+            batch(vec![
+                ("table", arc(t.finish())),
+                ("key", arc(k.finish())),
+                ("docs", arc(docs.finish())),
+                ("aux", arc(aux.finish())),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let schema = batches[0].schema();
+    files::write_parquet(path, schema, &batches, run).unwrap();
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(mut m: Merge) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        while let Some(b) = m.next_bucket()? {
+            out.push((b.table, b.key, b.docs.to_vec(), b.aux.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Buckets dealt to `files` group files, each cut into record batches of `cut` rows (an
+    /// empty batch where `cut` is 0), merged back.
+    fn round_trip(rows: &[Row], files: usize, deal: &[usize], cut: usize) -> Result<Vec<Row>> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opened = Vec::new();
+        for f in 0..files {
+            let mine: Vec<Row> = (rows.iter().enumerate())
+                .filter(|(i, _)| deal[i % deal.len()] % files == f)
+                .map(|(_, r)| r.clone())
+                .collect();
+            let mut batches: Vec<&[Row]> = mine.chunks(cut.max(1)).collect();
+            if cut == 0 || batches.is_empty() {
+                batches.insert(0, &[]);
+            }
+            let path = dir.path().join(format!("part-{f}.parquet"));
+            write_group_file(&path, "run", &batches);
+            opened.push(GroupFile::at(path, "run")?);
+        }
+        read_all(Merge::new(opened)?)
+    }
+
+    fn bucket() -> impl Strategy<Value = Row> {
+        (
+            -1i32..4,
+            any::<i64>(),
+            proptest::collection::btree_set(0i64..1000, 2..6),
+        )
+            .prop_map(|(table, key, docs)| {
+                let docs: Vec<i64> = docs.into_iter().collect();
+                let aux = if table == CONTENT_TABLE {
+                    docs.iter().map(|d| d % 3).collect()
+                } else {
+                    Vec::new()
+                };
+                (table, key, docs, aux)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn merged_files_give_every_bucket_once_in_table_and_key_order(
+            rows in proptest::collection::vec(bucket(), 0..60),
+            files in 1usize..9,
+            deal in proptest::collection::vec(0usize..9, 1..20),
+            cut in 0usize..7,
+        ) {
+            let mut want = rows;
+            want.sort_by_key(|r| (r.0, r.1));
+            want.dedup_by_key(|r| (r.0, r.1));
+            prop_assert_eq!(round_trip(&want, files, &deal, cut).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_group_file_out_of_order_or_with_a_bucket_twice_is_refused_by_name() {
+        let a = (0, 5, vec![1, 2], vec![]);
+        let b = (0, 4, vec![3, 4], vec![]);
+        for rows in [vec![a.clone(), b], vec![a.clone(), a]] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("part-7.parquet");
+            // Across record batches, as within one.
+            write_group_file(&path, "run", &[&rows[..1], &rows[1..]]);
+            let m = Merge::new(vec![GroupFile::at(path, "run").unwrap()]).unwrap();
+            let e = read_all(m).unwrap_err().to_string();
+            assert!(
+                e.contains("part-7.parquet is not in increasing (table, key) order"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn content_hashes_not_parallel_to_the_documents_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("part-1.parquet");
+        write_group_file(&path, "run", &[&[(CONTENT_TABLE, 1, vec![1, 2], vec![0])]]);
+        let e = GroupFile::at(path, "run").unwrap().advance().unwrap_err();
+        assert!(
+            format!("{e:#}").contains("`aux` is not parallel to `docs`"),
+            "{e:#}"
+        );
+    }
+}

@@ -85,3 +85,66 @@ impl Copies {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::buckets::{write_group_file, Row};
+    use super::*;
+
+    /// The copies of group files holding `files`, each file one record batch.
+    fn copies(files: &[&[Row]]) -> Result<Copies> {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<_> = (0..files.len())
+            .map(|f| dir.path().join(format!("part-{f}.parquet")))
+            .collect();
+        for (path, rows) in paths.iter().zip(files) {
+            write_group_file(path, "run", &[rows]);
+        }
+        Copies::of(paths.into_iter().map(|p| GroupFile::at(p, "run")))
+    }
+
+    #[test]
+    fn each_whole_hash_is_a_group_whose_first_document_is_the_unit() {
+        let c = copies(&[
+            &[
+                // High half 7: low halves 1 (docs 3, 9, 12) and 2 (docs 5, 20); 8 alone.
+                (
+                    CONTENT_TABLE,
+                    7,
+                    vec![3, 5, 8, 9, 12, 20],
+                    vec![1, 2, 3, 1, 1, 2],
+                ),
+                (0, 1, vec![3, 9], vec![]),
+            ],
+            &[],
+            &[(CONTENT_TABLE, -4, vec![30, 31], vec![0, 0])],
+        ])
+        .unwrap();
+        assert_eq!(c.groups, 3);
+        assert_eq!(c.pairs(), &[(9, 3), (12, 3), (20, 5), (31, 30)]);
+        assert_eq!((c.canon(12), c.canon(3), c.canon(8)), (3, 3, 8));
+        let mut units = vec![99];
+        c.units_of(&[3, 5, 8, 9, 12, 20, 31], &mut units);
+        assert_eq!(units, [3, 5, 8]);
+    }
+
+    #[test]
+    fn without_copies_every_document_is_a_unit() {
+        let c = copies(&[&[(0, 1, vec![3, 9], vec![])], &[]]).unwrap();
+        assert_eq!((c.groups, c.pairs().len()), (0, 0));
+        let mut units = Vec::new();
+        c.units_of(&[3, 9], &mut units);
+        assert_eq!(units, [3, 9]);
+    }
+
+    #[test]
+    fn a_document_in_two_content_buckets_is_refused() {
+        let e = copies(&[
+            &[(CONTENT_TABLE, 1, vec![1, 2], vec![0, 0])],
+            &[(CONTENT_TABLE, 2, vec![0, 2], vec![5, 5])],
+        ]);
+        let e = e.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("document 2 is in two content buckets"), "{e}");
+    }
+}
