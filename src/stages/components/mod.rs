@@ -12,9 +12,9 @@
 //!
 //! It streams: the group files are read a record batch at a time, four times over (the
 //! content table; the candidate documents; the unions; the merge that writes the buckets), so
-//! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8; its
-//! partition, 4), per copy (16 bytes), and a batch of each group file and a row group of each
-//! file being written, never the buckets.
+//! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8,
+//! half of which then holds its partition), per copy (16 bytes), and a batch of each group file
+//! and a row group of each file being written, never the buckets.
 
 mod buckets;
 mod copies;
