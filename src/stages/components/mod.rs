@@ -13,13 +13,15 @@
 //! It streams: the group files are read a record batch at a time, four times over (the
 //! content table; the candidate documents; the unions; the merge that writes the buckets), so
 //! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8,
-//! half of which then holds its partition), per copy (16 bytes), and a batch of each group file
-//! and a row group of each file being written, never the buckets.
+//! half of which then holds its partition), per copy (16 bytes), a batch of each group file,
+//! a buffer of each partition's spilled buckets and a row group of the file being written,
+//! never the buckets.
 
 mod buckets;
 mod copies;
 mod forest;
 mod ids;
+mod spill;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,7 @@ use buckets::{GroupFile, Merge};
 use copies::Copies;
 use forest::Forest;
 use ids::{Ids, IdsBuilder};
+use spill::Spill;
 use write::{AssignRows, BucketRows, CopyRows, Sink};
 
 /// Partition K's band buckets.
@@ -153,7 +156,8 @@ fn index(ids: &Ids, doc: i64) -> Result<u32> {
     })
 }
 
-/// Each partition's band buckets, in (table, key) order: the group files merged.
+/// Each partition's band buckets, in (table, key) order: the group files merged, each bucket
+/// spilled to its partition's temporary file, then each partition's file written from it.
 fn write_buckets(
     work: &Path,
     plan: &Plan,
@@ -163,9 +167,7 @@ fn write_buckets(
 ) -> Result<()> {
     let files = (0..plan.parts).map(|p| GroupFile::open(work, plan, p));
     let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
-    let mut out: Vec<Sink<BucketRows>> = (0..plan.parts)
-        .map(|p| Sink::new(&part_path(work, p), &plan.run))
-        .collect();
+    let mut spill = Spill::new(&work.join("components"), plan.parts)?;
     let mut units = Vec::new();
     while let Some(b) = merged.next_bucket()? {
         if b.table == CONTENT_TABLE {
@@ -175,10 +177,19 @@ fn write_buckets(
         if units.len() >= 2 {
             // Every unit of a bucket is in its first's component.
             let part = part_of[index(ids, units[0])? as usize];
-            out[part as usize].push((b.table, b.key, &units))?;
+            spill.push(part, b.table, b.key, &units)?;
         }
     }
-    out.into_iter().try_for_each(Sink::commit)
+    drop(merged);
+    for (part, spilled) in (0..plan.parts).zip(spill.into_readers()) {
+        let mut spilled = spilled?;
+        let mut out: Sink<BucketRows> = Sink::new(&part_path(work, part), &plan.run);
+        while let Some(row) = spilled.next_bucket()? {
+            out.push(row)?;
+        }
+        out.commit()?;
+    }
+    Ok(())
 }
 
 /// Each partition's copies, by copy.
