@@ -181,8 +181,8 @@ fn write_buckets(
         }
     }
     drop(merged);
-    for (part, spilled) in (0..plan.parts).zip(spill.into_readers()) {
-        let mut spilled = spilled?;
+    for part in 0..plan.parts {
+        let mut spilled = spill.reader(part).context("no such partition")?;
         let mut out: Sink<BucketRows> = Sink::new(&part_path(work, part), &plan.run);
         while let Some(row) = spilled.next_bucket()? {
             out.push(row)?;
