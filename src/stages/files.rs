@@ -31,7 +31,7 @@ const RUN_KEY: &str = "dupfind.run";
 const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom"];
 
 /// Rows per row group: a reader holds one at a time.
-const ROW_GROUP: usize = 64 * 1024;
+pub const ROW_GROUP: usize = 64 * 1024;
 
 /// A file being written under a temporary name, made visible by [`Pending::commit`].
 struct Pending {

@@ -1,0 +1,326 @@
+//! The group files (`group/part-J.parquet`) read a bucket at a time, one record batch of each
+//! in memory, and several of them merged into one stream in (table, key) order. Each file must
+//! be in strictly increasing (table, key) order, as `stage group` (and the Spark and DuckDB
+//! groupings) write it; a file that is not is an error naming it, never a silently wrong merge.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use arrow_array::{Int32Array, Int64Array, RecordBatch};
+
+use crate::messages::display_path;
+use crate::stages::columns::{column, Int64Lists};
+use crate::stages::files;
+use crate::stages::group::buckets_path;
+use crate::stages::plan::Plan;
+use crate::stages::sign::CONTENT_TABLE;
+
+/// A bucket of a group file.
+pub struct Bucket<'a> {
+    /// The band or piece; −1 the content table.
+    pub table: i32,
+    /// The band key (sign-flipped), or the content hash's high half.
+    pub key: i64,
+    /// Its documents, increasing.
+    pub docs: &'a [i64],
+    /// The content table's hash low halves, parallel to `docs` (checked); empty for bands.
+    pub aux: &'a [i64],
+}
+
+/// One group file, read in order.
+pub struct GroupFile {
+    path: PathBuf,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+    chunk: Chunk,
+    /// The current bucket's row in `chunk`.
+    row: Option<usize>,
+    last: Option<(i32, i64)>,
+}
+
+/// One record batch's buckets as plain vectors (what a reader holds of each file).
+#[derive(Default)]
+struct Chunk {
+    table: Vec<i32>,
+    key: Vec<i64>,
+    /// Where each row's documents end in `docs`, and its hashes in `aux`.
+    ends: Vec<usize>,
+    docs: Vec<i64>,
+    aux_ends: Vec<usize>,
+    aux: Vec<i64>,
+}
+
+impl GroupFile {
+    /// Opens group partition `part`'s file.
+    pub fn open(work: &Path, plan: &Plan, part: u32) -> Result<GroupFile> {
+        GroupFile::at(buckets_path(work, part), &plan.run)
+    }
+
+    /// Opens the group file at `path`, of run `run`.
+    pub fn at(path: PathBuf, run: &str) -> Result<GroupFile> {
+        let batches = files::read_parquet(&path, run, "its partition was not grouped completely")?;
+        Ok(GroupFile {
+            path,
+            batches: Box::new(batches),
+            chunk: Chunk::default(),
+            row: None,
+            last: None,
+        })
+    }
+
+    /// Moves to the next bucket; false at the end of the file.
+    pub fn advance(&mut self) -> Result<bool> {
+        let mut next = self.row.map_or(0, |r| r + 1);
+        while next >= self.chunk.table.len() {
+            let Some(batch) = self.batches.next() else {
+                self.row = None;
+                return Ok(false);
+            };
+            self.fill(&batch?)?;
+            next = 0;
+        }
+        let at = (self.chunk.table[next], self.chunk.key[next]);
+        if self.last.is_some_and(|last| last >= at) {
+            bail!(
+                "{} is not in increasing (table, key) order (a group file is sorted by both, \
+                 each bucket once)",
+                display_path(&self.path)
+            );
+        }
+        self.last = Some(at);
+        self.row = Some(next);
+        Ok(true)
+    }
+
+    /// The current bucket (none before the first [`GroupFile::advance`] or after the last).
+    pub fn bucket(&self) -> Option<Bucket<'_>> {
+        let r = self.row?;
+        let c = &self.chunk;
+        let start = |ends: &[usize]| r.checked_sub(1).map_or(0, |p| ends[p]);
+        Some(Bucket {
+            table: c.table[r],
+            key: c.key[r],
+            docs: &c.docs[start(&c.ends)..c.ends[r]],
+            aux: &c.aux[start(&c.aux_ends)..c.aux_ends[r]],
+        })
+    }
+
+    /// The next bucket, as [`GroupFile::advance`] then [`GroupFile::bucket`].
+    pub fn next_bucket(&mut self) -> Result<Option<Bucket<'_>>> {
+        Ok(if self.advance()? { self.bucket() } else { None })
+    }
+
+    fn fill(&mut self, b: &RecordBatch) -> Result<()> {
+        let damaged = || format!("{} is damaged", display_path(&self.path));
+        let table = column::<Int32Array>(b, "table").with_context(damaged)?;
+        let key = column::<Int64Array>(b, "key").with_context(damaged)?;
+        let docs = Int64Lists::of(b, "docs").with_context(damaged)?;
+        let aux = Int64Lists::of(b, "aux").with_context(damaged)?;
+        let c = &mut self.chunk;
+        c.table.clear();
+        c.table.extend_from_slice(table.values());
+        c.key.clear();
+        c.key.extend_from_slice(key.values());
+        c.ends.clear();
+        c.docs.clear();
+        c.aux_ends.clear();
+        c.aux.clear();
+        for k in 0..b.num_rows() {
+            let d = docs.get(k).with_context(damaged)?;
+            c.docs.extend_from_slice(d);
+            c.ends.push(c.docs.len());
+            if c.table[k] == CONTENT_TABLE {
+                let a = aux.get(k).with_context(damaged)?;
+                if a.len() != d.len() {
+                    bail!("{}: `aux` is not parallel to `docs`", damaged());
+                }
+                c.aux.extend_from_slice(a);
+            }
+            c.aux_ends.push(c.aux.len());
+        }
+        Ok(())
+    }
+}
+
+/// The buckets of several group files, in (table, key) order (of two files with the same
+/// bucket, which `stage group`'s partitioning never makes, the first file's first).
+pub struct Merge {
+    files: Vec<GroupFile>,
+    heads: BinaryHeap<Reverse<(i32, i64, usize)>>,
+    /// The file whose bucket was handed out last: it moves on at the next call.
+    current: Option<usize>,
+}
+
+impl Merge {
+    /// Merges `files`, each at its start.
+    pub fn new(files: Vec<GroupFile>) -> Result<Merge> {
+        let mut m = Merge {
+            heads: BinaryHeap::with_capacity(files.len()),
+            files,
+            current: None,
+        };
+        for i in 0..m.files.len() {
+            m.push_head(i)?;
+        }
+        Ok(m)
+    }
+
+    fn push_head(&mut self, i: usize) -> Result<()> {
+        if self.files[i].advance()? {
+            if let Some(b) = self.files[i].bucket() {
+                self.heads.push(Reverse((b.table, b.key, i)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next bucket of all the files.
+    pub fn next_bucket(&mut self) -> Result<Option<Bucket<'_>>> {
+        if let Some(i) = self.current.take() {
+            self.push_head(i)?;
+        }
+        let Some(Reverse((_, _, i))) = self.heads.pop() else {
+            return Ok(None);
+        };
+        self.current = Some(i);
+        Ok(self.files[i].bucket())
+    }
+}
+
+/// A group file's rows: table, key, docs, aux.
+#[cfg(test)]
+pub type Row = (i32, i64, Vec<i64>, Vec<i64>);
+
+/// Writes a group file of run `run` at `path`, a record batch per item of `batches`.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub fn write_group_file(path: &Path, run: &str, batches: &[&[Row]]) {
+    use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
+
+    use crate::stages::columns::{arc, batch};
+
+    let batches: Vec<RecordBatch> = (batches.iter())
+        .map(|rows| {
+            let (mut t, mut k) = (Int32Builder::new(), Int64Builder::new());
+            let mut docs = ListBuilder::new(Int64Builder::new());
+            let mut aux = ListBuilder::new(Int64Builder::new());
+            for (table, key, d, a) in rows.iter() {
+                t.append_value(*table);
+                k.append_value(*key);
+                docs.values().append_slice(d);
+                docs.append(true);
+                aux.values().append_slice(a);
+                aux.append(true);
+            }
+            batch(vec![
+                ("table", arc(t.finish())),
+                ("key", arc(k.finish())),
+                ("docs", arc(docs.finish())),
+                ("aux", arc(aux.finish())),
+            ])
+            .unwrap()
+        })
+        .collect();
+    let schema = batches[0].schema();
+    files::write_parquet(path, schema, &batches, run).unwrap();
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read_all(mut m: Merge) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        while let Some(b) = m.next_bucket()? {
+            out.push((b.table, b.key, b.docs.to_vec(), b.aux.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Buckets dealt to `files` group files, each cut into record batches of `cut` rows (an
+    /// empty batch where `cut` is 0), merged back.
+    fn round_trip(rows: &[Row], files: usize, deal: &[usize], cut: usize) -> Result<Vec<Row>> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opened = Vec::new();
+        for f in 0..files {
+            let mine: Vec<Row> = (rows.iter().enumerate())
+                .filter(|(i, _)| deal[i % deal.len()] % files == f)
+                .map(|(_, r)| r.clone())
+                .collect();
+            let mut batches: Vec<&[Row]> = mine.chunks(cut.max(1)).collect();
+            if cut == 0 || batches.is_empty() {
+                batches.insert(0, &[]);
+            }
+            let path = dir.path().join(format!("part-{f}.parquet"));
+            write_group_file(&path, "run", &batches);
+            opened.push(GroupFile::at(path, "run")?);
+        }
+        read_all(Merge::new(opened)?)
+    }
+
+    fn bucket() -> impl Strategy<Value = Row> {
+        (
+            -1i32..4,
+            any::<i64>(),
+            proptest::collection::btree_set(0i64..1000, 2..6),
+        )
+            .prop_map(|(table, key, docs)| {
+                let docs: Vec<i64> = docs.into_iter().collect();
+                let aux = if table == CONTENT_TABLE {
+                    docs.iter().map(|d| d % 3).collect()
+                } else {
+                    Vec::new()
+                };
+                (table, key, docs, aux)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn merged_files_give_every_bucket_once_in_table_and_key_order(
+            rows in proptest::collection::vec(bucket(), 0..60),
+            files in 1usize..9,
+            deal in proptest::collection::vec(0usize..9, 1..20),
+            cut in 0usize..7,
+        ) {
+            let mut want = rows;
+            want.sort_by_key(|r| (r.0, r.1));
+            want.dedup_by_key(|r| (r.0, r.1));
+            prop_assert_eq!(round_trip(&want, files, &deal, cut).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_group_file_out_of_order_or_with_a_bucket_twice_is_refused_by_name() {
+        let a = (0, 5, vec![1, 2], vec![]);
+        let b = (0, 4, vec![3, 4], vec![]);
+        for rows in [vec![a.clone(), b], vec![a.clone(), a]] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("part-7.parquet");
+            // Across record batches, as within one.
+            write_group_file(&path, "run", &[&rows[..1], &rows[1..]]);
+            let m = Merge::new(vec![GroupFile::at(path, "run").unwrap()]).unwrap();
+            let e = read_all(m).unwrap_err().to_string();
+            assert!(
+                e.contains("part-7.parquet is not in increasing (table, key) order"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn content_hashes_not_parallel_to_the_documents_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("part-1.parquet");
+        write_group_file(&path, "run", &[&[(CONTENT_TABLE, 1, vec![1, 2], vec![0])]]);
+        let e = GroupFile::at(path, "run").unwrap().advance().unwrap_err();
+        assert!(
+            format!("{e:#}").contains("`aux` is not parallel to `docs`"),
+            "{e:#}"
+        );
+    }
+}

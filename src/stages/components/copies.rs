@@ -1,0 +1,150 @@
+//! The byte-identical groups, from the content table's buckets (table −1, first in every group
+//! file): documents with the same whole content hash, the first the group's unit and the
+//! others its copies. Only (copy, unit) pairs are kept, 16 bytes a copy.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use rayon::prelude::*;
+
+use crate::stages::plan::Plan;
+use crate::stages::sign::CONTENT_TABLE;
+
+use super::buckets::GroupFile;
+
+/// The copies and their units, by copy.
+pub struct Copies {
+    pairs: Vec<(i64, i64)>,
+    /// Groups of two or more byte-identical documents.
+    pub groups: u64,
+}
+
+impl Copies {
+    /// Reads the content table of every group file (stopping at each file's first band
+    /// bucket).
+    pub fn read(work: &Path, plan: &Plan) -> Result<Copies> {
+        Copies::of((0..plan.parts).map(|part| GroupFile::open(work, plan, part)))
+    }
+
+    /// The copies in the content tables of `files`.
+    fn of(files: impl Iterator<Item = Result<GroupFile>>) -> Result<Copies> {
+        let (mut pairs, mut groups) = (Vec::new(), 0u64);
+        let mut by_hash: Vec<(i64, i64)> = Vec::new();
+        for file in files {
+            let mut file = file?;
+            while let Some(b) = file.next_bucket()? {
+                if b.table > CONTENT_TABLE {
+                    break;
+                } else if b.table < CONTENT_TABLE {
+                    continue;
+                }
+                by_hash.clear();
+                by_hash.extend(b.aux.iter().copied().zip(b.docs.iter().copied()));
+                // Contents that share the hash's high half are told apart by the low half.
+                by_hash.sort_unstable();
+                for run in by_hash.chunk_by(|x, y| x.0 == y.0) {
+                    if run.len() >= 2 {
+                        groups += 1;
+                        pairs.extend(run[1..].iter().map(|x| (x.1, run[0].1)));
+                    }
+                }
+            }
+        }
+        pairs.par_sort_unstable();
+        if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+            bail!(
+                "document {} is in two content buckets: a group file of another plan?",
+                w[0].0
+            );
+        }
+        Ok(Copies { pairs, groups })
+    }
+
+    /// (copy, unit), by copy.
+    pub fn pairs(&self) -> &[(i64, i64)] {
+        &self.pairs
+    }
+
+    /// The unit `doc` is a copy of, or `doc` itself.
+    pub fn canon(&self, doc: i64) -> i64 {
+        match self.pairs.binary_search_by_key(&doc, |c| c.0) {
+            Ok(i) => self.pairs[i].1,
+            Err(_) => doc,
+        }
+    }
+
+    /// `docs` but the copies, into `out` (a copy is never bucketed: its unit stands for it, as
+    /// in `scan`).
+    pub fn units_of(&self, docs: &[i64], out: &mut Vec<i64>) {
+        out.clear();
+        if self.pairs.is_empty() {
+            out.extend_from_slice(docs);
+        } else {
+            let is_copy = |d: &i64| self.pairs.binary_search_by_key(d, |c| c.0).is_ok();
+            out.extend(docs.iter().filter(|d| !is_copy(d)));
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::buckets::{write_group_file, Row};
+    use super::*;
+
+    /// The copies of group files holding `files`, each file one record batch.
+    fn copies(files: &[&[Row]]) -> Result<Copies> {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<_> = (0..files.len())
+            .map(|f| dir.path().join(format!("part-{f}.parquet")))
+            .collect();
+        for (path, rows) in paths.iter().zip(files) {
+            write_group_file(path, "run", &[rows]);
+        }
+        Copies::of(paths.into_iter().map(|p| GroupFile::at(p, "run")))
+    }
+
+    #[test]
+    fn each_whole_hash_is_a_group_whose_first_document_is_the_unit() {
+        let c = copies(&[
+            &[
+                // High half 7: low halves 1 (docs 3, 9, 12) and 2 (docs 5, 20); 8 alone.
+                (
+                    CONTENT_TABLE,
+                    7,
+                    vec![3, 5, 8, 9, 12, 20],
+                    vec![1, 2, 3, 1, 1, 2],
+                ),
+                (0, 1, vec![3, 9], vec![]),
+            ],
+            &[],
+            &[(CONTENT_TABLE, -4, vec![30, 31], vec![0, 0])],
+        ])
+        .unwrap();
+        assert_eq!(c.groups, 3);
+        assert_eq!(c.pairs(), &[(9, 3), (12, 3), (20, 5), (31, 30)]);
+        assert_eq!((c.canon(12), c.canon(3), c.canon(8)), (3, 3, 8));
+        let mut units = vec![99];
+        c.units_of(&[3, 5, 8, 9, 12, 20, 31], &mut units);
+        assert_eq!(units, [3, 5, 8]);
+    }
+
+    #[test]
+    fn without_copies_every_document_is_a_unit() {
+        let c = copies(&[&[(0, 1, vec![3, 9], vec![])], &[]]).unwrap();
+        assert_eq!((c.groups, c.pairs().len()), (0, 0));
+        let mut units = Vec::new();
+        c.units_of(&[3, 9], &mut units);
+        assert_eq!(units, [3, 9]);
+    }
+
+    #[test]
+    fn a_document_in_two_content_buckets_is_refused() {
+        let e = copies(&[
+            &[(CONTENT_TABLE, 1, vec![1, 2], vec![0, 0])],
+            &[(CONTENT_TABLE, 2, vec![0, 2], vec![5, 5])],
+        ]);
+        let e = e.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("document 2 is in two content buckets"), "{e}");
+    }
+}

@@ -1,0 +1,234 @@
+//! `stage components`: the one single-node step. Reads every partition's buckets; splits the
+//! content table's buckets into byte-identical groups (by the whole content hash), whose first
+//! document is the group's unit and the others its copies; keeps of each band bucket its units
+//! (what `scan` buckets); joins units sharing a bucket, and copies to their unit, into candidate
+//! components (union-find, linear in the buckets' documents); and deals the components out to
+//! the verify partitions, largest first, each to the least loaded.
+//!
+//! Writes, per partition K, its band buckets (`components/part-K.parquet`, in table and key
+//! order) and its copies (`components/part-K.copies.parquet`); per shard I, where each of its
+//! documents goes (`components/assign-I.parquet`); and the counts (`components/summary.json`,
+//! last).
+//!
+//! It streams: the group files are read a record batch at a time, four times over (the
+//! content table; the candidate documents; the unions; the merge that writes the buckets), so
+//! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8,
+//! half of which then holds its partition), per copy (16 bytes), a batch of each group file,
+//! a buffer of each partition's spilled buckets and a row group of the file being written,
+//! never the buckets.
+
+mod buckets;
+mod copies;
+mod forest;
+mod ids;
+mod spill;
+mod write;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::files;
+use super::group::{summary_path_of, GroupSummary};
+use super::plan::Plan;
+use super::sign::CONTENT_TABLE;
+use super::summary::ComponentsSummary;
+
+use buckets::{GroupFile, Merge};
+use copies::Copies;
+use forest::Forest;
+use ids::{Ids, IdsBuilder};
+use spill::Spill;
+use write::{AssignRows, BucketRows, CopyRows, Sink};
+
+/// Partition K's band buckets.
+pub fn part_path(work: &Path, part: u32) -> PathBuf {
+    work.join("components")
+        .join(format!("part-{part:06}.parquet"))
+}
+
+/// Partition K's copies.
+pub fn copies_path(work: &Path, part: u32) -> PathBuf {
+    work.join("components")
+        .join(format!("part-{part:06}.copies.parquet"))
+}
+
+/// Where shard I's documents go.
+pub fn assign_path(work: &Path, shard: u32) -> PathBuf {
+    work.join("components")
+        .join(format!("assign-{shard:06}.parquet"))
+}
+
+/// The summary, written last.
+pub fn summary_path(work: &Path) -> PathBuf {
+    work.join("components").join("summary.json")
+}
+
+/// Finds the candidate components and deals them out.
+pub fn components(work: &Path) -> Result<()> {
+    let plan = Plan::read(work)?;
+    for part in 0..plan.parts {
+        let path = summary_path_of(work, part);
+        let what = format!(
+            "partition {part} has not been grouped (run `dupfind stage group --part {part}/{}`)",
+            plan.parts
+        );
+        let s: GroupSummary = files::read_json(&path, &what)?;
+        super::check_run(&path, &s.run, &plan.run)?;
+    }
+    let copies = Copies::read(work, &plan)?;
+    let (ids, largest_bucket) = candidates(work, &plan, &copies)?;
+    let mut forest = Forest::new(ids.as_slice().len() as u32);
+    for_each_band(work, &plan, &copies, |units| {
+        let mut prev = index(&ids, units[0])?;
+        for &d in &units[1..] {
+            let i = index(&ids, d)?;
+            forest.union(prev, i);
+            prev = i;
+        }
+        Ok(())
+    })?;
+    // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
+    // bucketed documents are in sets of two or more yet.
+    let largest_component = Some(forest.largest()).filter(|&s| s >= 2).unwrap_or(0);
+    for &(c, u) in copies.pairs() {
+        forest.union(index(&ids, u)?, index(&ids, c)?);
+    }
+    let (part_of, components) = forest.deal(plan.parts);
+    write_buckets(work, &plan, &copies, &ids, &part_of)?;
+    write_copies(work, &plan, &copies, &ids, &part_of)?;
+    write_assign(work, &plan, &copies, &ids, &part_of)?;
+    let summary = ComponentsSummary {
+        run: plan.run.clone(),
+        exact_groups: copies.groups,
+        exact_copies: copies.pairs().len() as u64,
+        components,
+        largest_component: u64::from(largest_component),
+        largest_bucket,
+    };
+    files::write_json(&summary_path(work), &summary)
+}
+
+/// Calls `f` with the units of every band bucket that has two or more, file by file.
+fn for_each_band(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    mut f: impl FnMut(&[i64]) -> Result<()>,
+) -> Result<()> {
+    let mut units = Vec::new();
+    for part in 0..plan.parts {
+        let mut file = GroupFile::open(work, plan, part)?;
+        while let Some(b) = file.next_bucket()? {
+            if b.table != CONTENT_TABLE {
+                copies.units_of(b.docs, &mut units);
+                if units.len() >= 2 {
+                    f(&units)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The candidate documents (the units of the band buckets that keep two or more, and the
+/// members of the byte-identical groups), and the units of the largest band bucket.
+fn candidates(work: &Path, plan: &Plan, copies: &Copies) -> Result<(Ids, u64)> {
+    let mut ids = IdsBuilder::default();
+    let mut largest = 0;
+    for_each_band(work, plan, copies, |units| {
+        largest = largest.max(units.len() as u64);
+        ids.extend(units)
+    })?;
+    for &(c, u) in copies.pairs() {
+        ids.extend(&[c, u])?;
+    }
+    Ok((ids.finish()?, largest))
+}
+
+/// The union-find index of `doc`, which the gathering of candidates saw.
+fn index(ids: &Ids, doc: i64) -> Result<u32> {
+    ids.index(doc).with_context(|| {
+        format!(
+            "document {doc} was not in the group files when they were first read: did a group \
+             stage run again while stage components ran?"
+        )
+    })
+}
+
+/// Each partition's band buckets, in (table, key) order: the group files merged, each bucket
+/// spilled to its partition's temporary file, then each partition's file written from it.
+fn write_buckets(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    ids: &Ids,
+    part_of: &[u32],
+) -> Result<()> {
+    let files = (0..plan.parts).map(|p| GroupFile::open(work, plan, p));
+    let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
+    let mut spill = Spill::new(&work.join("components"), plan.parts)?;
+    let mut units = Vec::new();
+    while let Some(b) = merged.next_bucket()? {
+        if b.table == CONTENT_TABLE {
+            continue;
+        }
+        copies.units_of(b.docs, &mut units);
+        if units.len() >= 2 {
+            // Every unit of a bucket is in its first's component.
+            let part = part_of[index(ids, units[0])? as usize];
+            spill.push(part, b.table, b.key, &units)?;
+        }
+    }
+    drop(merged);
+    for part in 0..plan.parts {
+        let mut spilled = spill.reader(part).context("no such partition")?;
+        let mut out: Sink<BucketRows> = Sink::new(&part_path(work, part), &plan.run);
+        while let Some(row) = spilled.next_bucket()? {
+            out.push(row)?;
+        }
+        out.commit()?;
+    }
+    Ok(())
+}
+
+/// Each partition's copies, by copy.
+fn write_copies(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    ids: &Ids,
+    part_of: &[u32],
+) -> Result<()> {
+    let mut out: Vec<Sink<CopyRows>> = (0..plan.parts)
+        .map(|p| Sink::new(&copies_path(work, p), &plan.run))
+        .collect();
+    for &(c, u) in copies.pairs() {
+        out[part_of[index(ids, c)? as usize] as usize].push((c, u))?;
+    }
+    out.into_iter().try_for_each(Sink::commit)
+}
+
+/// Where each shard's candidate documents go.
+fn write_assign(
+    work: &Path,
+    plan: &Plan,
+    copies: &Copies,
+    ids: &Ids,
+    part_of: &[u32],
+) -> Result<()> {
+    let ids = ids.as_slice();
+    for shard in 0..plan.shards {
+        let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
+        let (from, to) = (
+            ids.partition_point(|&d| d < lo),
+            ids.partition_point(|&d| d < hi),
+        );
+        let mut out: Sink<AssignRows> = Sink::new(&assign_path(work, shard), &plan.run);
+        for i in from..to {
+            out.push((ids[i], copies.canon(ids[i]), part_of[i] as i32))?;
+        }
+        out.commit()?;
+    }
+    Ok(())
+}
