@@ -10,6 +10,7 @@
 //! column. The module reads; it does not decide what a bad row costs the scan (see
 //! [`crate::ingest`]).
 
+mod chunks;
 mod columns;
 mod rows;
 
@@ -211,14 +212,16 @@ impl ParquetDump {
         let batch = rows::batch_rows(text_bytes.max(0) as u64, rg.num_rows().max(0) as u64);
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {
-            let mut builder =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
-                    .with_projection(ProjectionMask::leaves(
-                        self.meta.parquet_schema(),
-                        leaves.iter().copied(),
-                    ))
-                    .with_row_groups(vec![group])
-                    .with_batch_size(batch);
+            let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                chunks::Pages(file),
+                self.meta.clone(),
+            )
+            .with_projection(ProjectionMask::leaves(
+                self.meta.parquet_schema(),
+                leaves.iter().copied(),
+            ))
+            .with_row_groups(vec![group])
+            .with_batch_size(batch);
             if let Some(selection) = selection {
                 builder = builder.with_row_selection(selection);
             }
