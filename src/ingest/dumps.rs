@@ -348,7 +348,7 @@ pub(crate) fn open_dump(
 /// Opens a dump, checking it is still the file the walk saw.
 fn open_dump_file(file: &FileEntry) -> Result<File, String> {
     let io = |e: std::io::Error| crate::messages::io_reason(&e);
-    let f = File::open(&file.path).map_err(io)?;
+    let f = File::open(crate::input::stdin::resolve(&file.path)).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
     if file.id != (0, 0) && crate::input::walk::inode(&meta) != file.id {
         return Err("file was replaced during the scan".into());

@@ -241,7 +241,7 @@ mod tests {
                     Buckets::from_keys((0..n).map(|d| (u64::from(bands[d as usize][t]), d)).collect())
                 })
                 .collect();
-            let similar = |a: u32, b: u32| similar_to[a as usize] % n == b || (a + b) % 5 == 0;
+            let similar = |a: u32, b: u32| similar_to[a as usize] % n == b || (a + b).is_multiple_of(5);
             let check = |a: u32, b: u32| similar(a, b).then_some(Score::of(0.9));
             let shared = |a: u32, b: u32, t: usize| {
                 (0..t).any(|band| bands[a as usize][band] == bands[b as usize][band])
