@@ -178,10 +178,14 @@ fn value_name(v: impl clap::ValueEnum) -> String {
 
 /// What to walk: the roots (or `.`), the `--files-from` list (read now), the filters.
 fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
-    let listed = match &args.files_from {
+    let mut listed = match &args.files_from {
         Some(list) => read_list(list, args.null)?,
         None => Vec::new(),
     };
+    // A list names files: `-` there is a file of that name, never standard input.
+    for path in listed.iter_mut().filter(|p| is_stdin(p)) {
+        *path = std::path::Path::new(".").join("-");
+    }
     let roots = if args.paths.is_empty() && args.files_from.is_none() {
         vec![std::path::PathBuf::from(".")]
     } else {

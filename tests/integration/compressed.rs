@@ -223,6 +223,31 @@ fn an_xz_file_needing_more_memory_than_allowed_is_an_input_error_saying_so() {
     );
 }
 
+#[test]
+fn the_dataset_of_a_compressed_dump_is_the_plain_dump_s() {
+    let t = TestDir::new();
+    let dump = corpus().pop().unwrap().1;
+    t.write("plain/d.jsonl", &dump);
+    for (_, suffix, encode) in FORMATS {
+        t.write(
+            format!("{suffix}/d.jsonl.{suffix}"),
+            encode(dump.as_bytes()),
+        );
+    }
+    let dataset = |dir: &str| {
+        let out = format!("out-{dir}");
+        let run = t.run(&["scan", "--keep", "first", "--write-dataset", &out, dir]);
+        assert_eq!(run.code(), 0, "{dir}: {}", run.stderr);
+        std::fs::read_to_string(t.join(&out).join("part-00000.jsonl")).unwrap()
+    };
+    let plain = dataset("plain");
+    // Record 3, a near-copy of record 1, is left out.
+    assert_eq!(plain.lines().count(), 2, "{plain}");
+    for (format, suffix, _) in FORMATS {
+        assert_eq!(dataset(suffix), plain, "{format}");
+    }
+}
+
 /// dupfind with `args`, `input` on its standard input.
 fn with_stdin(t: &TestDir, args: &[&str], input: &[u8]) -> super::util::Run {
     let mut cmd = t.command(args);
