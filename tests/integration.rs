@@ -8,6 +8,9 @@ mod util;
 /// Usage errors, help, `--quiet`, progress, pipes, signals, stdin.
 #[path = "integration/cli.rs"]
 mod cli;
+/// bzip2, xz, lzma and lz4 files and dumps; standard input.
+#[path = "integration/compressed.rs"]
+mod compressed;
 /// `--containment`.
 #[path = "integration/containment.rs"]
 mod containment;

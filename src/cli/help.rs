@@ -122,10 +122,11 @@ pub const SCAN_NOTES: &[(&str, &str)] = &[
     ),
     (
         "Inputs",
-        "gzip and zstd files are recognised by their magic bytes and decompressed; sizes \
+        "gzip, zstd, bzip2, xz, lzma and lz4 files are recognised by their magic bytes and \
+         decompressed (Unix compress, lzip and lzop are recognised and refused); sizes \
          (--max-size, `bytes`) are of the decompressed content, and \"exact\" means identical \
          content after decompression. A JSON Lines dump (--jsonl, or a name ending in .jsonl or \
-         .ndjson, optionally .gz/.zst) is one document per line; a member from a dump is \
+         .ndjson, optionally .gz/.zst/.bz2/.xz/.lz4) is one document per line; a member from a dump is \
          reported with its \"line\" and \"id\". --max-size limits each document (each line of a \
          dump), not a dump.",
     ),

@@ -22,7 +22,11 @@ pub const PERFORMANCE: &str = "Performance";
 /// the whole comment.
 #[derive(Debug, Args, Serialize, Deserialize)]
 pub struct ScanArgs {
-    /// Directories or files to scan [default: ., unless --files-from is given].
+    /// Directories or files to scan [default: ., unless --files-from is given]; `-`: standard
+    /// input.
+    ///
+    /// Standard input is one document (a dump with --jsonl), possibly compressed, reported as
+    /// `-`; it is copied to a temporary file first, as it is read twice.
     #[arg(value_name = "PATH")]
     #[serde(skip)]
     pub paths: Vec<PathBuf>,
@@ -45,8 +49,9 @@ pub struct ScanArgs {
     /// Read every input file as JSON Lines, one document per line, or as Parquet when it
     /// starts with PAR1.
     ///
-    /// Files named *.jsonl or *.ndjson, also with .gz or .zst, always are JSON Lines; files named
-    /// *.parquet always are Parquet, one document per row.
+    /// Files named *.jsonl or *.ndjson, also with .gz, .zst, .bz2, .xz or .lz4, always are JSON
+    /// Lines; files named *.parquet always are Parquet, one document per row. With `-` as an
+    /// input, standard input is read as a dump.
     #[arg(long, help_heading = INPUT)]
     pub jsonl: bool,
 

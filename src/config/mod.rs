@@ -172,6 +172,8 @@ pub struct IndexUse {
 pub struct Config {
     /// What to walk.
     pub walk: WalkOptions,
+    /// `-` is an input: standard input, read apart from the walk ([`crate::input::stdin`]).
+    pub stdin: bool,
     /// Where a JSON Lines record's text and id are.
     pub jsonl: JsonlOptions,
     /// The index to scan against, or to build.

@@ -16,6 +16,7 @@ use crate::cli::{
     VerifyArg,
 };
 use crate::input::jsonl::{field_path, JsonlOptions};
+use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
@@ -51,12 +52,14 @@ impl Config {
             max_line: args.max_size,
         };
         output_conflicts(&args)?;
+        stdin_conflicts(&args)?;
         let walk = walk_options(&args)?;
         let sink = crate::report::sink::Sink::new(args.output.as_deref())?;
         let to_terminal = sink.is_terminal();
         color_applies(&args, to_terminal)?;
         Ok(Config {
             walk,
+            stdin: args.paths.iter().any(|p| is_stdin(p)),
             jsonl,
             against: None,
             shingle: match args.shingle {
@@ -134,6 +137,21 @@ fn output_conflicts(args: &ScanArgs) -> Result<()> {
     Ok(())
 }
 
+/// `-` (standard input) can be read once: as one input, not twice, nor also as the list.
+fn stdin_conflicts(args: &ScanArgs) -> Result<()> {
+    let given = args.paths.iter().filter(|p| is_stdin(p)).count();
+    if given > 1 {
+        bail!("`-` (standard input) is given {given} times; it can be read only once");
+    }
+    if given == 1 && args.files_from.as_deref().is_some_and(is_stdin) {
+        bail!(
+            "--files-from - reads the list of inputs from standard input, and `-` among the \
+             inputs reads a document from it too; give one or the other"
+        );
+    }
+    Ok(())
+}
+
 /// `--color` is for the text format: refused with another one, given or chosen (a pipe or
 /// `-o` gets JSON), rather than ignored.
 fn color_applies(args: &ScanArgs, to_terminal: bool) -> Result<()> {
@@ -166,14 +184,23 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
              documents, so ripgrep's -uuu has no meaning here)"
         );
     }
-    let listed = match &args.files_from {
+    let mut listed = match &args.files_from {
         Some(list) => read_list(list, args.null)?,
         None => Vec::new(),
     };
+    // A list names files: `-` there is a file of that name, never standard input.
+    for path in listed.iter_mut().filter(|p| is_stdin(p)) {
+        *path = std::path::Path::new(".").join("-");
+    }
     let roots = if args.paths.is_empty() && args.files_from.is_none() {
         vec![std::path::PathBuf::from(".")]
     } else {
-        args.paths.clone()
+        // Standard input is read apart from the walk (`Config::stdin`).
+        args.paths
+            .iter()
+            .filter(|p| !is_stdin(p))
+            .cloned()
+            .collect()
     };
     // The dataset written is never read as input, even inside a root.
     let skip_dirs = args.write_dataset.iter().map(|d| absolute_dir(d)).collect();
@@ -255,6 +282,9 @@ impl Config {
     /// The settings of `dupfind index build`: a scan whose documents go into a new index.
     pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
         let mut cfg = Config::from_args(args.scan)?;
+        if cfg.stdin {
+            bail!("`-` (standard input) cannot go into an index: it has no path to check again");
+        }
         // The index is not read as input, even when it lies below a root. It stores every
         // file's size, inode and time, and compares them before reading: the walk takes them.
         cfg.walk.skip_dirs.push(absolute_dir(&args.index));
@@ -273,6 +303,12 @@ impl Config {
     pub fn for_scan(cmd: crate::cli::ScanCommand) -> Result<Config> {
         let mut cfg = Config::from_args(cmd.scan)?;
         if let Some(dir) = cmd.against {
+            if cfg.stdin {
+                bail!(
+                    "`-` (standard input) cannot be scanned --against an index: it has no path \
+                     that an index could hold"
+                );
+            }
             cfg.walk.skip_dirs.push(absolute_dir(&dir));
             cfg.walk.defer_metadata = false;
             cfg.against = Some(IndexUse {

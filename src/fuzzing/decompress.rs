@@ -1,5 +1,6 @@
-//! Decompression: the format sniffed from the magic bytes, and the stream read as a document
-//! is read (bounded by `--max-size`) and as a dump is read (to its end).
+//! Decompression (gzip, zstd, bzip2, xz, lzma, lz4, and the formats recognised but not read):
+//! the format sniffed from the magic bytes, and the stream read as a document is read (bounded
+//! by `--max-size`) and as a dump is read (to its end).
 
 use std::io::{self, Cursor, Read};
 

@@ -281,7 +281,7 @@ impl<'a> DocWorker<'a> {
     }
 
     /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
-    /// gzip or zstd (recognised by their magic bytes), never more than the size limit either way.
+    /// compressed (recognised by their magic bytes), never more than the size limit either way.
     pub(super) fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
         self.meta = None;
         let residency = read_file(

@@ -1,14 +1,21 @@
 //! Decompress: a byte stream → its decompressed bytes, the format recognised by its magic bytes.
 //!
 //! Compression is recognised by its magic bytes, never by the file name: gzip (`1f 8b`, any
-//! number of concatenated members) and zstd (`28 b5 2f fd`, any number of frames, skippable
-//! frames skipped, content checksums checked: see `decompress/zstd.rs`). Anything else passes
-//! through as it is. A corrupt or truncated stream is an `io::Error` naming the format, never a
-//! panic. The module knows nothing of lines or records (see [`crate::input::jsonl`]); it only
-//! bounds how much it decompresses when asked to ([`read_limited`]).
+//! number of concatenated members), zstd (`28 b5 2f fd`, any number of frames, skippable
+//! frames skipped, content checksums checked: see `decompress/zstd.rs`), bzip2 (`BZh`, any
+//! number of streams), xz (`fd 37 7a 58 5a 00`, concatenated streams) and legacy .lzma (`5d 00
+//! 00`, as `file` recognises it), both with a memory limit (`decompress/xz.rs`), and lz4 frames
+//! (`04 22 4d 18`, `decompress/lz4.rs`). A few formats are recognised but not read (Unix
+//! `compress`, lzip, lzop, lz4's legacy format): opening one is an error that names it, not a
+//! binary file. Anything else passes through as it is. A corrupt or truncated stream is an
+//! `io::Error` naming the format, never a panic. The module knows nothing of lines or records
+//! (see [`crate::input::jsonl`]); it only bounds how much it decompresses when asked to
+//! ([`read_limited`]).
 
 use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read};
 
+mod lz4;
+mod xz;
 mod zstd;
 
 /// Buffer size for reading a dump and for its decompressed stream.
@@ -23,16 +30,31 @@ pub enum Compression {
     Gzip,
     /// Zstandard, one frame or several.
     Zstd,
+    /// bzip2, one stream or several.
+    Bzip2,
+    /// xz, one stream or several.
+    Xz,
+    /// The legacy .lzma format (LZMA_Alone).
+    Lzma,
+    /// lz4 frames.
+    Lz4,
+    /// A format recognised but not read, by its name.
+    Unsupported(&'static str),
 }
 
 impl Compression {
     #[cfg(test)]
-    /// The lowercase name, for messages and the report.
+    /// The lowercase name, for messages.
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+            Compression::Xz => "xz",
+            Compression::Lzma => "lzma",
+            Compression::Lz4 => "lz4",
+            Compression::Unsupported(name) => name,
         }
     }
 }
@@ -44,6 +66,18 @@ pub fn sniff(prefix: &[u8]) -> Compression {
         [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
         // A skippable frame (magic 0x184D2A50..=0x184D2A5F) opens every file `pzstd` writes.
         [b, 0x2a, 0x4d, 0x18, ..] if b & 0xf0 == 0x50 => Compression::Zstd,
+        // "BZh" and the block size, '1' to '9'.
+        [b'B', b'Z', b'h', b'1'..=b'9', ..] => Compression::Bzip2,
+        // The magic is 6 bytes; 4 decide, as for every other format.
+        [0xfd, b'7', b'z', b'X', ..] => Compression::Xz,
+        // Properties lc=3 lp=0 pb=2 (every encoder's default) and a dictionary of a whole
+        // number of 64 KiB.
+        [0x5d, 0x00, 0x00, _, ..] => Compression::Lzma,
+        [0x04, 0x22, 0x4d, 0x18, ..] => Compression::Lz4,
+        [0x02, 0x21, 0x4c, 0x18, ..] => Compression::Unsupported("lz4 legacy (lz4 -l)"),
+        [0x1f, 0x9d, ..] => Compression::Unsupported("Unix compress (.Z)"),
+        [b'L', b'Z', b'I', b'P', ..] => Compression::Unsupported("lzip"),
+        [0x89, b'L', b'Z', b'O', ..] => Compression::Unsupported("lzop"),
         _ => Compression::None,
     }
 }
@@ -71,8 +105,19 @@ pub fn open_stream<R: Read + Send + 'static>(
         Compression::None => Box::new(raw),
         Compression::Gzip => decoded(flate2::bufread::MultiGzDecoder::new(raw), "gzip"),
         Compression::Zstd => decoded(zstd::Frames::new(raw)?, "zstd"),
+        Compression::Bzip2 => decoded(bzip2::bufread::MultiBzDecoder::new(raw), "bzip2"),
+        Compression::Xz => decoded(xz::Decoder::xz(raw)?, "xz"),
+        Compression::Lzma => decoded(xz::Decoder::lzma(raw)?, "lzma"),
+        Compression::Lz4 => decoded(lz4::Frames::new(raw), "lz4"),
+        Compression::Unsupported(name) => return Err(unsupported(name)),
     };
     Ok((compression, stream))
+}
+
+/// The error for a format recognised but not read.
+pub fn unsupported(name: &str) -> io::Error {
+    let message = format!("compressed as {name}, which dupfind does not read; decompress it first");
+    io::Error::new(ErrorKind::Unsupported, message)
 }
 
 fn decoded<R: Read + Send + 'static>(inner: R, format: &'static str) -> Box<dyn BufRead + Send> {
@@ -316,5 +361,164 @@ mod tests {
         assert!(!read_limited(&mut stream, 1 << 20, &mut buf).unwrap());
         assert_eq!(buf.len(), (1 << 20) + 1);
         assert!(buf.iter().all(|&b| b == 0));
+    }
+
+    fn bzip2(data: &[u8]) -> Vec<u8> {
+        let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn lzma(data: &[u8]) -> Vec<u8> {
+        let options = liblzma::stream::LzmaOptions::new_preset(1).unwrap();
+        let stream = liblzma::stream::Stream::new_lzma_encoder(&options).unwrap();
+        let mut e = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn lz4(data: &[u8]) -> Vec<u8> {
+        let mut info = lz4_flex::frame::FrameInfo::new();
+        info.content_checksum = true;
+        let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    type Encoder = fn(&[u8]) -> Vec<u8>;
+
+    /// The formats added after gzip and zstd, each with its encoder.
+    const MORE: [(Compression, Encoder); 4] = [
+        (Compression::Bzip2, bzip2),
+        (Compression::Xz, xz),
+        (Compression::Lzma, lzma),
+        (Compression::Lz4, lz4),
+    ];
+
+    #[test]
+    fn reads_bzip2_xz_lzma_and_lz4_whole_and_concatenated() {
+        for (format, encode) in MORE {
+            assert_eq!(read_stream(encode(TWO)), (format, read(TWO)), "{format:?}");
+            assert_eq!(decompress(encode(b"")).1.unwrap(), b"", "{format:?}");
+            if format == Compression::Lzma {
+                // One stream per file: the format has no way to say where one ends.
+                continue;
+            }
+            let (first, second) = TWO.split_at(10);
+            let joined = [encode(first), encode(second)].concat();
+            assert_eq!(read_stream(joined), (format, read(TWO)), "{format:?}");
+        }
+        // Large enough for several blocks (bzip2's hold 100 KiB at -1, lz4's 64 KiB).
+        let big: Vec<u8> = (0..500_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        for (format, encode) in MORE {
+            let (_, read) = decompress(encode(&big));
+            assert!(read.unwrap() == big, "{format:?}");
+        }
+    }
+
+    #[test]
+    fn each_new_format_cut_anywhere_is_an_error_naming_it() {
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 7).to_le_bytes())
+            .collect();
+        for (format, encode) in MORE {
+            let whole = encode(&data);
+            let cuts = [whole.len() - 1, whole.len() - 4, whole.len() / 2, 7, 5];
+            for cut in cuts {
+                let (compression, read) = decompress(whole[..cut].to_vec());
+                assert_eq!(compression, format);
+                let e = read.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidData, "{format:?} {cut}: {e}");
+                let prefix = format!("{} stream is corrupt or truncated: ", format.name());
+                assert!(e.to_string().starts_with(&prefix), "{format:?} {cut}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn lz4_cut_at_a_block_boundary_is_truncated_not_shorter() {
+        let data: Vec<u8> = (0..300_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let whole = lz4(&data);
+        // 7-byte header, then blocks: a 4-byte size, the block. Cut after the first block.
+        let first = u32::from_le_bytes(whole[7..11].try_into().unwrap()) & 0x7fff_ffff;
+        let cut = 7 + 4 + first as usize;
+        let (_, read) = decompress(whole[..cut].to_vec());
+        let e = read.unwrap_err();
+        assert!(
+            e.to_string().contains("ends in the middle of a frame"),
+            "{e}"
+        );
+        // Cut after the magic number alone, and just before the end mark.
+        for cut in [4, whole.len() - 8] {
+            let (_, read) = decompress(whole[..cut].to_vec());
+            assert!(read.is_err(), "{cut}");
+        }
+    }
+
+    #[test]
+    fn read_limited_bounds_what_each_new_format_decompresses() {
+        let zeros = vec![0; 4 << 20];
+        for (format, encode) in MORE {
+            let bomb = encode(&zeros);
+            assert!(bomb.len() < 2 << 20, "{format:?} {}", bomb.len());
+            let (_, mut stream) = open_stream(Cursor::new(bomb)).unwrap();
+            let mut buf = Vec::new();
+            assert!(!read_limited(&mut stream, 1 << 20, &mut buf).unwrap());
+            assert_eq!(buf.len(), (1 << 20) + 1, "{format:?}");
+        }
+    }
+
+    #[test]
+    fn a_dictionary_over_the_memory_limit_is_refused_in_words() {
+        // .lzma: the dictionary size is bytes 1..5 of the header.
+        let mut data = lzma(TWO);
+        data[1..5].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        // xz: the LZMA2 filter's property byte in the block header (40: 4 GiB - 1), whose
+        // CRC32 follows it.
+        let mut big = xz(TWO);
+        let size = (big[12] as usize + 1) * 4;
+        assert_eq!((big[13], big[14], big[15]), (0, 0x21, 1));
+        big[16] = 40;
+        let mut crc = flate2::Crc::new();
+        crc.update(&big[12..12 + size - 4]);
+        big[12 + size - 4..12 + size].copy_from_slice(&crc.sum().to_le_bytes());
+        for (format, input) in [("lzma", data), ("xz", big)] {
+            let e = decompress(input).1.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+            let message = format!("{format} stream needs more than 129 MiB of memory");
+            assert!(e.to_string().starts_with(&message), "{e}");
+        }
+    }
+
+    #[test]
+    fn recognised_formats_not_read_are_errors_naming_them() {
+        let cases: [(&[u8], &str); 4] = [
+            (b"\x1f\x9d\x90abc", "Unix compress (.Z)"),
+            (b"LZIP\x01\x0c", "lzip"),
+            (b"\x89LZO\x00\r\n", "lzop"),
+            (b"\x02\x21\x4c\x18\x10\x00", "lz4 legacy (lz4 -l)"),
+        ];
+        for (input, name) in cases {
+            assert_eq!(sniff(input), Compression::Unsupported(name));
+            let Err(e) = open_stream(Cursor::new(input.to_vec())) else {
+                panic!("{name} opened");
+            };
+            assert_eq!(e.kind(), ErrorKind::Unsupported);
+            assert_eq!(
+                e.to_string(),
+                format!("compressed as {name}, which dupfind does not read; decompress it first")
+            );
+        }
+        assert_eq!(sniff(b"BZh0"), Compression::None);
+        assert_eq!(sniff(b"BZh9"), Compression::Bzip2);
+        assert_eq!(sniff(b"]\0\0\x80"), Compression::Lzma);
     }
 }

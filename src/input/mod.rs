@@ -7,6 +7,7 @@ pub mod parquet;
 pub mod read;
 pub mod readahead;
 pub mod spill;
+pub mod stdin;
 pub mod walk;
 mod walk_rules;
 mod walk_split;

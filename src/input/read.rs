@@ -310,12 +310,12 @@ pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
+        .open(crate::input::stdin::resolve(path))
 }
 
 #[cfg(not(unix))]
 pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    File::open(path)
+    File::open(crate::input::stdin::resolve(path))
 }
 
 /// A file's contents as text, or the news that it is binary.

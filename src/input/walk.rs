@@ -72,8 +72,8 @@ pub struct WalkOptions {
 /// with Parquet's magic bytes is read as Parquet, see [`crate::input::parquet`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DumpNames {
-    /// Files named `*.jsonl` or `*.ndjson`, optionally followed by `.gz`, `.zst` or `.zstd`,
-    /// and files named `*.parquet`.
+    /// Files named `*.jsonl` or `*.ndjson`, optionally followed by a compressed file's suffix
+    /// ([`COMPRESSED_SUFFIXES`]), and files named `*.parquet`.
     #[default]
     ByName,
     /// Every file (`--jsonl`).
@@ -93,7 +93,7 @@ impl DumpNames {
             return true;
         }
         // Compared in place, without a lowercase copy: this runs for every file of the walk.
-        let stem = [".gz", ".zst", ".zstd"]
+        let stem = COMPRESSED_SUFFIXES
             .iter()
             .find_map(|ext| strip_suffix_ignoring_case(name, ext))
             .unwrap_or(name);
@@ -102,6 +102,12 @@ impl DumpNames {
             .any(|ext| strip_suffix_ignoring_case(stem, ext).is_some())
     }
 }
+
+/// The suffixes of compressed files that may follow `.jsonl` in a dump's name. What a file
+/// holds is decided by its magic bytes; these only make it a dump.
+pub const COMPRESSED_SUFFIXES: [&str; 10] = [
+    ".gz", ".zst", ".zstd", ".bz2", ".xz", ".lzma", ".lz4", ".z", ".lz", ".lzo",
+];
 
 /// True when a file's name says it is Parquet: `*.parquet`, ignoring case (compressed as a
 /// whole it would not be: Parquet compresses its pages).
@@ -380,6 +386,11 @@ mod tests {
             "a.ndjson",
             "A.JSONL",
             "x/a.jsonl.gz",
+            "x/a.jsonl.xz",
+            "x/a.ndjson.bz2",
+            "x/a.jsonl.lz4",
+            "x/a.jsonl.lzma",
+            "x/a.jsonl.Z",
             "a.ndjson.zst",
             "a.jsonl.zstd",
             "b.NDJSON.Gz",
@@ -395,7 +406,7 @@ mod tests {
             "a.jsonl.txt",
             "a.gz",
             "jsonl",
-            "a.jsonl.bz2",
+            "a.jsonl.rar",
             "a.jsonl.gz.txt",
             "é",
             ".gz",

@@ -37,12 +37,23 @@ pub struct ScanOutput {
 
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
+    // Held to the end: the copy of standard input is read again by verification.
+    let stdin = crate::input::stdin::capture(cfg.stdin, &cfg.walk)?;
     let Walked {
         mut files,
         mut files_seen,
-        skipped,
+        mut skipped,
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
+    if let Some(stdin) = &stdin {
+        stdin.admit(
+            &cfg.walk,
+            &cfg.messages,
+            &mut files,
+            &mut files_seen,
+            &mut skipped,
+        );
+    }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
     note_banding(cfg);

@@ -55,6 +55,9 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
     // Every shard must see the same entries, one per inode: the walk stats every file. The work
     // directory is never an input, even inside a root.
     cfg.walk.defer_metadata = false;
+    if cfg.stdin {
+        anyhow::bail!("`-` (standard input) cannot be staged: every stage reads the inputs again");
+    }
     cfg.walk
         .skip_dirs
         .push(crate::config::inputs::absolute_dir(work));

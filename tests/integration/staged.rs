@@ -215,6 +215,30 @@ fn staged_walks_hidden_ignored_depth_and_extensions_as_scan_does() {
 }
 
 #[test]
+fn staged_xz_bzip2_and_lz4_dumps_equal_scan() {
+    let t = TestDir::new();
+    corpus(&t);
+    // One family as records of an xz, a bzip2 and an lz4 dump: the route stage streams each
+    // again for the records verification needs.
+    let base = text(710, 250);
+    let mut plain = String::new();
+    for v in 0..4usize {
+        let record = serde_json::json!({"id": format!("r{v}"), "text": edit(&base, &[v * 13])});
+        plain.push_str(&format!("{record}\n"));
+    }
+    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
+    std::io::Write::write_all(&mut xz, plain.as_bytes()).unwrap();
+    t.write("c/dumps/a.jsonl.xz", xz.finish().unwrap());
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    std::io::Write::write_all(&mut bz, plain.replace("\"r", "\"b").as_bytes()).unwrap();
+    t.write("c/dumps/b.jsonl.bz2", bz.finish().unwrap());
+    let mut lz = lz4_flex::frame::FrameEncoder::new(Vec::new());
+    std::io::Write::write_all(&mut lz, plain.replace("\"r", "\"l").as_bytes()).unwrap();
+    t.write("c/dumps/c.jsonl.lz4", lz.finish().unwrap());
+    assert_same_as_scan(&t, &["-q", "--pairs", "c"], &[(1, 1), (3, 2)]);
+}
+
+#[test]
 fn staged_reports_do_not_depend_on_the_order_inputs_are_named_in() {
     let t = TestDir::new();
     corpus(&t);

@@ -1,0 +1,109 @@
+//! xz and legacy .lzma: a stream → its decompressed bytes, decoded by liblzma.
+//!
+//! xz streams may be concatenated (and padded), as `xz -d` reads them. The decoder's memory
+//! limit bounds the dictionary a header may declare: a stream that needs more is refused
+//! before anything is allocated for it, with an error saying so. Errors are `InvalidData`
+//! (`UnexpectedEof` for a stream cut short); the caller adds the format's name.
+
+use std::io::{self, BufRead, ErrorKind, Read};
+
+use liblzma::stream::{Action, Error, Status, Stream, CONCATENATED};
+
+/// The most memory a decoder may use: 128 MiB, the window libzstd accepts by default (so a
+/// zstd and an xz stream are bounded alike), plus liblzma's own structures. `xz -9` needs 65 MiB.
+pub(super) const MEMLIMIT: u64 = (128 << 20) + (1 << 20);
+
+/// An xz (or .lzma) stream over `source`.
+pub(super) struct Decoder<R> {
+    source: R,
+    stream: Stream,
+    name: &'static str,
+    done: bool,
+}
+
+impl<R: BufRead> Decoder<R> {
+    /// xz, any number of concatenated streams.
+    pub(super) fn xz(source: R) -> io::Result<Self> {
+        let stream = Stream::new_stream_decoder(MEMLIMIT, CONCATENATED);
+        Ok(Decoder {
+            source,
+            stream: stream.map_err(|e| decoder_error(e, "xz"))?,
+            name: "xz",
+            done: false,
+        })
+    }
+
+    /// The legacy .lzma format (LZMA_Alone), one stream.
+    pub(super) fn lzma(source: R) -> io::Result<Self> {
+        let stream = Stream::new_lzma_decoder(MEMLIMIT);
+        Ok(Decoder {
+            source,
+            stream: stream.map_err(|e| decoder_error(e, "lzma"))?,
+            name: "lzma",
+            done: false,
+        })
+    }
+}
+
+impl<R: BufRead> Read for Decoder<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.done {
+            return Ok(0);
+        }
+        loop {
+            let input = self.source.fill_buf()?;
+            let at_end = input.is_empty();
+            let (in_before, out_before) = (self.stream.total_in(), self.stream.total_out());
+            let action = if at_end { Action::Finish } else { Action::Run };
+            let status = self
+                .stream
+                .process(input, buf, action)
+                .map_err(|e| decoder_error(e, self.name))?;
+            let used = (self.stream.total_in() - in_before) as usize;
+            let written = (self.stream.total_out() - out_before) as usize;
+            self.source.consume(used);
+            if status == Status::StreamEnd {
+                self.done = true;
+                return Ok(written);
+            }
+            if written > 0 {
+                return Ok(written);
+            }
+            if at_end {
+                let message = "the stream ends before its end marker";
+                return Err(io::Error::new(ErrorKind::UnexpectedEof, message));
+            }
+            if used == 0 {
+                return Err(io::Error::new(
+                    ErrorKind::InvalidData,
+                    "the decoder is stuck",
+                ));
+            }
+        }
+    }
+}
+
+/// liblzma's error in words; a memory limit reached is no damage, and says so in full.
+fn decoder_error(e: Error, name: &str) -> io::Error {
+    match e {
+        Error::MemLimit => io::Error::new(
+            ErrorKind::OutOfMemory,
+            format!(
+                "{name} stream needs more than {} MiB of memory to decompress (its dictionary \
+                 is larger than dupfind allows a decoder)",
+                MEMLIMIT >> 20
+            ),
+        ),
+        Error::Mem => io::Error::new(
+            ErrorKind::OutOfMemory,
+            format!("no memory for an {name} decoder"),
+        ),
+        Error::Data => io::Error::new(ErrorKind::InvalidData, "corrupt data"),
+        Error::Format => io::Error::new(ErrorKind::InvalidData, "not in the format it claims"),
+        Error::Options => io::Error::new(ErrorKind::InvalidData, "unsupported options"),
+        Error::NoCheck | Error::UnsupportedCheck => {
+            io::Error::new(ErrorKind::InvalidData, "unsupported integrity check")
+        }
+        Error::Program => io::Error::new(ErrorKind::InvalidData, "decoder error"),
+    }
+}
