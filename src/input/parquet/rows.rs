@@ -158,8 +158,9 @@ impl Iterator for Rows {
             }
             if let Err(e) = self.fill() {
                 self.done = true;
+                // After the rows of the batch read before the failure, which the queue holds.
                 let reason = format!("{}: {e}", self.place());
-                return Some(Row::Failed {
+                self.queue.push_back(Row::Failed {
                     line: self.line,
                     reason,
                 });
