@@ -1,7 +1,7 @@
 //! What the command line points at, read or resolved before the scan: a `--files-from` list,
 //! the `--include`/`--exclude` globs, the index directory's absolute form.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -26,32 +26,54 @@ pub(crate) fn absolute_dir(dir: &Path) -> PathBuf {
 /// The inputs named in a `--files-from` list (`-` is standard input): one per line, or
 /// NUL-separated with `-0`. Empty entries are skipped; names are taken byte for byte.
 pub(super) fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
-    let bytes = if list == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut buf)
-            .context("cannot read the --files-from list from standard input")?;
-        buf
-    } else {
-        std::fs::read(list).with_context(|| {
-            format!(
-                "cannot read the --files-from list {}",
-                crate::messages::display_path(list)
-            )
-        })?
-    };
+    let shown = || crate::messages::display_path(list);
+    if list == Path::new("-") {
+        let stdin = std::io::stdin();
+        return names(stdin.lock(), null)
+            .context("cannot read the --files-from list from standard input");
+    }
+    let file = std::fs::File::open(list)
+        .with_context(|| format!("cannot read the --files-from list {}", shown()))?;
+    names(std::io::BufReader::new(file), null)
+        .with_context(|| format!("cannot read the --files-from list {}", shown()))
+}
+
+/// Longest name a list may hold: far above any path a system accepts (4 KiB on Linux), so that
+/// a list that is no list (`/dev/zero`, a binary file) is refused instead of read into memory.
+const MAX_NAME: u64 = 64 << 10;
+
+/// The names of a list, read a name at a time.
+fn names(mut reader: impl std::io::BufRead, null: bool) -> Result<Vec<PathBuf>> {
     let sep = if null { 0 } else { b'\n' };
-    Ok(bytes
-        .split(|&b| b == sep)
+    let mut out = Vec::new();
+    let mut name = Vec::new();
+    for n in 1u64.. {
+        name.clear();
+        if (&mut reader)
+            .take(MAX_NAME + 1)
+            .read_until(sep, &mut name)?
+            == 0
+        {
+            break;
+        }
+        if name.last() == Some(&sep) {
+            name.pop();
+        } else if name.len() as u64 > MAX_NAME {
+            anyhow::bail!(
+                "name {n} is longer than {} KiB: is it a list of names (NUL-separated ones \
+                 need -0)?",
+                MAX_NAME >> 10
+            );
+        }
         // A list written on Windows ends its lines in CR LF; no sane file name ends in CR.
-        .map(|name| match name {
-            [rest @ .., b'\r'] if !null => rest,
-            name => name,
-        })
-        .filter(|name| !name.is_empty())
-        .map(path_from_bytes)
-        .collect())
+        if !null && name.last() == Some(&b'\r') {
+            name.pop();
+        }
+        if !name.is_empty() {
+            out.push(path_from_bytes(&name));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(unix)]

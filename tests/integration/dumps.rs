@@ -355,6 +355,32 @@ fn a_missing_file_in_the_list_is_an_error_and_the_rest_is_scanned() {
 }
 
 #[test]
+fn a_list_that_is_no_list_is_refused_not_read_into_memory() {
+    let t = TestDir::new();
+    let a = text(542, 300);
+    t.write("a.txt", &a).write("b.txt", edit(&a, &[9]));
+    // /dev/zero has no new line: the first name never ends.
+    let run = t.run(&["scan", "--files-from", "/dev/zero"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr.contains("name 1 is longer than 64 KiB"),
+        "{}",
+        run.stderr
+    );
+    // A name just under 64 KiB with its CR is still a name (of a file that does not exist), and
+    // CR LF lines are read.
+    let mut list = vec![b'x'; (64 << 10) - 1];
+    list.extend_from_slice(b"\r\na.txt\r\nb.txt\r\n");
+    let run = files_from(&t, &list, &[]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 2);
+    assert_eq!(r["clusters"].as_array().unwrap().len(), 1);
+    assert_eq!(r["errors"].as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn dump_records_are_verified_exactly_with_pairs_and_strict_clusters() {
     // Exact verification and --pairs read the records' texts again (from the spill), so the
     // reported similarities are exact Jaccard, equal to an independent computation.
