@@ -51,12 +51,8 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let mut dropped = Vec::new();
     for part in 0..plan.parts {
         let path = verified_path(work, part);
-        let what = format!(
-            "partition {part} has not been verified (run `dupfind stage verify --part {part}/{}`)",
-            plan.parts
-        );
-        let v: VerifySummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &v.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Part, part, plan.parts, "verified", "verify");
+        let v: VerifySummary = super::read_summary(&path, &missing, &plan)?;
         dropped.extend(
             v.dropped
                 .into_iter()

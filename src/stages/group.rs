@@ -47,12 +47,8 @@ pub struct GroupSummary {
 pub fn check_signed(work: &Path, plan: &Plan) -> Result<()> {
     for shard in 0..plan.shards {
         let path = summary_path(work, shard);
-        let what = format!(
-            "shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)",
-            plan.shards
-        );
-        let s: SignSummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &s.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "signed", "sign");
+        let _: SignSummary = super::read_summary(&path, &missing, plan)?;
     }
     Ok(())
 }

@@ -104,14 +104,60 @@ fn check_count(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32)
     Ok(())
 }
 
-/// Refuses a summary of another run.
-fn check_run(path: &Path, found: &str, run: &str) -> Result<()> {
-    if found != run {
+/// A stage's summary file: JSON naming the run it belongs to.
+trait Summary: serde::de::DeserializeOwned {
+    fn run(&self) -> &str;
+}
+
+macro_rules! summaries {
+    ($($t:ty),*) => {$(
+        impl Summary for $t {
+            fn run(&self) -> &str {
+                &self.run
+            }
+        }
+    )*};
+}
+
+summaries!(
+    summary::WalkSummary,
+    summary::SignSummary,
+    summary::ComponentsSummary,
+    group::GroupSummary,
+    route::RouteSummary,
+    verify::VerifySummary,
+    dataset::DatasetSummary
+);
+
+/// Reads the summary at `path`, refusing one of another run; `missing` says what to run when
+/// there is none.
+fn read_summary<T: Summary>(path: &Path, missing: &str, plan: &plan::Plan) -> Result<T> {
+    let s: T = files::read_json(path, missing)?;
+    if s.run() != plan.run {
         bail!(
-            "{} belongs to another run (run {found}; this work directory's run is {run}); run \
-             that stage again",
-            display_path(path)
+            "{} belongs to another run (run {}; this work directory's run is {}); run that \
+             stage again",
+            display_path(path),
+            s.run(),
+            plan.run
         );
     }
-    Ok(())
+    Ok(s)
+}
+
+/// The tasks of a stage: one per shard, or one per partition.
+#[derive(Clone, Copy)]
+enum Task {
+    Shard,
+    Part,
+}
+
+/// What to run when task `i` of `n` of `stage` left no summary: "shard 3 has not been signed
+/// (run `dupfind stage sign --shard 3/4`)", "partition 1 has not been grouped (…--part 1/2`)".
+fn not_run(task: Task, i: u32, n: u32, done: &str, stage: &str) -> String {
+    let (noun, flag) = match task {
+        Task::Shard => ("shard", "shard"),
+        Task::Part => ("partition", "part"),
+    };
+    format!("{noun} {i} has not been {done} (run `dupfind stage {stage} --{flag} {i}/{n}`)")
 }

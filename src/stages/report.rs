@@ -12,7 +12,6 @@ use crate::report::{self, Report, Stats};
 
 use super::components::summary_path as components_summary;
 use super::dataset::{summary_path as dataset_summary, DatasetSummary};
-use super::files;
 use super::plan::Plan;
 use super::sign::summary_path as sign_summary;
 use super::summary::{ComponentsSummary, ErrorRec, SignSummary, WalkSummary};
@@ -23,31 +22,23 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     let walk_path = work.join("init").join("walk.json");
-    let walk: WalkSummary = files::read_json(&walk_path, "run `dupfind stage init` first")?;
-    super::check_run(&walk_path, &walk.run, &plan.run)?;
+    let walk: WalkSummary =
+        super::read_summary(&walk_path, "run `dupfind stage init` first", &plan)?;
     let mut signs = Vec::new();
     for shard in 0..plan.shards {
         let path = sign_summary(work, shard);
-        let what = format!(
-            "shard {shard} has not been signed (run `dupfind stage sign --shard {shard}/{}`)",
-            plan.shards
-        );
-        let s: SignSummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &s.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "signed", "sign");
+        let s: SignSummary = super::read_summary(&path, &missing, &plan)?;
         signs.push(s);
     }
     let path = components_summary(work);
-    let comps: ComponentsSummary = files::read_json(&path, "run `dupfind stage components` first")?;
-    super::check_run(&path, &comps.run, &plan.run)?;
+    let comps: ComponentsSummary =
+        super::read_summary(&path, "run `dupfind stage components` first", &plan)?;
     let mut parts = Vec::new();
     for part in 0..plan.parts {
         let path = verified_path(work, part);
-        let what = format!(
-            "partition {part} has not been verified (run `dupfind stage verify --part {part}/{}`)",
-            plan.parts
-        );
-        let v: VerifySummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &v.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Part, part, plan.parts, "verified", "verify");
+        let v: VerifySummary = super::read_summary(&path, &missing, &plan)?;
         parts.push(v);
     }
     let mut stats = counts(&walk, &signs, &comps, &parts);
@@ -56,8 +47,7 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
         for shard in 0..plan.shards {
             let path = dataset_summary(work, shard);
             let what = format!("shard {shard}'s part of the dataset has not been written (run `dupfind stage dataset --shard {shard}/{}`)", plan.shards);
-            let d: DatasetSummary = files::read_json(&path, &what)?;
-            super::check_run(&path, &d.run, &plan.run)?;
+            let d: DatasetSummary = super::read_summary(&path, &what, &plan)?;
             datasets.push(d);
         }
     }

@@ -64,8 +64,8 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     let cfg = plan.config()?;
     plan.shard(shard)?;
     let path = components_summary(work);
-    let s: ComponentsSummary = files::read_json(&path, "run `dupfind stage components` first")?;
-    super::check_run(&path, &s.run, &plan.run)?;
+    let _: ComponentsSummary =
+        super::read_summary(&path, "run `dupfind stage components` first", &plan)?;
     let assign = read_assign(work, &plan, shard)?;
     let mut rows = Vec::new();
     for b in files::read_parquet(

@@ -141,12 +141,8 @@ fn read_routed(work: &Path, plan: &Plan, part: u32) -> Result<Vec<DocRow>> {
     let mut rows = Vec::new();
     for shard in 0..plan.shards {
         let path = route_summary(work, shard);
-        let what = format!(
-            "shard {shard} has not been routed (run `dupfind stage route --shard {shard}/{}`)",
-            plan.shards
-        );
-        let s: RouteSummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &s.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "routed", "route");
+        let s: RouteSummary = super::read_summary(&path, &missing, plan)?;
         if !s.parts.contains(&part) {
             continue;
         }

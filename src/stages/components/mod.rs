@@ -69,12 +69,8 @@ pub fn components(work: &Path) -> Result<()> {
     let plan = Plan::read(work)?;
     for part in 0..plan.parts {
         let path = summary_path_of(work, part);
-        let what = format!(
-            "partition {part} has not been grouped (run `dupfind stage group --part {part}/{}`)",
-            plan.parts
-        );
-        let s: GroupSummary = files::read_json(&path, &what)?;
-        super::check_run(&path, &s.run, &plan.run)?;
+        let missing = super::not_run(super::Task::Part, part, plan.parts, "grouped", "group");
+        let _: GroupSummary = super::read_summary(&path, &missing, &plan)?;
     }
     let copies = Copies::read(work, &plan)?;
     let (ids, largest_bucket) = candidates(work, &plan, &copies)?;
