@@ -148,7 +148,6 @@ fn write_records(
     cfg: &Config,
     written: &mut Written,
 ) -> Result<()> {
-    let line_of = |d: &DatasetDoc| d.file.record.as_ref().map_or(0, |r| r.line);
     let fail = |written: &mut Written, d: &DatasetDoc, reason: &str| {
         let reason = format!("not in the dataset: {reason}");
         written.errors.push(d.file.error(None, reason));

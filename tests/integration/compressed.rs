@@ -7,13 +7,13 @@ use serde_json::{json, Value};
 
 use super::util::{edit, text, TestDir};
 
-fn bzip2(data: &[u8]) -> Vec<u8> {
+pub(super) fn bzip2(data: &[u8]) -> Vec<u8> {
     let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
 
-fn xz(data: &[u8]) -> Vec<u8> {
+pub(super) fn xz(data: &[u8]) -> Vec<u8> {
     let mut e = liblzma::write::XzEncoder::new(Vec::new(), 6);
     e.write_all(data).unwrap();
     e.finish().unwrap()
@@ -28,7 +28,7 @@ fn lzma(data: &[u8]) -> Vec<u8> {
 }
 
 /// As the `lz4` tool writes it: a content checksum.
-fn lz4(data: &[u8]) -> Vec<u8> {
+pub(super) fn lz4(data: &[u8]) -> Vec<u8> {
     let mut info = lz4_flex::frame::FrameInfo::new();
     info.content_checksum = true;
     let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());

@@ -226,15 +226,16 @@ fn staged_xz_bzip2_and_lz4_dumps_equal_scan() {
         let record = serde_json::json!({"id": format!("r{v}"), "text": edit(&base, &[v * 13])});
         plain.push_str(&format!("{record}\n"));
     }
-    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
-    std::io::Write::write_all(&mut xz, plain.as_bytes()).unwrap();
-    t.write("c/dumps/a.jsonl.xz", xz.finish().unwrap());
-    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-    std::io::Write::write_all(&mut bz, plain.replace("\"r", "\"b").as_bytes()).unwrap();
-    t.write("c/dumps/b.jsonl.bz2", bz.finish().unwrap());
-    let mut lz = lz4_flex::frame::FrameEncoder::new(Vec::new());
-    std::io::Write::write_all(&mut lz, plain.replace("\"r", "\"l").as_bytes()).unwrap();
-    t.write("c/dumps/c.jsonl.lz4", lz.finish().unwrap());
+    use super::compressed::{bzip2, lz4, xz};
+    t.write("c/dumps/a.jsonl.xz", xz(plain.as_bytes()));
+    t.write(
+        "c/dumps/b.jsonl.bz2",
+        bzip2(plain.replace("\"r", "\"b").as_bytes()),
+    );
+    t.write(
+        "c/dumps/c.jsonl.lz4",
+        lz4(plain.replace("\"r", "\"l").as_bytes()),
+    );
     assert_same_as_scan(&t, &["-q", "--pairs", "c"], &[(1, 1), (3, 2)]);
 }
 
