@@ -28,6 +28,7 @@
 //! their replay test call [`fuzzing`].
 
 mod app;
+mod budget;
 mod candidates;
 pub mod cli;
 mod cluster;

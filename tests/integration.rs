@@ -35,6 +35,9 @@ mod index;
 /// Encodings, binary, empty, size limits, unreadable files.
 #[path = "integration/inputs.rs"]
 mod inputs;
+/// `--max-memory`.
+#[path = "integration/memory.rs"]
+mod memory;
 /// The report: schema, snapshots, params, JSON Lines, file names.
 #[path = "integration/output.rs"]
 mod output;

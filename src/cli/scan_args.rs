@@ -144,6 +144,17 @@ pub struct ScanArgs {
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = PERFORMANCE)]
     pub threads: Option<u32>,
 
+    /// Memory budget, at least 64M [default: 3/4 of RAM].
+    ///
+    /// Documents being read and sketched, the decoders of compressed input and the signatures
+    /// of every document share it: a worker waits while the documents in flight would exceed it;
+    /// a document that alone needs more (about 8 bytes per byte of text, 24 with --shingle char)
+    /// is an input error; a zstd window or xz dictionary may be an eighth of it (at most
+    /// 128 MiB); a corpus whose signatures need more stops with what to change.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, help_heading = PERFORMANCE)]
+    #[serde(default)]
+    pub max_memory: Option<u64>,
+
     /// Output format: json, jsonl, text or paths [default: text on a terminal, else json].
     ///
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
@@ -228,7 +239,7 @@ pub struct ScanArgs {
     #[arg(long, value_name = "GLOB", help_heading = INPUT)]
     pub exclude: Vec<String>,
 
-    /// Skip files smaller than BYTES (64K, 1.5M, 2G: powers of 1024).
+    /// Skip files smaller than BYTES (64K, 1.5M: powers of 1024).
     ///
     /// K, M, G and T, with an optional B or iB, are powers of 1024; a fraction of one is
     /// rounded down to a whole byte.

@@ -188,6 +188,8 @@ pub struct Config {
     pub seed: u64,
     /// Worker threads (None: all cores).
     pub threads: Option<usize>,
+    /// The memory budget in bytes (`--max-memory`, or the machine's default).
+    pub max_memory: u64,
     /// Output format.
     pub format: OutputFormat,
     /// Where the report goes (standard output or `-o`), and the files never scanned for it.

@@ -39,6 +39,9 @@ impl Config {
             Method::Minhash => minhash_config(&args)?,
             Method::Simhash => simhash_config(&args)?,
         };
+        if let Some(m) = args.max_memory.filter(|&m| m < crate::budget::MIN_LIMIT) {
+            bail!("--max-memory ({m}) is below 64M, the least budget dupfind runs in");
+        }
         if args.min_size > args.max_size {
             bail!(
                 "--min-size ({}) is larger than --max-size ({})",
@@ -70,6 +73,7 @@ impl Config {
             method,
             seed: args.seed,
             threads: args.threads.map(|t| t as usize),
+            max_memory: args.max_memory.unwrap_or_else(crate::budget::default_limit),
             // People at a terminal get text; a pipe or a file gets JSON, as scripts expect.
             format: match args.format {
                 Some(Format::Json) => OutputFormat::Json,

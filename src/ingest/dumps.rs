@@ -10,6 +10,8 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::budget;
+
 use crate::input::decompress::{open_stream, Compression};
 use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::parquet::{self, ParquetDump, Row};
@@ -50,6 +52,25 @@ impl Ingest<'_> {
                 return;
             }
         };
+        // Held while the dump is read: its decoder and the batches alive at once (`stream`).
+        // Pinned, since this thread waits for the workers sketching its records while it holds
+        // it: their own costs must fit in what it leaves.
+        let decoder = match &opened {
+            Opened::Jsonl(_, true) => 0,
+            _ => {
+                budget::decoder_cost(Compression::Zstd).max(budget::decoder_cost(Compression::Lz4))
+            }
+        };
+        let _pinned = match self.engine.budget.pin(decoder + 3 * BATCH_BYTES as u64) {
+            Ok(g) => g,
+            Err(over) => {
+                let reason = over.reason();
+                self.msgs
+                    .warn(&format!("{}: {reason}", display_path(&file.path)));
+                out.errors.push(file.error(None, reason));
+                return;
+            }
+        };
         let mut bad = BadLines::default();
         // The names of the first record's fields, for the hint when no record has the text one.
         let mut first_names: Option<Option<Vec<String>>> = None;
@@ -75,14 +96,14 @@ impl Ingest<'_> {
                     for line in lines {
                         self.take_line(file, line, plain, &mut batch, &mut bad, out);
                     }
-                    self.sketch_records(file, &mut batch, claims, workers, out, bottom);
+                    self.sketch_records(file, &mut batch, claims, workers, out, bottom)
                 });
             }
             Opened::Parquet(dump) => stream(dump.rows(), Row::text_len, |rows| {
                 for row in rows {
                     self.take_row(file, row, &mut batch, &mut bad, out);
                 }
-                self.sketch_records(file, &mut batch, claims, workers, out, bottom);
+                self.sketch_records(file, &mut batch, claims, workers, out, bottom)
             }),
         }
         if bad.count > WARN_BAD_LINES {
@@ -208,7 +229,11 @@ impl Ingest<'_> {
         workers: &Workers,
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
-    ) {
+    ) -> bool {
+        out.over_budget = self.over_budget(out.docs.len() + batch.len());
+        if out.over_budget.is_some() {
+            return false;
+        }
         let docs = self.sketch_each(batch, workers, &mut out.sigs, bottom, |w, _, p, sig| {
             (w.process_text(&p.text, sig, claims, self.cache), ())
         });
@@ -231,6 +256,7 @@ impl Ingest<'_> {
             });
             out.docs.push(doc);
         }
+        true
     }
 }
 
@@ -278,18 +304,22 @@ struct Pending {
     at: Option<(u64, u64)>,
 }
 
-/// Reads `records` on one thread and hands them to `take` in batches on this one: at most three
-/// batches are alive (being read, waiting, being parsed and sketched).
+/// Reads `records` on one thread and hands them to `take` in batches on this one, until it
+/// returns false: at most three batches are alive (being read, waiting, being parsed and
+/// sketched).
 fn stream<T: Send>(
     records: impl Iterator<Item = T> + Send,
     len: fn(&T) -> usize,
-    mut take: impl FnMut(Vec<T>),
+    mut take: impl FnMut(Vec<T>) -> bool,
 ) {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
     std::thread::scope(|scope| {
         scope.spawn(move || read_batches(records, len, tx));
         for batch in rx {
-            take(batch);
+            if !take(batch) {
+                // Dropping the receiver stops the reader at its next batch.
+                break;
+            }
         }
     });
 }

@@ -118,6 +118,7 @@ mod tests {
             errors: Vec::new(),
             bad_lines: 0,
             empty_dumps: 0,
+            over_budget: None,
         };
         let mut bottom = vec![10, 11, 12, 13];
         merge_links(&mut out, &mut bottom, &[0, 2, 3], 2, 1);

@@ -50,7 +50,10 @@ pub fn engine(cfg: &Config, indexed: Option<std::sync::Arc<dyn StoredSets>>) -> 
         },
         MethodConfig::SimHash { .. } => Sketcher::SimHash { seed: cfg.seed },
     };
+    // Every decoder opened from now on, in this pass or when inputs are read again, obeys it.
+    crate::input::decompress::set_window_limit(crate::budget::window_limit(cfg.max_memory));
     Engine {
+        budget: std::sync::Arc::new(crate::budget::Budget::new(cfg.max_memory)),
         shingle: cfg.shingle,
         ngram: cfg.ngram,
         limits: SizeLimits {
@@ -87,7 +90,12 @@ pub struct Signed {
 /// Signs `files`: reads, hashes, shingles and sketches every document in parallel (a dump's
 /// records a batch at a time). `keep_sets`: keep some shingle sets for exact verification in
 /// this process (a staged run verifies in another).
-pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine, keep_sets: bool) -> Signed {
+pub fn sign(
+    cfg: &Config,
+    files: Vec<FileEntry>,
+    engine: &Engine,
+    keep_sets: bool,
+) -> anyhow::Result<Signed> {
     // Only exact MinHash verification needs shingle sets again. A dump's documents are not
     // counted until it is read, so its share of the cache's bitmap is estimated from its size.
     let cache = match &cfg.method {
@@ -122,7 +130,10 @@ pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine, keep_sets: boo
         msgs: &cfg.messages,
     }
     .run(files);
-    Signed {
+    if let Some(reason) = ingested.over_budget {
+        anyhow::bail!(reason);
+    }
+    Ok(Signed {
         corpus: Corpus {
             files: ingested.entries,
             docs: ingested.docs,
@@ -137,7 +148,7 @@ pub fn sign(cfg: &Config, files: Vec<FileEntry>, engine: &Engine, keep_sets: boo
             bad_lines: ingested.bad_lines,
             empty_dumps: ingested.empty_dumps,
         },
-    }
+    })
 }
 
 /// Makes the texts of the new dump records that the rest of the scan reads again available
@@ -201,6 +212,8 @@ pub struct Ingested {
     pub bad_lines: u64,
     /// Dumps that held no record at all.
     pub empty_dumps: u64,
+    /// The pass stopped: the documents' signatures alone would exceed the memory budget.
+    pub over_budget: Option<String>,
 }
 
 /// How the first pass runs.
@@ -239,7 +252,15 @@ impl Ingest<'_> {
             errors: Vec::new(),
             bad_lines: 0,
             empty_dumps: 0,
+            over_budget: None,
         };
+        // Known before anything is read for plain files; a dump's records are checked as they
+        // come (`Ingest::dump`).
+        let plain = files.iter().filter(|f| !f.dump).count();
+        out.over_budget = self.over_budget(plain);
+        if out.over_budget.is_some() {
+            return out;
+        }
         let bar = self.msgs.progress_bar(files.len() as u64, "reading");
         let mut bottom = Vec::new();
         // Documents whose file has other names, found when read.
@@ -278,7 +299,7 @@ impl Ingest<'_> {
         } else {
             out.entries.reserve(files.len());
             let mut pending = files.into_iter().peekable();
-            while pending.peek().is_some() {
+            while pending.peek().is_some() && out.over_budget.is_none() {
                 if let Some(dump) = pending.next_if(|f| f.dump) {
                     self.dump(&dump, &claims, &workers, &mut out, &mut bottom);
                     bar.inc(1);
@@ -287,6 +308,10 @@ impl Ingest<'_> {
                 let mut run: Vec<FileEntry> = std::iter::from_fn(|| pending.next_if(|f| !f.dump))
                     .take(FILE_CHUNK)
                     .collect();
+                out.over_budget = self.over_budget(out.docs.len() + run.len());
+                if out.over_budget.is_some() {
+                    break;
+                }
                 plain(&mut run, &mut out, &mut bottom);
                 out.entries.append(&mut run);
             }
@@ -332,6 +357,24 @@ impl Ingest<'_> {
                 },
             )
             .collect()
+    }
+
+    /// Why the signatures of `docs` documents cannot be held, when they would exceed the memory
+    /// budget.
+    pub(crate) fn over_budget(&self, docs: usize) -> Option<String> {
+        let bottom = self.bottom_k.map_or(0, |(k, _)| k + 1);
+        let need = (docs as u64).saturating_mul(crate::budget::per_document(self.lanes, bottom));
+        let limit = self.engine.budget.limit();
+        (need > limit).then(|| {
+            format!(
+                "the signatures of {docs} documents need about {} of memory, more than \
+                 --max-memory ({}) allows: raise --max-memory, lower --num-perm, or split the \
+                 corpus into shards and run the staged pipeline (docs/staged.md), which keeps \
+                 signatures on disk",
+                crate::budget::human(need),
+                crate::budget::human(limit)
+            )
+        })
     }
 
     /// Values per document in the bottom-k slots (1 when bottom-k is off, so that chunks of

@@ -11,16 +11,22 @@ use crate::input::walk::FileEntry;
 use crate::sketch::shingle::{into_set, Shingler};
 
 use super::worker::{DocWorker, Engine};
+use crate::budget::{self, Grant};
 
-impl DocWorker<'_> {
+impl<'a> DocWorker<'a> {
     /// Reads a document's content again into the worker's buffer (a dump record's text from the
-    /// spill); it must still hash to `hash`.
-    fn reread(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<(), String> {
+    /// spill); it must still hash to `hash`. The memory budget's grant for it comes back, to be
+    /// held while the text is shingled.
+    fn reread(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<Grant<'a>, String> {
         const CHANGED: &str = "file changed during the scan";
+        let engine: &'a Engine = self.engine;
+        self.rereading = true;
+        let cost = budget::document_cost(file.size, 0, file.size, engine.shingle, true);
+        let mut grant = engine.budget.reserve(cost).map_err(|o| o.reason())?;
         if file.record.is_some() || self.engine.spill.holds(doc) {
             self.engine.spill.read(doc, &mut self.buf)?;
         } else {
-            self.read(file).map_err(|f| match f {
+            self.read(file, &mut grant).map_err(|f| match f {
                 ReadFailure::Error(e) => e,
                 _ => CHANGED.to_string(),
             })?;
@@ -28,14 +34,16 @@ impl DocWorker<'_> {
         if xxh3_128(&self.buf) != hash {
             return Err(CHANGED.to_string());
         }
-        Ok(())
+        Ok(grant)
     }
 
     /// The document's content read again, checked against `hash` (the staged pipeline carries
     /// it from the route stage to the verify stage).
     pub fn content(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<Vec<u8>, String> {
-        self.reread(doc, file, hash)?;
-        Ok(self.buf.clone())
+        let _grant = self.reread(doc, file, hash)?;
+        let content = self.buf.clone();
+        self.trim();
+        Ok(content)
     }
 
     /// Reads a document again for verification and returns its shingle set; the content must
@@ -51,7 +59,7 @@ impl DocWorker<'_> {
                 return indexed.read(doc);
             }
         }
-        self.reread(doc, file, hash)?;
+        let grant = self.reread(doc, file, hash)?;
         let mut shingles = std::mem::take(&mut self.shingles);
         shingles.clear();
         if let Some(text) = text_of(&self.buf, file) {
@@ -60,6 +68,8 @@ impl DocWorker<'_> {
         into_set(&mut shingles);
         let set = shingles.as_slice().into();
         self.shingles = shingles;
+        self.trim();
+        drop(grant);
         Ok(set)
     }
 
@@ -80,13 +90,15 @@ impl DocWorker<'_> {
         {
             return Err("an indexed document has no token sequence".to_string());
         }
-        self.reread(doc, file, hash)?;
+        let grant = self.reread(doc, file, hash)?;
         let mut tokens = Vec::new();
         if let Some(text) = text_of(&self.buf, file) {
             crate::sketch::shingle::for_each_token(&text, &mut Vec::new(), |t| {
                 tokens.push(xxhash_rust::xxh3::xxh3_64(t))
             });
         }
+        self.trim();
+        drop(grant);
         Ok(tokens.into_boxed_slice())
     }
 }

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::budget::{self, Budget, Grant};
 use crate::ingest::set_cache::SetCache;
 use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
@@ -57,6 +58,8 @@ pub struct Engine {
     pub spill: Arc<Spill>,
     /// With `--against`: the indexed documents (ids 0..count) and their stored sets.
     pub indexed: Option<Arc<dyn StoredSets>>,
+    /// The memory the documents in flight and their decoders share.
+    pub budget: Arc<Budget>,
 }
 
 /// Shingle sets stored rather than derived from a file: the documents of an index scanned
@@ -159,6 +162,8 @@ pub struct DocWorker<'a> {
     readahead: Readahead,
     /// This worker's sketch of the corpus's distinct shingles, merged into the sink on drop.
     kmv: Option<(Kmv, &'a Mutex<Kmv>)>,
+    /// Reads documents again for verification, which makes their shingles sets.
+    pub(super) rereading: bool,
 }
 
 impl Drop for DocWorker<'_> {
@@ -197,6 +202,7 @@ impl<'a> DocWorker<'a> {
             waited: false,
             readahead: Readahead::default(),
             kmv: None,
+            rereading: false,
         }
     }
 
@@ -209,7 +215,29 @@ impl<'a> DocWorker<'a> {
         claims: &Claims,
         cache: Option<&SetCache>,
     ) -> DocResult {
-        if let Err(f) = self.read(file) {
+        // Reserved before anything is read, resized as the content's size becomes known, and
+        // given back (with the buffers grown for it) once the document is sketched.
+        let budget = &self.engine.budget;
+        let cost =
+            budget::document_cost(file.size, 0, file.size, self.engine.shingle, self.sorts());
+        let mut grant = match budget.reserve(cost) {
+            Ok(g) => g,
+            Err(over) => return DocResult::new(Outcome::Failed(over.reason())),
+        };
+        let r = self.read_and_sketch(file, signature, claims, cache, &mut grant);
+        self.trim();
+        r
+    }
+
+    fn read_and_sketch(
+        &mut self,
+        file: &FileEntry,
+        signature: &mut [u32],
+        claims: &Claims,
+        cache: Option<&SetCache>,
+        grant: &mut Grant,
+    ) -> DocResult {
+        if let Err(f) = self.read(file, grant) {
             return DocResult::new(match f {
                 ReadFailure::NotRegular => Outcome::NotRegular,
                 ReadFailure::TooShort => Outcome::TooShort,
@@ -224,7 +252,24 @@ impl<'a> DocWorker<'a> {
         let buf = std::mem::take(&mut self.buf);
         r.outcome = match decode(&buf) {
             Decoded::Binary => Outcome::Binary,
-            Decoded::Text(text) => self.claim_and_sketch(&text, &mut r, signature, claims, cache),
+            Decoded::Text(text) => {
+                // A copy made by decoding may be up to 3 times the bytes (U+FFFD for each bad one).
+                let copied = match &text {
+                    std::borrow::Cow::Owned(t) => t.len() as u64,
+                    std::borrow::Cow::Borrowed(_) => 0,
+                };
+                let cost = budget::document_cost(
+                    buf.len() as u64,
+                    copied,
+                    text.len() as u64,
+                    self.engine.shingle,
+                    self.sorts(),
+                );
+                match grant.resize(cost) {
+                    Ok(()) => self.claim_and_sketch(&text, &mut r, signature, claims, cache),
+                    Err(over) => Outcome::Failed(over.reason()),
+                }
+            }
         };
         self.buf = buf;
         r
@@ -258,7 +303,13 @@ impl<'a> DocWorker<'a> {
         let mut r = DocResult::new(Outcome::Sketched);
         r.bytes = text.len() as u64;
         r.hash = xxh3_128(text.as_bytes());
-        r.outcome = self.claim_and_sketch(text, &mut r, signature, claims, cache);
+        // The text itself is the dump's, charged to it; its sketching is this worker's.
+        let cost = budget::document_cost(0, 0, r.bytes, self.engine.shingle, self.sorts());
+        r.outcome = match self.engine.budget.reserve(cost) {
+            Ok(_grant) => self.claim_and_sketch(text, &mut r, signature, claims, cache),
+            Err(over) => Outcome::Failed(over.reason()),
+        };
+        self.trim();
         r
     }
 
@@ -282,8 +333,10 @@ impl<'a> DocWorker<'a> {
 
     /// Reads a file's content into `buf`: its bytes, or what they decompress to when they are
     /// compressed (recognised by their magic bytes), never more than the size limit either way.
-    pub(super) fn read(&mut self, file: &FileEntry) -> Result<(), ReadFailure> {
+    /// `grant` is resized to what the content needs at each step.
+    pub(super) fn read(&mut self, file: &FileEntry, grant: &mut Grant) -> Result<(), ReadFailure> {
         self.meta = None;
+        let over = |o: budget::OverBudget| ReadFailure::Error(o.reason());
         let residency = read_file(
             &file.path,
             file.id,
@@ -292,9 +345,18 @@ impl<'a> DocWorker<'a> {
             &mut self.meta,
         )?;
         self.waited = residency == Residency::NotCached;
-        if sniff(&self.buf[..self.buf.len().min(4)]) == Compression::None {
-            return Ok(());
+        let format = sniff(&self.buf[..self.buf.len().min(4)]);
+        if format == Compression::None {
+            // The walk's size may be stale (or unknown, for a deferred entry).
+            let len = self.buf.len() as u64;
+            let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
+            return grant.resize(cost).map_err(over);
         }
+        // While decompressing: the compressed bytes, the decoder and up to --max-size of output.
+        let decoding = (self.buf.len() as u64)
+            .saturating_add(budget::decoder_cost(format))
+            .saturating_add(self.engine.limits.max);
+        grant.resize(decoding).map_err(over)?;
         let raw = std::io::Cursor::new(std::mem::take(&mut self.buf));
         let (_, mut stream) =
             open_stream(raw).map_err(|e| ReadFailure::Error(crate::messages::io_reason(&e)))?;
@@ -303,7 +365,34 @@ impl<'a> DocWorker<'a> {
         if !fits {
             return Err(ReadFailure::GrewTooLarge(self.buf.len() as u64));
         }
-        Ok(())
+        drop(stream);
+        let len = self.buf.len() as u64;
+        let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
+        grant.resize(cost).map_err(over)
+    }
+
+    /// Whether this worker makes each document's shingles a set: when verification reads it
+    /// again, or a k-permutation sketch or containment's sizes need it in the first pass.
+    fn sorts(&self) -> bool {
+        self.rereading
+            || self.engine.sizes
+            || matches!(&self.engine.sketcher, Sketcher::MinHash { hasher } if hasher.kind() == SketchKind::Kperm)
+    }
+
+    /// Gives back the buffers a large document grew, so that what a worker holds between
+    /// documents stays within the fixed part of a document's cost ([`budget::RETAINED`]).
+    pub(super) fn trim(&mut self) {
+        let keep = budget::RETAINED;
+        if self.buf.capacity() > keep {
+            self.buf = Vec::with_capacity(keep);
+        }
+        if self.shingles.capacity() * 8 > keep {
+            self.shingles = Vec::with_capacity(keep / 8);
+        }
+        if self.scratch.capacity() * 4 > keep {
+            self.scratch = Vec::new();
+        }
+        self.shingler.trim(keep);
     }
 
     fn sketch(

@@ -13,6 +13,7 @@
 //! ([`read_limited`]).
 
 use std::io::{self, BufRead, BufReader, Cursor, ErrorKind, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 mod lz4;
 mod xz;
@@ -80,6 +81,28 @@ pub fn sniff(prefix: &[u8]) -> Compression {
         [0x89, b'L', b'Z', b'O', ..] => Compression::Unsupported("lzop"),
         _ => Compression::None,
     }
+}
+
+/// The largest window a zstd frame, and the largest dictionary an xz or lzma stream, may need:
+/// set once, before any input is read, from the memory budget (`budget::window_limit`). A
+/// process-wide setting rather than a parameter, because every reader of compressed input (the
+/// first pass, verification's re-reads, the stages) must obey the same limit.
+static WINDOW_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_WINDOW_LIMIT);
+
+/// libzstd's default window limit, 128 MiB: the limit when the budget allows it.
+pub const DEFAULT_WINDOW_LIMIT: u64 = 128 << 20;
+
+/// Sets the decoder window limit (at most [`DEFAULT_WINDOW_LIMIT`]).
+pub fn set_window_limit(bytes: u64) {
+    WINDOW_LIMIT.store(
+        bytes.clamp(1 << 10, DEFAULT_WINDOW_LIMIT),
+        Ordering::Relaxed,
+    );
+}
+
+/// The decoder window limit in force.
+pub fn window_limit() -> u64 {
+    WINDOW_LIMIT.load(Ordering::Relaxed)
 }
 
 /// Sniffs `inner` and returns its format with a buffered reader of the decompressed bytes.

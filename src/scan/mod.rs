@@ -59,7 +59,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let mut engine = ingest::engine(cfg, None);
-    let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true);
+    let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
     let indexed = index::attach(cfg, &mut joined, &signed.corpus)?;
     engine.indexed = joined.stored_sets();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);

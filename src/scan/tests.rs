@@ -55,7 +55,7 @@ fn each_stage_hands_the_next_what_it_needs() {
     assert_eq!(walked.files_seen, 6);
     let mut joined = index::join(&cfg, walked.files).unwrap();
     let mut engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
     let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
     engine.indexed = joined.stored_sets();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);
@@ -176,7 +176,7 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let walked = walk(&cfg.walk, &cfg.messages).unwrap();
     let mut joined = index::join(&cfg, walked.files).unwrap();
     let engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
     let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);
     let identical = identical::group(&mut corpus);

@@ -69,9 +69,34 @@ impl Shingler {
         }
     }
 
+    /// Drops the buffers a long text grew beyond `keep` bytes.
+    pub fn trim(&mut self, keep: usize) {
+        if self.token.capacity() > keep {
+            self.token = Vec::new();
+        }
+        if self.token_hashes.capacity() * 8 > keep {
+            self.token_hashes = Vec::new();
+        }
+        if self.normalized.capacity() > keep {
+            self.normalized = Vec::new();
+        }
+        if self.char_starts.capacity() * 8 > keep {
+            self.char_starts = Vec::new();
+        }
+        self.words.trim(keep);
+    }
+
     /// Appends the hashes of every shingle of `text` to `out` (with repeats, in text order).
     /// Appends nothing when the text has no token.
     pub fn shingle(&mut self, text: &str, out: &mut Vec<u64>) {
+        // Room for the most shingles the text can have, reserved exactly: a vector left to
+        // double could hold twice that, and the memory budget charges the bound
+        // (`budget::text_cost`). Pages of it never written are never resident.
+        let most = match self.kind {
+            ShingleKind::Word => text.len() / 2 + 1,
+            ShingleKind::Char => text.len() + 1,
+        };
+        out.reserve_exact(most.saturating_sub(out.len()));
         match self.kind {
             ShingleKind::Word => self.word_shingles(text, out),
             ShingleKind::Char => self.char_shingles(text, out),
@@ -140,6 +165,7 @@ impl Shingler {
             // Tokens are valid UTF-8 (they come from a &str), so every byte that is not a
             // continuation byte starts a character.
             self.char_starts.clear();
+            self.char_starts.reserve_exact(norm.len() + 1);
             self.char_starts
                 .extend((0..norm.len()).filter(|&i| (norm[i] & 0xC0) != 0x80));
             self.char_starts.push(norm.len());

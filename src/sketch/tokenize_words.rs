@@ -36,6 +36,27 @@ pub struct WordBuffers {
     ends: Vec<usize>,
 }
 
+impl WordBuffers {
+    /// Drops the buffers a long text grew beyond `keep` bytes.
+    pub fn trim(&mut self, keep: usize) {
+        if self.lower.capacity() > keep {
+            self.lower = Vec::new();
+        }
+        if self.spaces.capacity() * 8 > keep {
+            self.spaces = Vec::new();
+        }
+        if self.token.capacity() > keep {
+            self.token = Vec::new();
+        }
+        if self.starts.capacity() * 8 > keep {
+            self.starts = Vec::new();
+        }
+        if self.ends.capacity() * 8 > keep {
+            self.ends = Vec::new();
+        }
+    }
+}
+
 /// Hashes the tokens of [`for_each_token`](crate::sketch::tokenize::for_each_token): writes `hash(token)` for each, in order, to
 /// `out[..count]` and returns the count. ASCII tokens of at most 16 bytes come to `hash` as
 /// [`Word::Short`], the others as [`Word::Bytes`]. `out` is grown (zero-filled) to hold the most

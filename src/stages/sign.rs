@@ -67,7 +67,7 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
     let (start, end) = plan.shard(shard)?;
     let inputs = read_inputs(work, &plan.run, start, end)?;
     let engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, inputs, &engine, false);
+    let signed = ingest::sign(&cfg, inputs, &engine, false)?;
     let mut corpus = signed.corpus;
     let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
     let found = identical::group(&mut corpus);

@@ -9,9 +9,12 @@ use std::io::{self, BufRead, ErrorKind, Read};
 
 use liblzma::stream::{Action, Error, Status, Stream, CONCATENATED};
 
-/// The most memory a decoder may use: 128 MiB, the window libzstd accepts by default (so a
-/// zstd and an xz stream are bounded alike), plus liblzma's own structures. `xz -9` needs 65 MiB.
-pub(super) const MEMLIMIT: u64 = (128 << 20) + (1 << 20);
+/// The most memory a decoder may use: the window limit a zstd frame has too (128 MiB unless the
+/// memory budget is smaller), so a zstd and an xz stream are bounded alike, plus liblzma's own
+/// structures. `xz -9` needs 65 MiB.
+pub(super) fn memlimit() -> u64 {
+    super::window_limit() + (1 << 20)
+}
 
 /// An xz (or .lzma) stream over `source`.
 pub(super) struct Decoder<R> {
@@ -24,7 +27,7 @@ pub(super) struct Decoder<R> {
 impl<R: BufRead> Decoder<R> {
     /// xz, any number of concatenated streams.
     pub(super) fn xz(source: R) -> io::Result<Self> {
-        let stream = Stream::new_stream_decoder(MEMLIMIT, CONCATENATED);
+        let stream = Stream::new_stream_decoder(memlimit(), CONCATENATED);
         Ok(Decoder {
             source,
             stream: stream.map_err(|e| decoder_error(e, "xz"))?,
@@ -35,7 +38,7 @@ impl<R: BufRead> Decoder<R> {
 
     /// The legacy .lzma format (LZMA_Alone), one stream.
     pub(super) fn lzma(source: R) -> io::Result<Self> {
-        let stream = Stream::new_lzma_decoder(MEMLIMIT);
+        let stream = Stream::new_lzma_decoder(memlimit());
         Ok(Decoder {
             source,
             stream: stream.map_err(|e| decoder_error(e, "lzma"))?,
@@ -90,8 +93,9 @@ fn decoder_error(e: Error, name: &str) -> io::Error {
             ErrorKind::OutOfMemory,
             format!(
                 "{name} stream needs more than {} MiB of memory to decompress (its dictionary \
-                 is larger than dupfind allows a decoder)",
-                MEMLIMIT >> 20
+                 is larger than dupfind allows a decoder: an eighth of --max-memory, at most \
+                 128 MiB)",
+                memlimit() >> 20
             ),
         ),
         Error::Mem => io::Error::new(

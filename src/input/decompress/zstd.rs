@@ -11,13 +11,14 @@
 //! bytes arrive, so a stream cut inside one keeps what precedes the cut.
 //!
 //! Errors are `InvalidData` (`UnexpectedEof` for a stream that stops inside a frame); the
-//! caller adds the format's name. Frames whose window is over 128 MiB are refused, by libzstd's
-//! default limit (ruzstd's was the same; `zstd -d` needs `--long` for them too).
+//! caller adds the format's name. Frames whose window is over the decoder limit are refused
+//! before it is allocated: 128 MiB, libzstd's default (`zstd -d` needs `--long` beyond it), or
+//! less under a smaller memory budget ([`super::window_limit`]).
 
 use std::io::{self, BufRead, ErrorKind, Read};
 
 use zstd_safe::zstd_sys::ZSTD_ErrorCode;
-use zstd_safe::{DCtx, ErrorCode, InBuffer, OutBuffer};
+use zstd_safe::{DCtx, DParameter, ErrorCode, InBuffer, OutBuffer};
 
 /// What is fed at the start of a frame: its magic number and first header byte, after which
 /// libzstd says how much more the header takes.
@@ -38,9 +39,13 @@ pub(super) struct Frames<R> {
 impl<R: BufRead> Frames<R> {
     /// A decoder over `source`, or an error if its context cannot be allocated.
     pub(super) fn new(source: R) -> io::Result<Self> {
-        let dctx = DCtx::try_create().ok_or_else(|| {
+        let mut dctx = DCtx::try_create().ok_or_else(|| {
             io::Error::new(ErrorKind::OutOfMemory, "no memory for a zstd decoder")
         })?;
+        // A frame declaring a larger window is refused before its window is allocated.
+        let log = 63 - super::window_limit().max(1 << 10).leading_zeros();
+        dctx.set_parameter(DParameter::WindowLogMax(log))
+            .map_err(decoder_error)?;
         Ok(Frames {
             source,
             dctx,
@@ -107,8 +112,18 @@ impl<R: BufRead> Read for Frames<R> {
 fn decoder_error(code: ErrorCode) -> io::Error {
     // libzstd returns an error as the negated `ZSTD_ErrorCode` (values below 100 are stable).
     let checksum = (ZSTD_ErrorCode::ZSTD_error_checksum_wrong as usize).wrapping_neg();
+    let window = (ZSTD_ErrorCode::ZSTD_error_frameParameter_windowTooLarge as usize).wrapping_neg();
     let message = if code == checksum {
         "checksum mismatch".to_string()
+    } else if code == window {
+        let limit = super::window_limit() >> 20;
+        return io::Error::new(
+            ErrorKind::OutOfMemory,
+            format!(
+                "a frame needs a window of more than {limit} MiB to decompress, more than \
+                 dupfind allows a decoder (an eighth of --max-memory, at most 128 MiB)"
+            ),
+        );
     } else {
         format!("invalid frame data ({})", zstd_safe::get_error_name(code))
     };

@@ -1,0 +1,133 @@
+//! The memory budget (`--max-memory`): what it refuses, and what it must not change. That it
+//! bounds the peak is measured by `benches/memory.sh`, not here.
+
+use super::util::{cluster_paths, dots, edit, text, TestDir};
+
+/// A zstd frame of raw blocks holding `content` that declares a window of 2^`log` bytes.
+fn zstd_with_window(content: &[u8], log: u8) -> Vec<u8> {
+    // Magic; frame header: no content size, not single-segment, window descriptor (log − 10) << 3.
+    let mut out = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, (log - 10) << 3];
+    let chunks: Vec<&[u8]> = content.chunks(1 << 16).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let last = u32::from(i + 1 == chunks.len());
+        // Block header: last-block bit, type 0 (raw), size.
+        let header = last | (chunk.len() as u32) << 3;
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(chunk);
+    }
+    out
+}
+
+/// Two near copies.
+fn pair(t: &TestDir) {
+    let a = text(5, 400);
+    t.write("a.txt", &a).write("b.txt", edit(&a, &[7]));
+}
+
+#[test]
+fn a_document_over_the_budget_is_an_input_error_and_the_rest_is_scanned() {
+    let t = TestDir::new();
+    pair(&t);
+    // 10 MiB of text needs about 115 MiB with word shingles: over a 64 MiB budget.
+    let big = text(9, 2_000_000);
+    assert!(big.len() > 8 << 20);
+    t.write("big.txt", &big);
+    let r = t.run(&["scan", ".", "--max-memory", "64M"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(cluster_paths(&report), vec![dots(&["a.txt", "b.txt"])]);
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], "./big.txt");
+    let reason = errors[0]["error"].as_str().unwrap();
+    assert!(
+        reason.contains("more than --max-memory (64.0 MiB)"),
+        "{reason}"
+    );
+    assert!(reason.contains("raise --max-memory"), "{reason}");
+    assert!(r.stderr.contains("big.txt: needs about"), "{}", r.stderr);
+    // Within the budget it is a document like the others.
+    let r = t.run(&["scan", ".", "--max-memory", "256M"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], 3);
+}
+
+#[test]
+fn a_zstd_window_over_the_decoder_limit_is_refused_naming_the_option() {
+    let t = TestDir::new();
+    pair(&t);
+    // 128 MiB declared for 30 KB of content: libzstd's own limit lets it through.
+    t.write("c.txt.zst", zstd_with_window(text(11, 5000).as_bytes(), 27));
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], 3);
+    // A 256 MiB budget allows a decoder a 32 MiB window.
+    let r = t.run(&["scan", ".", "--max-memory", "256M"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["stats"]["documents"], 2);
+    assert_eq!(cluster_paths(&report), vec![dots(&["a.txt", "b.txt"])]);
+    let reason = report["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        reason.contains("window of more than 32 MiB") && reason.contains("--max-memory"),
+        "{reason}"
+    );
+    // A window within the limit is read.
+    t.write("c.txt.zst", zstd_with_window(text(11, 5000).as_bytes(), 25));
+    let r = t.run(&["scan", ".", "--max-memory", "256M"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_corpus_whose_signatures_exceed_the_budget_stops_saying_what_to_change() {
+    let t = TestDir::new();
+    // A document is charged about 1.8 KB at K = 128, 1.4 KB at K = 32: 40,000 records need
+    // about 68 MiB, or 54 MiB.
+    let mut dump = String::new();
+    for i in 0..40_000 {
+        dump.push_str(&format!("{{\"text\":\"record number {i}\"}}\n"));
+    }
+    t.write("d.jsonl", &dump);
+    let r = t.run(&["scan", ".", "--max-memory", "64M"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "no partial report: {}", r.stdout);
+    for what in ["raise --max-memory", "lower --num-perm", "docs/staged.md"] {
+        assert!(r.stderr.contains(what), "{}", r.stderr);
+    }
+    // A shorter signature fits.
+    let r = t.run(&["scan", ".", "--max-memory", "64M", "-k", "32"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], 40_000);
+}
+
+#[test]
+fn a_budget_below_the_least_is_a_usage_error() {
+    let t = TestDir::new();
+    pair(&t);
+    let r = t.run(&["scan", ".", "--max-memory", "1M"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr.contains("--max-memory (1048576) is below 64M"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_tight_budget_changes_nothing_but_how_many_documents_are_in_flight() {
+    let t = TestDir::new();
+    // Forty 700 KB documents (about 7.7 MiB each to sketch, plus the pinned dump share): under
+    // 64 MiB only a few fit at once, and the workers wait for each other.
+    let base = text(3, 120_000);
+    for i in 0..40 {
+        t.write(format!("f{i:02}.txt"), edit(&base, &[i * 17 + 1]));
+    }
+    t.write("d.jsonl", "{\"text\":\"a record\"}\n");
+    let tight = t.run(&["scan", ".", "--max-memory", "64M", "-j4", "--pairs"]);
+    let loose = t.run(&["scan", ".", "-j1", "--pairs"]);
+    assert_eq!(tight.code(), 0, "{}", tight.stderr);
+    assert_eq!(loose.code(), 0, "{}", loose.stderr);
+    assert_eq!(tight.stdout, loose.stdout);
+    assert_eq!(tight.json()["clusters"][0]["size"], 40);
+}
