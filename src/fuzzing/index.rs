@@ -1,5 +1,5 @@
 //! The index reader: format 1's `index.dfx` (`index::store`), opened from a file holding the
-//! input. A decoder for another format gets a target of its own beside this one.
+//! input. Format 2 (manifest and segments) has a target of its own, `index_segment`.
 
 use std::cell::RefCell;
 

@@ -12,6 +12,7 @@ mod decompress;
 mod index;
 mod jsonl;
 mod parquet;
+mod segment;
 mod shingles;
 
 pub use args::{globs, size_arg};
@@ -19,6 +20,7 @@ pub use decompress::decompress;
 pub use index::index_v1;
 pub use jsonl::jsonl;
 pub use parquet::parquet;
+pub use segment::index_segment;
 pub use shingles::shingles;
 
 /// A fuzz target's entry point: one input, a panic where an invariant is broken.
@@ -26,11 +28,12 @@ pub type Target = fn(&[u8]);
 
 /// The fuzz targets by name, as `fuzz/Cargo.toml` names them and `fuzz/seeds/` and
 /// `fuzz/regressions/` hold their inputs.
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("jsonl", jsonl),
     ("parquet", parquet),
     ("decompress", decompress),
     ("index_v1", index_v1),
+    ("index_segment", index_segment),
     ("shingles", shingles),
     ("size_arg", size_arg),
     ("globs", globs),

@@ -86,9 +86,7 @@ impl Manifest {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let mut body = serde_json::to_vec_pretty(self)?;
         body.push(b'\n');
-        let mut out = format!("{TAG} {FORMAT_VERSION} {:016x}\n", xxh3_64(&body)).into_bytes();
-        out.extend_from_slice(&body);
-        Ok(out)
+        Ok(seal(&body))
     }
 
     /// Decodes and checks a manifest's bytes.
@@ -120,6 +118,7 @@ impl Manifest {
         if self.format_version != FORMAT_VERSION || self.generation == 0 {
             bail!("corrupt manifest: impossible version or generation");
         }
+        self.params.check().context("corrupt manifest")?;
         let mut seen = std::collections::HashSet::new();
         for s in &self.segments {
             if s.file != data_name(s.number) || s.table != table_name(s.number) {
@@ -147,6 +146,13 @@ impl Manifest {
             )
         })
     }
+}
+
+/// A manifest's bytes around `body`: the first line, with its checksum, then `body`.
+pub fn seal(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{TAG} {FORMAT_VERSION} {:016x}\n", xxh3_64(body)).into_bytes();
+    out.extend_from_slice(body);
+    out
 }
 
 /// The manifest of `dir`; None when it has none.
@@ -288,5 +294,35 @@ mod tests {
         last.generation = u64::MAX;
         assert!(last.next_generation().is_err());
         assert_ne!(new_index_id(), new_index_id());
+    }
+
+    #[test]
+    fn forged_parameters_are_refused_before_keys_are_cut_with_them() {
+        // Each would be a table per band or piece: billions of them, or an overflow.
+        for forge in [
+            |m: &mut Manifest| {
+                m.params.num_perm = 1 << 30;
+                m.params.bands = 1 << 30;
+                m.params.rows = 1;
+            },
+            |m: &mut Manifest| m.params.bands = 3,
+            |m: &mut Manifest| {
+                m.params.method = "simhash".into();
+                m.params.max_distance = u32::MAX;
+            },
+            |m: &mut Manifest| m.params.method = "minhash2".into(),
+        ] {
+            let mut f = sample();
+            forge(&mut f);
+            let e = Manifest::decode(&f.encode().unwrap()).unwrap_err();
+            assert!(
+                format!("{e:#}").starts_with("corrupt manifest: its "),
+                "{e:#}"
+            );
+        }
+        let mut simhash = sample();
+        simhash.params.method = "simhash".into();
+        simhash.params.max_distance = 31;
+        assert!(Manifest::decode(&simhash.encode().unwrap()).is_ok());
     }
 }

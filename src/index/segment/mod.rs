@@ -273,7 +273,11 @@ impl Segment {
 
     /// Row `r`, checked.
     pub fn row(&self, r: u32) -> Result<Row> {
-        self.rows(r, r + 1).map(|mut rows| rows.remove(0))
+        // A key entry's row is not checked against the rows on open: u32::MAX is a stored value.
+        let to = r
+            .checked_add(1)
+            .ok_or_else(|| self.corrupt(format!("no row {r}")))?;
+        self.rows(r, to).map(|mut rows| rows.remove(0))
     }
 
     /// Rows `from..to`, checked, read with one `pread` for the rows and one for their strings.

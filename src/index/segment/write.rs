@@ -707,4 +707,25 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
     }
+
+    #[test]
+    fn a_row_past_the_last_is_an_error_up_to_the_largest_row_number() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        let w = write(&dir, 2, None, 3);
+        dir.rename(&w.temp, &w.name).unwrap();
+        let want = Expected {
+            number: 2,
+            bytes: w.bytes,
+            header_sum: w.header_sum,
+            index_id: 42,
+            lanes: 8,
+        };
+        let seg = Segment::open(&dir, &want, &Keying::Bands { bands: 4, rows: 2 }).unwrap();
+        assert_eq!(seg.row(2).unwrap().entry, entry(2));
+        for r in [3, u32::MAX - 1, u32::MAX] {
+            assert!(seg.row(r).is_err(), "row {r}");
+        }
+        assert!(seg.rows(2, 4).is_err());
+    }
 }

@@ -126,6 +126,38 @@ pub struct Record {
     pub set: Vec<u64>,
 }
 
+/// A SimHash fingerprint's bits: the most pieces it can be cut into.
+const FINGERPRINT_BITS: u32 = 64;
+
+impl IndexParams {
+    /// Refuses parameters no dupfind writes. The keys are cut with them before any segment is
+    /// read (one table per band or SimHash piece), so a forged index declaring billions of bands
+    /// would be an allocation of that size, not an error.
+    pub fn check(&self) -> Result<()> {
+        match self.method.as_str() {
+            "simhash" if self.max_distance < FINGERPRINT_BITS => Ok(()),
+            "simhash" => bail!(
+                "its SimHash distance {} is beyond a {FINGERPRINT_BITS}-bit fingerprint",
+                self.max_distance
+            ),
+            "minhash"
+                if self.num_perm as usize <= crate::config::MAX_NUM_PERM
+                    && u64::from(self.bands) * u64::from(self.rows) <= u64::from(self.num_perm) =>
+            {
+                Ok(())
+            }
+            "minhash" => bail!(
+                "its MinHash parameters (--num-perm {}, --bands {}, --rows {}) are not ones \
+                 dupfind builds with",
+                self.num_perm,
+                self.bands,
+                self.rows
+            ),
+            other => bail!("its method {other:?} is not minhash or simhash"),
+        }
+    }
+}
+
 /// Fails naming every parameter that differs between the index and this run.
 pub fn check_compatible(stored: &IndexParams, wanted: &IndexParams) -> Result<()> {
     if stored.hashing != wanted.hashing {
@@ -198,7 +230,8 @@ impl Index {
         let h = read_header(&file, &path)?;
         let corrupt = || format!("{}: corrupt index", crate::messages::display_path(&path));
         let params = read_section(&file, &path, HEADER_LEN, h.params_len, h.params_sum)?;
-        let params = serde_json::from_slice(&params).with_context(corrupt)?;
+        let params: IndexParams = serde_json::from_slice(&params).with_context(corrupt)?;
+        params.check().with_context(corrupt)?;
         let records_at = HEADER_LEN + h.params_len + h.sets_len;
         let records = read_section(&file, &path, records_at, h.records_len, h.records_sum)?;
         let (entries, sets) =
