@@ -592,3 +592,29 @@ fn the_dataset_of_a_parquet_dump_keeps_each_row_with_all_its_columns_but_the_dup
         .collect();
     assert_eq!(rows, expected);
 }
+
+#[test]
+fn a_footer_declaring_more_schema_children_than_it_holds_is_refused_before_it_is_decoded() {
+    let t = TestDir::new();
+    // A 47-byte file whose root declares 2³¹ − 1 children: the parquet crate reserved 16 GiB
+    // for them (an abort under `ulimit -v`) before finding one element after it.
+    let bad = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/parquet/schema-num-children-i32-max"),
+    )
+    .unwrap();
+    t.write("bad.parquet", &bad[1..]);
+    write_corpus(&t, "good.parquet", &corpus(), ONE_GROUP);
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    let errors = errors(&report);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]
+            .1
+            .contains("corrupt footer: schema element 0 declares 2147483647 children"),
+        "{errors:?}"
+    );
+    assert_eq!(report["stats"]["documents"], corpus().len());
+}

@@ -12,6 +12,7 @@
 
 mod chunks;
 mod columns;
+mod footer;
 mod rows;
 
 use std::collections::BTreeMap;
@@ -84,6 +85,7 @@ impl ParquetDump {
         // pyarrow stores a categorical column's strings as a dictionary there, and they are
         // strings all the same.
         let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        footer::check(&file)?;
         let meta = guarded(|| {
             ArrowReaderMetadata::load(&file, options)
                 .map_err(|e| format!("not a readable Parquet file: {e}"))
