@@ -6,6 +6,7 @@
 mod batches;
 mod connect;
 pub mod edit;
+mod forest;
 pub mod judge;
 pub mod lcs;
 pub mod measures;
