@@ -6,11 +6,11 @@
 mod batches;
 mod connect;
 pub mod edit;
-mod forest;
 pub mod judge;
 pub mod lcs;
 pub mod measures;
 pub mod members;
+mod order;
 mod parity;
 pub mod reload;
 pub mod sets;

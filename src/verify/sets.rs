@@ -20,8 +20,8 @@ use crate::sketch::shingle::into_set;
 
 use super::batches::{Batches, Set};
 use super::connect::{connect_with, SharedBefore, Verification};
-use super::forest::pair_order_forest;
 use super::judge::Judge;
+use super::order::in_pair_order;
 use super::reload::Loaded;
 use crate::config::MethodConfig;
 
@@ -68,52 +68,22 @@ impl SetVerifier<'_> {
         let needed: Vec<AtomicBool> = (0..kept.len()).map(|_| AtomicBool::new(false)).collect();
         let mut budget = RETAIN_BYTES;
         let banding = self.band_tables(tables.len());
-        let containment = self.judge.is_containment();
-        let class = |d: u32| crate::candidates::containment::class(self.judge.size(d));
-        // Whether `a` and `b` agree on one of the first `bands` bands of `rows` values: with
-        // --containment, documents of one size class (the key is salted with the class).
-        let agree = |a: u32, b: u32, bands: usize, rows: usize| {
-            let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
-            (!containment || class(a) == class(b))
-                && (0..bands).any(|band| {
-                    let (x, y) = (&sa[band * rows..][..rows], &sb[band * rows..][..rows]);
-                    // Two values to a band: a loop, not a call to memcmp.
-                    x.iter().zip(y).all(|(p, q)| p == q)
-                })
-        };
-        // Only the first tables are bands (with --containment, pairs of two classes follow).
         let shared = |a: u32, b: u32, t: usize| {
-            banding.is_some_and(|(bands, rows)| agree(a, b, t.min(bands), rows))
+            let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
+            banding.is_some_and(|r| (0..t).any(|band| sa[band * r..][..r] == sb[band * r..][..r]))
         };
         let shared_before: Option<&SharedBefore> = banding.map(|_| &shared as &SharedBefore);
-        // --containment: the spanning pairs are chosen again in pair order (see
-        // [`super::forest`]), on unions that start, as `uf`'s did, with byte-identical copies.
-        let same_class = match self.judge.method {
-            MethodConfig::MinHash {
-                banding,
-                containment: true,
-                ..
-            } => Some((banding.bands, banding.rows)),
-            _ => None,
-        };
-        let mut forest = same_class.map(|_| uf.clone());
+        let containment = self.judge.is_containment();
         batches.run(kept, tables, |per_table, kept, bar| {
             let sets = self.load_sets(per_table, kept, &needed, errors, bar);
             let check = |lo, hi| self.judge.candidate(lo, hi, &sets).score;
-            let mut v = connect_with(per_table, uf, shared_before, check);
-            if let (Some(forest), Some((bands, rows))) = (forest.as_mut(), same_class) {
-                // Two documents share a bucket when they agree on a band of their class (a
-                // collision of two salted keys aside, a 2^-64 chance) or are a listed pair.
-                let mut across: Vec<(u32, u32)> = (per_table.iter().skip(bands).flatten())
-                    .map(|b| (b[0], b[1]))
-                    .collect();
-                across.sort_unstable();
-                let shares =
-                    |a, b| agree(a, b, bands, rows) || across.binary_search(&(a, b)).is_ok();
-                // The batch's components are final in `uf`: only its spanning pairs change
-                // (the counts stay those of finding the components).
-                v.pairs = pair_order_forest(per_table, uf, forest, shares, check).0;
-            }
+            // --containment reports its clusters with the spanning pairs that taking the
+            // candidate pairs in (lo, hi) order gives (see [`super::order`]).
+            let v = if containment {
+                in_pair_order(per_table, uf, check)
+            } else {
+                connect_with(per_table, uf, shared_before, check)
+            };
             // A batch holds whole candidate components, so its documents' clusters are final:
             // the sets of those that joined one are what clustering and the report read again.
             retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
@@ -121,22 +91,16 @@ impl SetVerifier<'_> {
         })
     }
 
-    /// (bands, rows) when the first `bands` of the `tables` are every band's, in band order,
-    /// and complete (not narrowed to the buckets of new documents, as against an index): then
-    /// two documents that share a band's values (with `--containment`, documents of one size
-    /// class) shared that table's bucket. The tables after them (`--containment`'s pairs of two
-    /// size classes) hold each pair once.
-    fn band_tables(&self, tables: usize) -> Option<(usize, usize)> {
+    /// The rows of a band when the `tables` are every band's, in band order, and complete (not
+    /// narrowed to the buckets of new documents, as against an index): then two documents that
+    /// share a band's values shared that table's bucket.
+    fn band_tables(&self, tables: usize) -> Option<usize> {
         match self.judge.method {
             MethodConfig::MinHash {
                 banding,
-                containment,
+                containment: false,
                 ..
-            } if self.judge.first_new == 0
-                && (banding.bands == tables || (*containment && banding.bands <= tables)) =>
-            {
-                Some((banding.bands, banding.rows))
-            }
+            } if self.judge.first_new == 0 && banding.bands == tables => Some(banding.rows),
             _ => None,
         }
     }

@@ -27,10 +27,10 @@ struct Groups {
 ///
 /// Two documents of one size class (offset 0) are a candidate when they share a bucket of one of
 /// offset 0's bands: those tables come first, as buckets (the key salted with the class, so a
-/// bucket holds one class), and verification checks them as it checks Jaccard buckets, with the
-/// estimate prefilter ([`crate::verify::Judge::candidate`]). A family of m near-copies shares
-/// buckets of m documents, m²/2 pairs that a list of pairs would hold and sort, and whose
-/// checks a union-find skips once the family is connected.
+/// bucket holds one class), and verification takes each document's partners from them, applying
+/// the estimate prefilter ([`crate::verify::Judge::candidate`]). A family of m near-copies
+/// shares buckets of m documents, m²/2 pairs that a list of pairs would hold and sort, and
+/// whose checks stop once the family is joined.
 ///
 /// Two documents d > 0 classes apart are a candidate when they agree on a band of offset d's
 /// banding: table (d, band) pairs the documents of class c (the lower member of the class pair

@@ -16,9 +16,10 @@
 //! [`Scheme::recall`], the least of the offsets' candidate probabilities at J*_d, bounds its
 //! chance of being a candidate from below.
 //!
-//! There is one table per (offset, band). Offset 0's tables are buckets of one class (the key
-//! salted with it), verified as Jaccard buckets are: a family of m near-copies of one size is
-//! m documents to a bucket, checked in about m steps once connected, not m²/2 pairs listed.
+//! There is one table per (offset, band). Offset 0's tables are kept as buckets of one class
+//! (the key salted with it): a family of m near-copies of one size is m documents to a bucket,
+//! whose pairs verification takes from the buckets when their turn comes, not m²/2 pairs listed
+//! and sorted here.
 //! For d > 0, a document enters table (d, band) once for the class pair (c, c + d) it is the
 //! lower member of and once for (c − d, c), the key salted with the lower class, so only
 //! documents of the same class pair share a bucket, and a bucket's candidates are the pairs
@@ -29,9 +30,9 @@
 //! offset 0's buckets itself, and computes C on the real shingle sets, batch by batch, as for
 //! Jaccard.
 //!
-//! Clusters are connected components, reported with a spanning set of pairs; that set is the
-//! one taking every candidate pair in (lo, hi) order and keeping those that join two
-//! components ([`crate::verify::forest`]), however the components were found.
+//! Clusters are connected components, reported with a spanning set of pairs: the one that
+//! taking every candidate pair in (lo, hi) order, and keeping those that join two components,
+//! gives (verification's `order` module).
 
 mod gather;
 
