@@ -9,10 +9,13 @@
 #
 #   benches/family.sh                           families of 1000, 2000, 4000 and 8000
 #   benches/family.sh --sizes "2000 4000"       other sizes
-#   benches/family.sh --containment             `scan --containment` instead (at its default
-#                                               threshold, containment 0.8: a little above the
-#                                               family's, about 0.74, so most pairs fail and
-#                                               the passing ones chain most copies together)
+#   benches/family.sh --containment             `scan --containment` instead: at its default
+#                                               threshold, containment 0.8, a little above the
+#                                               family's (about 0.74), so most pairs fail, the
+#                                               passing ones chain about 60 % of the copies
+#                                               together and every pair of the others must be
+#                                               ruled out; and at -t 0.7, where the family is
+#                                               one cluster
 #   BASELINE=path/to/old/dupfind benches/family.sh   the same runs with another build
 #
 # `pairs` is stats.candidate_pairs (with --containment, the pairs checked); `clusters` the
@@ -27,7 +30,7 @@ runs=("default" "--min-similarity 0.95")
 while [ $# -gt 0 ]; do
     case "$1" in
         --sizes) sizes=$2; shift 2 ;;
-        --containment) runs=("--containment"); shift ;;
+        --containment) runs=("--containment" "--containment -t 0.7"); shift ;;
         --edit) edit=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
         *) echo "family.sh: unknown option $1" >&2; exit 2 ;;

@@ -17,6 +17,11 @@
 //! - once a document's component holds every document its buckets link it to (and their
 //!   byte-identical copies), none of its pairs can join anything, so they are not listed: a
 //!   family whose pairs pass costs about m checks, not m²/2 looks at pairs.
+//! - a document's partners are listed from its buckets, or, when those list more pairs (with
+//!   repeats: near-copies share many buckets), found among the later documents of its linked
+//!   component that are not joined to it yet, asking whether the two share a bucket. A family
+//!   one of whose copies passes with none of the others is never whole; this keeps each of the
+//!   others' turns to a look at each later copy's root, not at its buckets' 64 lists.
 
 use rayon::prelude::*;
 
@@ -32,17 +37,30 @@ pub const PAIRS_PER_ROUND: usize = 4096;
 /// Checks the candidate pairs of `tables` (lists of buckets, documents in increasing order in
 /// each; every bucket of the documents' candidate components) in (lo, hi) order, joining those
 /// `check` passes in `uf`: the pairs kept are those that join two components, as taking the
-/// pairs one by one gives.
-pub fn in_pair_order<F>(tables: &[Vec<&[u32]>], uf: &mut UnionFind, check: F) -> Verification
+/// pairs one by one gives. `shares(lo, hi)` must tell whether two documents share a bucket.
+pub fn in_pair_order<S, F>(
+    tables: &[Vec<&[u32]>],
+    uf: &mut UnionFind,
+    shares: S,
+    check: F,
+) -> Verification
 where
+    S: Fn(u32, u32) -> bool + Sync,
     F: Fn(u32, u32) -> Option<Score> + Sync,
 {
-    in_rounds(tables, uf, PAIRS_PER_ROUND, check)
+    in_rounds(tables, uf, PAIRS_PER_ROUND, shares, check)
 }
 
 /// [`in_pair_order`] with rounds of about `round` pairs.
-fn in_rounds<F>(tables: &[Vec<&[u32]>], uf: &mut UnionFind, round: usize, check: F) -> Verification
+fn in_rounds<S, F>(
+    tables: &[Vec<&[u32]>],
+    uf: &mut UnionFind,
+    round: usize,
+    shares: S,
+    check: F,
+) -> Verification
 where
+    S: Fn(u32, u32) -> bool + Sync,
     F: Fn(u32, u32) -> Option<Score> + Sync,
 {
     // The documents, numbered locally in increasing order (so local order is id order), and
@@ -80,6 +98,22 @@ where
     let reach: Vec<u32> = (0..docs.len() as u32)
         .map(|i| reach[linked.find(i) as usize])
         .collect();
+    // Every document by linked component, each component's in increasing order, and where each
+    // document's component starts and ends in it.
+    let mut by_component: Vec<(u32, u32)> = (0..docs.len() as u32)
+        .map(|i| (linked.find(i), i))
+        .collect();
+    by_component.sort_unstable();
+    let mut span = vec![(0u32, 0u32); docs.len()];
+    let mut at = 0;
+    for run in by_component.chunk_by(|x, y| x.0 == y.0) {
+        let end = at + run.len() as u32;
+        for &(_, i) in run {
+            span[i as usize] = (at, end);
+        }
+        at = end;
+    }
+    let by_component: Vec<u32> = by_component.into_iter().map(|(_, i)| i).collect();
     let turns: Vec<Turn> = entries
         .chunk_by(|x, y| x.0 == y.0)
         .map(|run| {
@@ -119,20 +153,30 @@ where
                 || vec![u32::MAX; docs.len()],
                 |seen, &(root, turn)| {
                     let lo = turn.lo;
+                    let a = docs[lo as usize];
                     // Each partner once, those not joined to `lo` yet.
                     let mut partners = Vec::new();
-                    for &(_, b) in turn.entries {
-                        for &hi in above(&buckets[b as usize], lo) {
-                            if seen[hi as usize] != lo {
-                                seen[hi as usize] = lo;
-                                if frozen.root(docs[hi as usize]) != root {
-                                    partners.push(hi);
+                    let (from, to) = span[lo as usize];
+                    let later = above(&by_component[from as usize..to as usize], lo);
+                    if later.len() < turn.listed {
+                        // Fewer documents after it in its component than its buckets list.
+                        partners.extend(later.iter().filter(|&&hi| {
+                            let b = docs[hi as usize];
+                            frozen.root(b) != root && shares(a, b)
+                        }));
+                    } else {
+                        for &(_, b) in turn.entries {
+                            for &hi in above(&buckets[b as usize], lo) {
+                                if seen[hi as usize] != lo {
+                                    seen[hi as usize] = lo;
+                                    if frozen.root(docs[hi as usize]) != root {
+                                        partners.push(hi);
+                                    }
                                 }
                             }
                         }
+                        partners.sort_unstable();
                     }
-                    partners.sort_unstable();
-                    let a = docs[lo as usize];
                     let kept: Vec<(u32, Score)> = (partners.par_iter())
                         .filter_map(|&hi| {
                             let b = docs[hi as usize];
@@ -208,6 +252,14 @@ mod tests {
         uf: &mut UnionFind,
         check: impl Fn(u32, u32) -> bool,
     ) -> Vec<(u32, u32)> {
+        pairs_of(tables)
+            .into_iter()
+            .filter(|&(lo, hi)| uf.find(lo) != uf.find(hi) && check(lo, hi) && uf.union(lo, hi))
+            .collect()
+    }
+
+    /// Every candidate pair of `tables`, in (lo, hi) order, each once.
+    fn pairs_of(tables: &[Buckets]) -> Vec<(u32, u32)> {
         let mut all = Vec::new();
         for t in tables {
             for i in 0..t.len() {
@@ -219,9 +271,7 @@ mod tests {
         }
         all.sort_unstable();
         all.dedup();
-        all.into_iter()
-            .filter(|&(lo, hi)| uf.find(lo) != uf.find(hi) && check(lo, hi) && uf.union(lo, hi))
-            .collect()
+        all
     }
 
     /// The pairs [`in_rounds`] keeps, and how many it checked.
@@ -231,8 +281,21 @@ mod tests {
         round: usize,
         check: impl Fn(u32, u32) -> bool + Sync,
     ) -> (Vec<(u32, u32)>, u64) {
+        let together: std::collections::HashSet<(u32, u32)> =
+            pairs_of(tables).into_iter().collect();
+        ordered_with(tables, uf, round, |a, b| together.contains(&(a, b)), check)
+    }
+
+    /// [`ordered`], told by `shares` which documents share a bucket.
+    fn ordered_with(
+        tables: &[Buckets],
+        uf: &mut UnionFind,
+        round: usize,
+        shares: impl Fn(u32, u32) -> bool + Sync,
+        check: impl Fn(u32, u32) -> bool + Sync,
+    ) -> (Vec<(u32, u32)>, u64) {
         let score = |a: u32, b: u32| check(a, b).then_some(Score::of(0.9));
-        let v = in_rounds(&all_buckets(tables), uf, round, score);
+        let v = in_rounds(&all_buckets(tables), uf, round, shares, score);
         (v.pairs.iter().map(|p| (p.lo, p.hi)).collect(), v.checked)
     }
 
@@ -251,7 +314,9 @@ mod tests {
         let family: Vec<u32> = (0..4200).collect();
         let tables: Vec<Buckets> = (0..8).map(|_| table(&[&family, &[4200, 4201]])).collect();
         let all = |_, _| true;
-        let (pairs, checked) = ordered(&tables, &mut UnionFind::new(4202), PAIRS_PER_ROUND, all);
+        let shares = |a: u32, b: u32| (a < 4200) == (b < 4200);
+        let mut uf = UnionFind::new(4202);
+        let (pairs, checked) = ordered_with(&tables, &mut uf, PAIRS_PER_ROUND, shares, all);
         let star: Vec<(u32, u32)> = (1..4200).map(|d| (0, d)).chain([(4200, 4201)]).collect();
         assert_eq!(pairs, star);
         assert_eq!(checked, 4199 + 1);
