@@ -86,12 +86,9 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
             let scheme = containment::Scheme::new(*threshold, *num_perm);
             let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
             // The pairs of two size classes: those the single-value bands make candidates (pairs
-            // of one class come in the buckets of two-value bands, and are not counted).
-            let plausible: u64 = (c.tables[c.same_class_tables..].iter())
-                .map(|t| t.len() as u64)
-                .sum();
+            // of one class come from the buckets of two-value bands, and are not counted).
             // A warning: the run is slow for a reason the user can change.
-            if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
+            if let Some(note) = containment::crowding_note(c.across + c.implausible, units.len()) {
                 cfg.messages.warn(&note);
             }
             return (c.tables, c.implausible);

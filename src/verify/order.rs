@@ -73,19 +73,17 @@ where
     docs.par_sort_unstable();
     docs.dedup();
     let local = |d: u32| docs.partition_point(|&x| x < d) as u32;
-    let buckets: Vec<Vec<u32>> = (tables.iter().flatten())
-        .map(|b| b.iter().map(|&d| local(d)).collect())
-        .collect();
+    let buckets = Flat::new(tables, local);
     // (document, bucket) for every document with a partner above it in the bucket, by document.
     let mut entries: Vec<(u32, u32)> = Vec::new();
-    for (i, b) in (0u32..).zip(&buckets) {
+    for (i, b) in (0u32..).zip(buckets.iter()) {
         entries.extend(b[..b.len().saturating_sub(1)].iter().map(|&d| (d, i)));
     }
     entries.par_sort_unstable();
     // Documents linked through buckets, and how many documents `uf` will hold in the component
     // of one of them once all the linked ones are joined (their byte-identical copies count).
     let mut linked = UnionFind::new(docs.len());
-    for b in &buckets {
+    for b in buckets.iter() {
         for w in b.windows(2) {
             linked.union(w[0], w[1]);
         }
@@ -118,9 +116,7 @@ where
         .chunk_by(|x, y| x.0 == y.0)
         .map(|run| {
             let lo = run[0].0;
-            let listed = run
-                .iter()
-                .map(|&(_, b)| above(&buckets[b as usize], lo).len());
+            let listed = run.iter().map(|&(_, b)| above(buckets.get(b), lo).len());
             Turn {
                 lo,
                 entries: run,
@@ -166,7 +162,7 @@ where
                         }));
                     } else {
                         for &(_, b) in turn.entries {
-                            for &hi in above(&buckets[b as usize], lo) {
+                            for &hi in above(buckets.get(b), lo) {
                                 if seen[hi as usize] != lo {
                                     seen[hi as usize] = lo;
                                     if frozen.root(docs[hi as usize]) != root {
@@ -232,6 +228,40 @@ struct Outcome {
     lo: u32,
     kept: Vec<(u32, Score)>,
     checked: u64,
+}
+
+/// Buckets in one list (a batch may hold a million buckets of two or three documents).
+struct Flat {
+    docs: Vec<u32>,
+    /// Start of each bucket in `docs`, plus a final end.
+    bounds: Vec<u32>,
+}
+
+impl Flat {
+    /// Every bucket of `tables`, each document renamed by `rename`.
+    fn new(tables: &[Vec<&[u32]>], rename: impl Fn(u32) -> u32) -> Flat {
+        let mut flat = Flat {
+            docs: Vec::new(),
+            bounds: vec![0],
+        };
+        for b in tables.iter().flatten() {
+            flat.docs.extend(b.iter().map(|&d| rename(d)));
+            flat.bounds.push(flat.docs.len() as u32);
+        }
+        flat
+    }
+
+    /// Bucket `i`.
+    fn get(&self, i: u32) -> &[u32] {
+        &self.docs[self.bounds[i as usize] as usize..self.bounds[i as usize + 1] as usize]
+    }
+
+    /// Every bucket, in order.
+    fn iter(&self) -> impl Iterator<Item = &[u32]> {
+        self.bounds
+            .windows(2)
+            .map(|w| &self.docs[w[0] as usize..w[1] as usize])
+    }
 }
 
 /// The documents of bucket `b` (in increasing order) above `lo`.

@@ -42,7 +42,9 @@ struct Groups {
 /// are gathered per document (its partners in every table, deduplicated), the estimate
 /// prefilter ([`plausible`] at containment `prefilter`) runs once per distinct pair, and the
 /// pairs it rejects are counted and dropped; the others follow offset 0's tables as
-/// two-document buckets, [`PAIRS_PER_TABLE`] to a table, in (lo, hi) order.
+/// two-document buckets, [`PAIRS_PER_TABLE`] to a table, in (lo, hi) order, with the pairs of
+/// offset 0's buckets of two documents (taken out of those tables, each pair once, not
+/// prefiltered).
 pub fn candidates(
     scheme: &Scheme,
     units: &[u32],
@@ -132,10 +134,18 @@ pub fn candidates(
         .collect();
     pairs.par_sort_unstable();
     pairs.dedup();
+    let (implausible, across) = (distinct - pairs.len() as u64, pairs.len() as u64);
+    // Offset 0's buckets of two documents join the pairs, each pair once: near-duplicate pairs
+    // agree on most of the 64 bands, and one entry costs less than a bucket in each.
+    for t in &mut tables {
+        pairs.extend(t.take_pairs());
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
     tables.extend(pairs.chunks(PAIRS_PER_TABLE).map(Buckets::from_pairs));
     Candidates {
-        implausible: distinct - pairs.len() as u64,
-        same_class_tables: zero.bands,
+        implausible,
+        across,
         tables,
     }
 }
@@ -235,23 +245,41 @@ mod tests {
     /// increasing order) that `plausible` accepts, then the pairs of the other tables (two
     /// classes, two-document buckets in (lo, hi) order); and how many pairs of offset 0's
     /// buckets `plausible` turned away. Each distinct pair once.
-    fn pairs_of(c: &Candidates, plausible: impl Fn(u32, u32) -> bool) -> (Vec<(u32, u32)>, u64) {
+    fn pairs_of(
+        c: &Candidates,
+        scheme: &Scheme,
+        sizes: &[u64],
+        plausible: impl Fn(u32, u32) -> bool,
+    ) -> (Vec<(u32, u32)>, u64) {
         let (mut same, mut across) = (Vec::new(), Vec::new());
+        let one_class = |a: u32, b: u32| class(sizes[a as usize]) == class(sizes[b as usize]);
+        let mut listed = Vec::new();
         for (ti, t) in c.tables.iter().enumerate() {
             for i in 0..t.len() {
                 let b = t.bucket(i);
                 assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
-                if ti < c.same_class_tables {
+                if ti < scheme.offsets[0].bands {
+                    assert!(b.len() > 2, "buckets of two are listed as pairs");
                     for (j, &lo) in b.iter().enumerate() {
                         same.extend(b[j + 1..].iter().map(|&hi| (lo, hi)));
                     }
                 } else {
                     assert!(t.len() <= PAIRS_PER_TABLE);
                     assert_eq!(b.len(), 2);
-                    across.push((b[0], b[1]));
+                    listed.push((b[0], b[1]));
+                    if one_class(b[0], b[1]) {
+                        same.push((b[0], b[1]));
+                    } else {
+                        across.push((b[0], b[1]));
+                    }
                 }
             }
         }
+        assert!(
+            listed.windows(2).all(|w| w[0] < w[1]),
+            "each pair once, in order"
+        );
+        assert_eq!(across.len() as u64, c.across);
         same.sort_unstable();
         same.dedup();
         let found = same.len();
@@ -277,13 +305,17 @@ mod tests {
         let scheme = Scheme::new(0.8, lanes);
         let c = candidates(&scheme, &[0, 1, 2, 3, 4], &sigs, lanes, &sizes, 0.8);
         let expected = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
-        assert_eq!(pairs_of(&c, |_, _| true), (expected.to_vec(), 0));
+        assert_eq!(
+            pairs_of(&c, &scheme, &sizes, |_, _| true),
+            (expected.to_vec(), 0)
+        );
         assert_eq!(c.implausible, 0);
-        // Offset 0's tables come first, one per band, the pair of one class in a bucket.
-        assert_eq!(c.same_class_tables, scheme.offsets[0].bands);
-        assert!(c.tables[..c.same_class_tables]
-            .iter()
-            .all(|t| t.len() == 1 && t.bucket(0) == [0, 1]));
+        // Offset 0's tables come first, one per band; the pair of one class, a bucket of two in
+        // each, is listed once with the others.
+        let zero = scheme.offsets[0].bands;
+        assert!(c.tables[..zero].iter().all(|t| t.is_empty()));
+        assert_eq!(c.tables.len(), zero + 1);
+        assert_eq!(c.tables[zero].bucket(0), [0, 1]);
     }
 
     #[test]
@@ -302,11 +334,20 @@ mod tests {
         }
         let sizes = [2048, 2100, 3000, 5000];
         let c = candidates(&scheme, &[0, 1, 2, 3], &sigs, lanes, &sizes, 0.0);
-        assert_eq!(pairs_of(&c, |_, _| true), (vec![(0, 3), (1, 3), (2, 3)], 0));
+        assert_eq!(
+            pairs_of(&c, &scheme, &sizes, |_, _| true),
+            (vec![(0, 3), (1, 3), (2, 3)], 0)
+        );
         assert_eq!(c.implausible, 0);
         // One shared value of 128 is far below what containment 0.8 needs at these ratios.
         let c = candidates(&scheme, &[0, 1, 2, 3], &sigs, lanes, &sizes, 0.8);
-        assert_eq!((pairs_of(&c, |_, _| true).0.len(), c.implausible), (0, 3));
+        assert_eq!(
+            (
+                pairs_of(&c, &scheme, &sizes, |_, _| true).0.len(),
+                c.implausible
+            ),
+            (0, 3)
+        );
     }
 
     #[test]
@@ -357,7 +398,7 @@ mod tests {
                 plausible(estimate(sig(a), sig(b)), sa, sb, lanes, t)
             };
             assert_eq!(
-                pairs_of(&c, judged),
+                pairs_of(&c, &scheme, &sizes, judged),
                 (expected.clone(), implausible_same),
                 "K={lanes} t={t}"
             );

@@ -176,13 +176,15 @@ pub const PAIRS_PER_TABLE: usize = 4096;
 /// What the candidate search found.
 #[derive(Debug, Default)]
 pub struct Candidates {
-    /// Offset 0's tables (one per band, buckets of one size class), then the plausible
-    /// candidate pairs of two classes, [`PAIRS_PER_TABLE`] two-document buckets per table.
+    /// Offset 0's tables (one per band of its banding, buckets of three documents or more of
+    /// one size class), then the plausible
+    /// candidate pairs of two classes and the pairs of offset 0's buckets of two documents,
+    /// [`PAIRS_PER_TABLE`] two-document buckets per table.
     pub tables: Vec<Buckets>,
-    /// How many of `tables` are offset 0's.
-    pub same_class_tables: usize,
     /// Distinct candidate pairs of two classes the signature estimate ruled out (in no table).
     pub implausible: u64,
+    /// Distinct candidate pairs of two classes it kept.
+    pub across: u64,
 }
 
 /// Candidate pairs from which [`crowding_note`] speaks, if they are also a quarter of all pairs.
