@@ -46,6 +46,24 @@ impl Buckets {
         Buckets { docs, bounds }
     }
 
+    /// Takes the buckets of two documents out, as (lo, hi) pairs in bucket order.
+    pub fn take_pairs(&mut self) -> Vec<(u32, u32)> {
+        let mut pairs = Vec::new();
+        let mut docs = Vec::new();
+        let mut bounds = vec![0u32];
+        for i in 0..self.len() {
+            match self.bucket(i) {
+                &[lo, hi] => pairs.push((lo, hi)),
+                b => {
+                    docs.extend_from_slice(b);
+                    bounds.push(docs.len() as u32);
+                }
+            }
+        }
+        *self = Buckets { docs, bounds };
+        pairs
+    }
+
     /// Number of multi-document buckets.
     pub fn len(&self) -> usize {
         self.bounds.len() - 1
@@ -100,6 +118,9 @@ mod tests {
             (2, &[0, 4][..], &[1, 2][..])
         );
         assert!(Buckets::from_pairs(&[]).is_empty());
+        let mut some = Buckets::from_keys(vec![(1, 7), (2, 3), (1, 5), (2, 4), (2, 9), (3, 0)]);
+        assert_eq!(some.take_pairs(), [(5, 7)]);
+        assert_eq!((some.len(), some.bucket(0)), (1, &[3, 4, 9][..]));
         let mut kept = b.clone();
         kept.keep_from(4);
         assert_eq!(kept.len(), 1);

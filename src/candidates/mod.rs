@@ -19,12 +19,13 @@ use lsh::band_key;
 
 /// The candidates of a scan.
 pub struct Candidates {
-    /// One table of buckets per band (MinHash) or piece (SimHash); with `--containment`, the
-    /// plausible candidate pairs as two-document buckets. With an index, only buckets holding a
-    /// new document are kept.
+    /// One table of buckets per band (MinHash) or piece (SimHash); with `--containment`, one
+    /// per band of documents of one size class, then the plausible candidate pairs of two
+    /// classes as two-document buckets. With an index, only buckets holding a new document are
+    /// kept.
     pub tables: Vec<Buckets>,
-    /// Candidate pairs the estimate prefilter ruled out on the way (`--containment`; 0
-    /// otherwise, where verification counts them).
+    /// Candidate pairs the estimate prefilter ruled out on the way (`--containment`'s pairs of
+    /// two size classes; 0 otherwise, where verification counts them).
     pub ruled_out: u64,
     /// Documents in the largest bucket.
     pub largest_bucket: u64,
@@ -84,9 +85,10 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
             let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
             let scheme = containment::Scheme::new(*threshold, *num_perm);
             let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
-            let plausible: u64 = c.tables.iter().map(|t| t.len() as u64).sum();
+            // The pairs of two size classes: those the single-value bands make candidates (pairs
+            // of one class come from the buckets of two-value bands, and are not counted).
             // A warning: the run is slow for a reason the user can change.
-            if let Some(note) = containment::crowding_note(plausible + c.implausible, units.len()) {
+            if let Some(note) = containment::crowding_note(c.across + c.implausible, units.len()) {
                 cfg.messages.warn(&note);
             }
             return (c.tables, c.implausible);

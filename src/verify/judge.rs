@@ -155,18 +155,25 @@ impl Judge<'_> {
         }
     }
 
+    /// True for a `--containment` candidate that passed the estimate prefilter when it was
+    /// gathered: a pair of documents of different size classes. Documents of one class come in
+    /// the buckets of their bands (see [`crate::candidates::containment`]), unfiltered.
+    pub fn prefiltered(&self, a: DocId, b: DocId) -> bool {
+        self.is_containment()
+            && containment::class(self.size(a)) != containment::class(self.size(b))
+    }
+
     /// Whether verification should load the material of candidate pair `lo < hi`: not for a
-    /// pair of two indexed documents, nor one the signatures rule out. (`--containment`
-    /// candidates passed their prefilter when they were gathered.)
+    /// pair of two indexed documents, nor one the signatures rule out.
     pub fn worth_loading(&self, lo: DocId, hi: DocId) -> bool {
-        hi >= self.first_new && (self.is_containment() || self.plausible(lo, hi))
+        hi >= self.first_new && (self.prefiltered(lo, hi) || self.plausible(lo, hi))
     }
 
     /// The verification's verdict on candidate pair `lo < hi`. As [`Judge::check`], except
-    /// that a pair of two indexed documents never passes, `--containment` candidates are not
-    /// prefiltered again and may be turned away on a sample of the smaller set
-    /// ([`containment_verified`]), and an edit-verified pair says whether it fell back to
-    /// Jaccard.
+    /// that a pair of two indexed documents never passes, `--containment` candidates of two
+    /// size classes are not prefiltered again ([`Judge::prefiltered`]) and any may be turned
+    /// away on a sample of the smaller set ([`containment_verified`]), and an edit-verified
+    /// pair says whether it fell back to Jaccard.
     pub fn candidate(&self, lo: DocId, hi: DocId, loaded: &Loaded) -> Verdict {
         let no = Verdict {
             score: None,
@@ -181,10 +188,19 @@ impl Judge<'_> {
                 containment: true,
                 ..
             } => {
+                // A pair of one size class is checked here as the gathering checks the others,
+                // so the pairs that can pass are the same whichever way a pair came.
+                if !self.prefiltered(lo, hi) && !self.plausible(lo, hi) {
+                    return no;
+                }
                 let material = |d: u32| loaded.get(self.canon[d as usize]).set;
                 let (Some(a), Some(b)) = (material(lo), material(hi)) else {
                     return no;
                 };
+                let canon = (self.canon[lo as usize], self.canon[hi as usize]);
+                if loaded.parity_rules_out(canon, (a.len(), b.len()), *report_threshold, true) {
+                    return no;
+                }
                 Verdict {
                     score: containment_verified(a, b, *report_threshold).map(Score::of),
                     fallback: false,
@@ -234,7 +250,8 @@ impl Judge<'_> {
                     return containment_at_least(sa, sb, *report_threshold).map(Score::of);
                 }
                 let (ca, cb) = (self.canon[a as usize], self.canon[b as usize]);
-                if loaded.parity_rules_out(ca, cb, (sa.len(), sb.len()), *report_threshold) {
+                if loaded.parity_rules_out((ca, cb), (sa.len(), sb.len()), *report_threshold, false)
+                {
                     return None;
                 }
                 jaccard_at_least(sa, sb, *report_threshold).map(Score::of)
@@ -460,9 +477,13 @@ mod tests {
             j.set_similarity(&[1, 2, 3, 4], &[1, 2, 3, 9, 10, 11, 12, 13]),
             0.75
         );
-        // Verification's candidates skip the prefilter (they passed it when gathered).
-        assert!(j.worth_loading(0, 2));
+        // Candidates of two size classes (10 and 40 shingles) skip the prefilter: they passed
+        // it when gathered. Those of one class (0 and 2, whose signatures share nothing) do not.
+        assert!(j.prefiltered(1, 2) && j.worth_loading(1, 2));
+        assert!(!j.prefiltered(0, 2) && !j.worth_loading(0, 2));
         assert_eq!(j.candidate(0, 1, &s).score, Some(Score::of(0.75)));
+        let same = sets(&[(0, &[1, 2, 3, 4]), (2, &[1, 2, 3, 4])]);
+        assert_eq!(j.candidate(0, 2, &same).score, None);
         // The estimate of a contained pair, from the Jaccard estimate and the set sizes.
         assert!(j.estimated_similarity(0, 1) > j.estimate(0, 1));
     }

@@ -10,6 +10,7 @@ pub mod judge;
 pub mod lcs;
 pub mod measures;
 pub mod members;
+mod order;
 mod parity;
 pub mod reload;
 pub mod sets;

@@ -53,15 +53,41 @@ pub fn rules_out(a_len: usize, b_len: usize, a: &[u64], b: &[u64], threshold: f6
     if a.len() != b.len() {
         return false;
     }
+    let total = (a_len + b_len) as u64;
+    let inter = intersection_bound(a_len, b_len, a, b);
+    let union = total - inter;
+    union > 0 && (inter as f64 / union as f64) < threshold
+}
+
+/// True when sets of `a_len` and `b_len` elements with bitmaps `a` and `b` cannot have a
+/// containment (of the smaller in the larger) of `threshold` or more: the same bound on
+/// |A ∩ B|, over the smaller set's size. The ratio is computed as
+/// [`super::measures::containment_at_least`] computes it, and it grows with |A ∩ B|, so a pair
+/// ruled out here fails exact verification too.
+pub fn rules_out_containment(
+    a_len: usize,
+    b_len: usize,
+    a: &[u64],
+    b: &[u64],
+    threshold: f64,
+) -> bool {
+    let small = a_len.min(b_len) as u64;
+    if a.len() != b.len() || small == 0 {
+        return false;
+    }
+    let inter = (intersection_bound(a_len, b_len, a, b)).min(small);
+    (inter as f64 / small as f64) < threshold
+}
+
+/// The most elements two sets of `a_len` and `b_len` elements with bitmaps `a` and `b` can
+/// share: each set bit of their XOR needs an element of the symmetric difference.
+fn intersection_bound(a_len: usize, b_len: usize, a: &[u64], b: &[u64]) -> u64 {
     let differ: u64 = a
         .iter()
         .zip(b)
         .map(|(x, y)| u64::from((x ^ y).count_ones()))
         .sum();
-    let total = (a_len + b_len) as u64;
-    let inter = total.saturating_sub(differ) / 2;
-    let union = total - inter;
-    union > 0 && (inter as f64 / union as f64) < threshold
+    ((a_len + b_len) as u64).saturating_sub(differ) / 2
 }
 
 #[cfg(test)]
@@ -69,7 +95,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::verify::measures::jaccard;
+    use crate::verify::measures::{containment_at_least, jaccard};
 
     fn set(mut v: Vec<u64>) -> Vec<u64> {
         v.sort_unstable();
@@ -92,6 +118,9 @@ mod tests {
             let (ma, mb) = (bitmap(&a, words), bitmap(&b, words));
             if jaccard(&a, &b) >= threshold {
                 prop_assert!(!rules_out(a.len(), b.len(), &ma, &mb, threshold));
+            }
+            if containment_at_least(&a, &b, threshold).is_some() {
+                prop_assert!(!rules_out_containment(a.len(), b.len(), &ma, &mb, threshold));
             }
         }
     }

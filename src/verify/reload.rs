@@ -94,9 +94,19 @@ impl Loaded {
     }
 
     /// True when the parity bitmaps of `a` and `b` (documents holding their content) prove
-    /// that their sets, of `a_len` and `b_len` elements, are less similar than `threshold`.
-    pub fn parity_rules_out(&self, a: u32, b: u32, lens: (usize, usize), threshold: f64) -> bool {
+    /// that their sets, of `a_len` and `b_len` elements, are less similar than `threshold`:
+    /// by Jaccard, or with `containment` by the containment of the smaller.
+    pub fn parity_rules_out(
+        &self,
+        (a, b): (u32, u32),
+        lens: (usize, usize),
+        threshold: f64,
+        containment: bool,
+    ) -> bool {
         match (self.parity.get(&a), self.parity.get(&b)) {
+            (Some(pa), Some(pb)) if containment => {
+                super::parity::rules_out_containment(lens.0, lens.1, pa, pb, threshold)
+            }
             (Some(pa), Some(pb)) => super::parity::rules_out(lens.0, lens.1, pa, pb, threshold),
             _ => false,
         }

@@ -21,6 +21,7 @@ use crate::sketch::shingle::into_set;
 use super::batches::{Batches, Set};
 use super::connect::{connect_with, SharedBefore, Verification};
 use super::judge::Judge;
+use super::order::in_pair_order;
 use super::reload::Loaded;
 use crate::config::MethodConfig;
 
@@ -72,11 +73,43 @@ impl SetVerifier<'_> {
             banding.is_some_and(|r| (0..t).any(|band| sa[band * r..][..r] == sb[band * r..][..r]))
         };
         let shared_before: Option<&SharedBefore> = banding.map(|_| &shared as &SharedBefore);
+        // --containment: its first tables are the bands of documents of one size class (keys
+        // salted with the class), then come pairs of two classes.
+        let same_class = match self.judge.method {
+            MethodConfig::MinHash {
+                banding,
+                containment: true,
+                ..
+            } => Some((banding.bands, banding.rows)),
+            _ => None,
+        };
         batches.run(kept, tables, |per_table, kept, bar| {
             let sets = self.load_sets(per_table, kept, &needed, errors, bar);
-            let v = connect_with(per_table, uf, shared_before, |lo, hi| {
-                self.judge.candidate(lo, hi, &sets).score
-            });
+            let check = |lo, hi| self.judge.candidate(lo, hi, &sets).score;
+            // --containment reports its clusters with the spanning pairs that taking the
+            // candidate pairs in (lo, hi) order gives (see [`super::order`]).
+            let v = if let Some((bands, rows)) = same_class {
+                let mut across: Vec<(u32, u32)> = (per_table.iter().skip(bands).flatten())
+                    .map(|b| (b[0], b[1]))
+                    .collect();
+                across.sort_unstable();
+                let class = |d: u32| crate::candidates::containment::class(self.judge.size(d));
+                // Two documents share a bucket when they are of one class and agree on a band
+                // (a collision of two salted keys aside, a 2^-64 chance), or are a listed pair.
+                let shares = |a: u32, b: u32| {
+                    let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
+                    let agree = |band: usize| {
+                        let (x, y) = (&sa[band * rows..][..rows], &sb[band * rows..][..rows]);
+                        // Two values to a band: a loop, not a call to memcmp.
+                        x.iter().zip(y).all(|(p, q)| p == q)
+                    };
+                    (class(a) == class(b) && (0..bands).any(agree))
+                        || across.binary_search(&(a, b)).is_ok()
+                };
+                in_pair_order(per_table, uf, shares, check)
+            } else {
+                connect_with(per_table, uf, shared_before, check)
+            };
             // A batch holds whole candidate components, so its documents' clusters are final:
             // the sets of those that joined one are what clustering and the report read again.
             retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
@@ -197,7 +230,7 @@ impl SetVerifier<'_> {
         // rule most of those out in constant time each. Smaller buckets are not worth building
         // them for.
         let large = per_table.iter().flatten().any(|b| b.len() >= PARITY_BUCKET);
-        if large && !self.judge.is_containment() {
+        if large {
             sets.add_parity(super::parity::words_for(sets.largest_set()));
         }
         sets

@@ -402,3 +402,58 @@ fn documents_of_one_size_sharing_a_paragraph_are_not_all_candidates() {
     // the single-value tables).
     assert!(candidates < 40, "{candidates}");
 }
+
+#[test]
+fn a_family_of_near_copies_is_one_cluster_with_a_star_of_pairs() {
+    // A 400-word text, 70 copies of it each with one word of its own edited (containment about
+    // 0.97 between any two: far above the threshold), an excerpt of 150 of its words (one size
+    // class below the others) and three unrelated texts. Documents of one class share buckets
+    // of about 70 documents, verified as buckets; the excerpt's pairs across classes are listed.
+    let t = TestDir::new();
+    let base = text(601, 400);
+    t.write("a-base.txt", &base);
+    for i in 0..70 {
+        t.write(format!("copy-{i:02}.txt"), edit(&base, &[5 * i + 10]));
+    }
+    t.write("excerpt.txt", excerpt(&base, 200, 350));
+    for (i, seed) in [602, 603, 604].into_iter().enumerate() {
+        t.write(format!("x-other{i}.txt"), text(seed, 400));
+    }
+    // The premises, independently of dupfind: every pair of the family is above the threshold,
+    // and the excerpt is a class below the copies (146 against 396 distinct shingles).
+    let copy = |i: usize| edit(&base, &[5 * i + 10]);
+    let (c, small, large) = word_containment(&copy(0), &copy(69));
+    assert!(
+        c > 0.95 && (small, large) == (396, 396),
+        "{c} {small} {large}"
+    );
+    let (c, small, _) = word_containment(&excerpt(&base, 200, 350), &copy(40));
+    assert!(c > 0.95 && small == 146, "{c} {small}");
+
+    let report = containment_scan(&t, &[]);
+    let clusters = report["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 1, "{report}");
+    let c = &clusters[0];
+    assert_eq!(c["size"], 72);
+    let members = c["members"].as_array().unwrap();
+    assert_eq!(members.len(), 72);
+    assert!(members
+        .iter()
+        .all(|m| !m["path"].as_str().unwrap().contains("other")));
+    assert_eq!(report["stats"]["unique_documents"], 3);
+    // The spanning pairs are those of taking the candidate pairs in order: every pair passes,
+    // so the first document (in path order) joins all the others.
+    let pairs = c["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 71);
+    assert!(pairs.iter().all(|p| p["a"] == 0), "{pairs:?}");
+    assert_directed_pairs(&t, &report, 0.8);
+    // The checks of one class are not m²/2: connected documents are not checked again.
+    let checked = report["stats"]["candidate_pairs"].as_u64().unwrap();
+    assert!(checked < 1000, "{checked}");
+
+    // The same bytes whatever the number of threads.
+    let one = t.run(&["scan", "--containment", "-j1", "."]);
+    let two = t.run(&["scan", "--containment", "-j2", "."]);
+    assert_eq!(one.code(), 0, "{}", one.stderr);
+    assert_eq!(one.stdout, two.stdout);
+}

@@ -1,5 +1,6 @@
-//! Gathering containment candidates: every (offset, band) table's buckets, each document's
-//! partners over all of them (each distinct pair once), and the estimate prefilter.
+//! Gathering containment candidates: offset 0's tables as the buckets of their bands, and for
+//! the other offsets each document's partners over all their tables (each distinct pair once),
+//! with the estimate prefilter.
 
 use rayon::prelude::*;
 
@@ -9,34 +10,41 @@ use crate::sketch::minhash::{estimate, mix64};
 
 use super::{class, plausible, Candidates, Scheme, PAIRS_PER_TABLE};
 
-/// The buckets of one (offset, band) table that hold a pair to check, as groups.
+/// The buckets of one (offset d > 0, band) table that hold a pair to check, as groups.
 #[derive(Default)]
 struct Groups {
-    /// Each group's documents, one after another: for offset 0 every document of the bucket,
-    /// for offset d > 0 those of its upper class only.
+    /// Each group's documents, one after another: those of its bucket's upper class.
     docs: Vec<u32>,
     /// Start of each group in `docs`, plus a final end.
     bounds: Vec<u32>,
-    /// (document, group): offset 0: every document of the group; offset d > 0: the documents
-    /// of the bucket's lower class, whose partners are the group.
+    /// (document, group): the documents of the bucket's lower class, whose partners are the
+    /// group.
     members: Vec<(u32, u32)>,
 }
 
-/// The candidate pairs of `units` (distinct-content documents), each pair once, those that the
-/// estimate prefilter ([`plausible`] at containment `prefilter`) rejects counted and dropped.
-/// `sizes[d]` is document d's number of distinct shingles; signatures are `lanes` per document.
+/// The candidates of `units` (distinct-content documents). `sizes[d]` is document d's number of
+/// distinct shingles; signatures are `lanes` per document.
 ///
-/// A pair is a candidate when it agrees on a band of the banding of its class offset: table
-/// (d, band) pairs the documents of class c (the lower member of the class pair (c, c + d))
-/// with those of class c + d (its upper member) that share the band's key. Two documents of
-/// one class in such a bucket are not a candidate of it: they are d = 0 apart, and their
-/// banding is offset 0's. (With r = 1 for d > 0 and character shingles, two unrelated texts of
-/// one language share a single value more often than not, and pairing them made nearly every
-/// pair of documents of nearby sizes a candidate, many times over.)
+/// Two documents of one size class (offset 0) are a candidate when they share a bucket of one of
+/// offset 0's bands: those tables come first, as buckets (the key salted with the class, so a
+/// bucket holds one class), and verification takes each document's partners from them, applying
+/// the estimate prefilter ([`crate::verify::Judge::candidate`]). A family of m near-copies
+/// shares buckets of m documents, m²/2 pairs that a list of pairs would hold and sort, and
+/// whose checks stop once the family is joined.
 ///
-/// A pair is found in many tables, so candidates are gathered per document (its partners in
-/// every table, deduplicated) and the estimate prefilter runs once per distinct pair, not once
-/// per table.
+/// Two documents d > 0 classes apart are a candidate when they agree on a band of offset d's
+/// banding: table (d, band) pairs the documents of class c (the lower member of the class pair
+/// (c, c + d)) with those of class c + d (its upper member) that share the band's key. Two
+/// documents of one class in such a bucket are not a candidate of it: they are 0 apart, and
+/// their banding is offset 0's. (With r = 1 for d > 0 and character shingles, two unrelated
+/// texts of one language share a single value more often than not, and pairing them made
+/// nearly every pair of documents of nearby sizes a candidate, many times over.) Those pairs
+/// are gathered per document (its partners in every table, deduplicated), the estimate
+/// prefilter ([`plausible`] at containment `prefilter`) runs once per distinct pair, and the
+/// pairs it rejects are counted and dropped; the others follow offset 0's tables as
+/// two-document buckets, [`PAIRS_PER_TABLE`] to a table, in (lo, hi) order, with the pairs of
+/// offset 0's buckets of two documents (taken out of those tables, each pair once, not
+/// prefiltered).
 pub fn candidates(
     scheme: &Scheme,
     units: &[u32],
@@ -45,20 +53,35 @@ pub fn candidates(
     sizes: &[u64],
     prefilter: f64,
 ) -> Candidates {
-    let specs: Vec<(u32, usize, usize)> = (0u32..)
-        .zip(&scheme.offsets)
+    let zero = scheme
+        .offsets
+        .first()
+        .copied()
+        .unwrap_or(crate::candidates::lsh::Banding { bands: 0, rows: 1 });
+    let specs: Vec<(u32, usize, usize)> = (1u32..)
+        .zip(scheme.offsets.iter().skip(1))
         .flat_map(|(d, b)| (0..b.bands).map(move |band| (d, band, b.rows)))
         .collect();
-    let tables: Vec<Groups> = specs
+    let mut tables: Vec<Buckets> = (0..zero.bands)
+        .into_par_iter()
+        .map(|band| {
+            let rows = zero.rows;
+            let entries = units
+                .iter()
+                .map(|&u| {
+                    let start = u as usize * lanes + band * rows;
+                    let key = band_key(band, &sigs[start..start + rows]);
+                    (salted(key, class(sizes[u as usize])), u)
+                })
+                .collect();
+            Buckets::from_keys(entries)
+        })
+        .collect();
+    let groups: Vec<Groups> = specs
         .par_iter()
         .map(|&(d, band, rows)| groups(d, band, rows, units, sigs, lanes, sizes))
         .collect();
-    // Offset 0's groups come first (tables are numbered offset by offset).
-    let zero_groups = tables[..scheme.offsets.first().map_or(0, |b| b.bands)]
-        .iter()
-        .map(|t| t.bounds.len() as u32 - 1)
-        .sum::<u32>();
-    let (docs, bounds, by_doc, starts) = index_by_document(tables, sizes.len());
+    let (docs, bounds, by_doc, starts) = index_by_document(groups, sizes.len());
     let group = |g: u32| &docs[bounds[g as usize] as usize..bounds[g as usize + 1] as usize];
     // A pair's co-occurrences in the tables of its offset: with single-value bands over the
     // whole signature (offsets 1 to 4 at the default threshold) that is the number of values the
@@ -75,15 +98,11 @@ pub fn candidates(
             || (vec![u32::MAX; n], vec![0u32; n]),
             |(seen, count), &a| {
                 let mut partners = Vec::new();
+                // `a` is the lower class's document of each of its groups: its partners are
+                // the group, all of the upper class.
                 for &g in &by_doc[starts[a as usize] as usize..starts[a as usize + 1] as usize] {
-                    // Offset 0's groups pair every two of their documents: each pair is taken
-                    // from its lower id. Offset d's pair `a` with the upper class only.
-                    let zero = g < zero_groups;
                     for &b in group(g) {
                         let i = b as usize;
-                        if zero && b <= a {
-                            continue;
-                        }
                         if seen[i] != a {
                             seen[i] = a;
                             count[i] = 0;
@@ -115,17 +134,24 @@ pub fn candidates(
         .collect();
     pairs.par_sort_unstable();
     pairs.dedup();
+    let (implausible, across) = (distinct - pairs.len() as u64, pairs.len() as u64);
+    // Offset 0's buckets of two documents join the pairs, each pair once: near-duplicate pairs
+    // agree on most of the 64 bands, and one entry costs less than a bucket in each.
+    for t in &mut tables {
+        pairs.extend(t.take_pairs());
+    }
+    pairs.par_sort_unstable();
+    pairs.dedup();
+    tables.extend(pairs.chunks(PAIRS_PER_TABLE).map(Buckets::from_pairs));
     Candidates {
-        implausible: distinct - pairs.len() as u64,
-        tables: pairs
-            .chunks(PAIRS_PER_TABLE)
-            .map(Buckets::from_pairs)
-            .collect(),
+        implausible,
+        across,
+        tables,
     }
 }
 
-/// The groups of table (d, `band`): the buckets of its salted band keys that pair two
-/// documents.
+/// The groups of table (d > 0, `band`): the buckets of its salted band keys that pair two
+/// documents of classes d apart.
 fn groups(
     d: u32,
     band: usize,
@@ -142,7 +168,7 @@ fn groups(
         let c = class(sizes[u as usize]);
         // As the lower class of (c, c + d), and as the upper class of (c − d, c).
         entries.push((salted(key, c), u));
-        if d > 0 && c >= d {
+        if c >= d {
             entries.push((salted(key, c - d), u));
         }
     }
@@ -155,25 +181,20 @@ fn groups(
     };
     for run in entries.chunk_by(|x, y| x.0 == y.0).filter(|r| r.len() >= 2) {
         let g = out.bounds.len() as u32 - 1;
-        if d == 0 {
-            out.docs.extend(run.iter().map(|&(_, u)| u));
-            out.members.extend(run.iter().map(|&(_, u)| (u, g)));
-        } else {
-            // The bucket's lower class is its least (a key collision aside, every document is
-            // of the lower class or d above it).
-            let class_of = |&(_, u): &(u64, u32)| class(sizes[u as usize]);
-            let lower = run.iter().map(class_of).min().unwrap_or(0);
-            let of = |c: u32| {
-                run.iter()
-                    .filter(move |e| class_of(e) == c)
-                    .map(|&(_, u)| u)
-            };
-            if of(lower + d).next().is_none() {
-                continue;
-            }
-            out.docs.extend(of(lower + d));
-            out.members.extend(of(lower).map(|u| (u, g)));
+        // The bucket's lower class is its least (a key collision aside, every document is of
+        // the lower class or d above it).
+        let class_of = |&(_, u): &(u64, u32)| class(sizes[u as usize]);
+        let lower = run.iter().map(class_of).min().unwrap_or(0);
+        let of = |c: u32| {
+            run.iter()
+                .filter(move |e| class_of(e) == c)
+                .map(|&(_, u)| u)
+        };
+        if of(lower + d).next().is_none() {
+            continue;
         }
+        out.docs.extend(of(lower + d));
+        out.members.extend(of(lower).map(|u| (u, g)));
         out.bounds.push(out.docs.len() as u32);
     }
     out
@@ -220,19 +241,58 @@ mod tests {
     use crate::candidates::lsh::Banding;
     use crate::sketch::minhash::splitmix64;
 
-    /// Every pair of the candidates' tables, in table order.
-    fn pairs_of(c: &Candidates) -> Vec<(u32, u32)> {
-        let mut out = Vec::new();
-        for t in &c.tables {
-            assert!(t.len() <= PAIRS_PER_TABLE);
+    /// The candidate pairs: those of offset 0's buckets (one size class each, the documents in
+    /// increasing order) that `plausible` accepts, then the pairs of the other tables (two
+    /// classes, two-document buckets in (lo, hi) order); and how many pairs of offset 0's
+    /// buckets `plausible` turned away. Each distinct pair once.
+    fn pairs_of(
+        c: &Candidates,
+        scheme: &Scheme,
+        sizes: &[u64],
+        plausible: impl Fn(u32, u32) -> bool,
+    ) -> (Vec<(u32, u32)>, u64) {
+        let (mut same, mut across) = (Vec::new(), Vec::new());
+        let one_class = |a: u32, b: u32| class(sizes[a as usize]) == class(sizes[b as usize]);
+        let mut listed = Vec::new();
+        for (ti, t) in c.tables.iter().enumerate() {
             for i in 0..t.len() {
                 let b = t.bucket(i);
-                assert_eq!(b.len(), 2);
-                assert!(b[0] < b[1], "{b:?}");
-                out.push((b[0], b[1]));
+                assert!(b.windows(2).all(|w| w[0] < w[1]), "{b:?}");
+                if ti < scheme.offsets[0].bands {
+                    assert!(b.len() > 2, "buckets of two are listed as pairs");
+                    for (j, &lo) in b.iter().enumerate() {
+                        same.extend(b[j + 1..].iter().map(|&hi| (lo, hi)));
+                    }
+                } else {
+                    assert!(t.len() <= PAIRS_PER_TABLE);
+                    assert_eq!(b.len(), 2);
+                    listed.push((b[0], b[1]));
+                    if one_class(b[0], b[1]) {
+                        same.push((b[0], b[1]));
+                    } else {
+                        across.push((b[0], b[1]));
+                    }
+                }
             }
         }
-        out
+        assert!(
+            listed.windows(2).all(|w| w[0] < w[1]),
+            "each pair once, in order"
+        );
+        assert_eq!(across.len() as u64, c.across);
+        same.sort_unstable();
+        same.dedup();
+        let found = same.len();
+        same.retain(|&(lo, hi)| plausible(lo, hi));
+        let turned_away = (found - same.len()) as u64;
+        assert!(
+            across.windows(2).all(|w| w[0] < w[1]),
+            "each pair once, in order"
+        );
+        assert!(same.iter().all(|p| across.binary_search(p).is_err()));
+        same.extend(across);
+        same.sort_unstable();
+        (same, turned_away)
     }
 
     #[test]
@@ -245,8 +305,17 @@ mod tests {
         let scheme = Scheme::new(0.8, lanes);
         let c = candidates(&scheme, &[0, 1, 2, 3, 4], &sigs, lanes, &sizes, 0.8);
         let expected = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
-        assert_eq!(pairs_of(&c), expected);
+        assert_eq!(
+            pairs_of(&c, &scheme, &sizes, |_, _| true),
+            (expected.to_vec(), 0)
+        );
         assert_eq!(c.implausible, 0);
+        // Offset 0's tables come first, one per band; the pair of one class, a bucket of two in
+        // each, is listed once with the others.
+        let zero = scheme.offsets[0].bands;
+        assert!(c.tables[..zero].iter().all(|t| t.is_empty()));
+        assert_eq!(c.tables.len(), zero + 1);
+        assert_eq!(c.tables[zero].bucket(0), [0, 1]);
     }
 
     #[test]
@@ -265,17 +334,27 @@ mod tests {
         }
         let sizes = [2048, 2100, 3000, 5000];
         let c = candidates(&scheme, &[0, 1, 2, 3], &sigs, lanes, &sizes, 0.0);
-        assert_eq!(pairs_of(&c), [(0, 3), (1, 3), (2, 3)]);
+        assert_eq!(
+            pairs_of(&c, &scheme, &sizes, |_, _| true),
+            (vec![(0, 3), (1, 3), (2, 3)], 0)
+        );
         assert_eq!(c.implausible, 0);
         // One shared value of 128 is far below what containment 0.8 needs at these ratios.
         let c = candidates(&scheme, &[0, 1, 2, 3], &sigs, lanes, &sizes, 0.8);
-        assert_eq!((pairs_of(&c).len(), c.implausible), (0, 3));
+        assert_eq!(
+            (
+                pairs_of(&c, &scheme, &sizes, |_, _| true).0.len(),
+                c.implausible
+            ),
+            (0, 3)
+        );
     }
 
     #[test]
     fn candidates_are_the_pairs_agreeing_on_a_band_of_their_offset() {
         // Signatures over a small alphabet (values agree often), sizes over six classes: the
-        // candidates and their prefilter match a pair-by-pair oracle.
+        // candidates and their prefilter (in verification for pairs of one class) match a
+        // pair-by-pair oracle.
         let mut state = 17;
         let (mut kept, mut dropped) = (0, 0);
         for (lanes, t) in [(128, 0.8), (128, 0.5), (16, 0.9), (64, 0.7)] {
@@ -289,7 +368,7 @@ mod tests {
                 .collect();
             let units: Vec<u32> = (0..n).filter(|d| d % 7 != 3).collect();
             let sig = |d: u32| &sigs[d as usize * lanes..(d as usize + 1) * lanes];
-            let (mut expected, mut implausible) = (Vec::new(), 0);
+            let (mut expected, mut implausible, mut implausible_same) = (Vec::new(), 0, 0);
             for (i, &a) in units.iter().enumerate() {
                 for &b in &units[i + 1..] {
                     let (sa, sb) = (sizes[a as usize], sizes[b as usize]);
@@ -305,6 +384,8 @@ mod tests {
                     }
                     if plausible(estimate(sig(a), sig(b)), sa, sb, lanes, t) {
                         expected.push((a, b));
+                    } else if class(sa) == class(sb) {
+                        implausible_same += 1;
                     } else {
                         implausible += 1;
                     }
@@ -312,10 +393,18 @@ mod tests {
             }
             expected.sort_unstable();
             let c = candidates(&scheme, &units, &sigs, lanes, &sizes, t);
-            assert_eq!(pairs_of(&c), expected, "K={lanes} t={t}");
+            let judged = |a: u32, b: u32| {
+                let (sa, sb) = (sizes[a as usize], sizes[b as usize]);
+                plausible(estimate(sig(a), sig(b)), sa, sb, lanes, t)
+            };
+            assert_eq!(
+                pairs_of(&c, &scheme, &sizes, judged),
+                (expected.clone(), implausible_same),
+                "K={lanes} t={t}"
+            );
             assert_eq!(c.implausible, implausible, "K={lanes} t={t}");
             kept += expected.len();
-            dropped += implausible;
+            dropped += implausible + implausible_same;
         }
         // Both sides of the prefilter were exercised.
         assert!(kept > 100 && dropped > 100, "{kept} {dropped}");

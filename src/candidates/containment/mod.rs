@@ -16,14 +16,23 @@
 //! [`Scheme::recall`], the least of the offsets' candidate probabilities at J*_d, bounds its
 //! chance of being a candidate from below.
 //!
-//! There is one table per (offset, band): a document enters table (d, band) once for the class
-//! pair (c, c + d) it is the lower member of and once for (c − d, c), the key salted with the
-//! lower class, so only documents of the same class pair share a bucket, and a bucket's
-//! candidates are the pairs across its two classes (two documents of one class are offset 0's
-//! to judge). A pair agrees on many tables, so [`candidates`] gathers each document's partners
-//! over all of them, each distinct pair once, and applies the estimate prefilter then. Exact
-//! verification takes the plausible pairs as two-document buckets and computes C on the real
-//! shingle sets, batch by batch, as for Jaccard.
+//! There is one table per (offset, band). Offset 0's tables are kept as buckets of one class
+//! (the key salted with it): a family of m near-copies of one size is m documents to a bucket,
+//! whose pairs verification takes from the buckets when their turn comes, not m²/2 pairs listed
+//! and sorted here.
+//! For d > 0, a document enters table (d, band) once for the class pair (c, c + d) it is the
+//! lower member of and once for (c − d, c), the key salted with the lower class, so only
+//! documents of the same class pair share a bucket, and a bucket's candidates are the pairs
+//! across its two classes (two documents of one class are offset 0's to judge). A pair agrees
+//! on many tables, so [`candidates`] gathers each document's partners over all of them, each
+//! distinct pair once, and applies the estimate prefilter then. Exact verification takes those
+//! plausible pairs as two-document buckets after offset 0's, applies the prefilter to pairs of
+//! offset 0's buckets itself, and computes C on the real shingle sets, batch by batch, as for
+//! Jaccard.
+//!
+//! Clusters are connected components, reported with a spanning set of pairs: the one that
+//! taking every candidate pair in (lo, hi) order, and keeping those that join two components,
+//! gives (verification's `order` module).
 
 mod gather;
 
@@ -158,19 +167,24 @@ pub fn plausible(estimate: f64, a: u64, b: u64, k: usize, t: f64) -> bool {
     estimate >= estimate_floor(jaccard_floor(t, q), k)
 }
 
-/// Plausible pairs verified together: the candidate pairs, in (lo, hi) order, are cut into
-/// tables of this many two-document buckets. Verification checks a table's pairs in parallel
-/// against the components as they stood before it, and skips a pair an earlier table joined, so
-/// m near-identical documents (m² / 2 candidate pairs) cost about m + this many exact checks.
+/// Plausible pairs of two size classes verified together: those candidate pairs, in (lo, hi)
+/// order, are cut into tables of this many two-document buckets. Verification checks a table's
+/// pairs in parallel against the components as they stood before it, and skips a pair an
+/// earlier table joined.
 pub const PAIRS_PER_TABLE: usize = 4096;
 
 /// What the candidate search found.
 #[derive(Debug, Default)]
 pub struct Candidates {
-    /// The plausible candidate pairs, [`PAIRS_PER_TABLE`] two-document buckets per table.
+    /// Offset 0's tables (one per band of its banding, buckets of three documents or more of
+    /// one size class), then the plausible
+    /// candidate pairs of two classes and the pairs of offset 0's buckets of two documents,
+    /// [`PAIRS_PER_TABLE`] two-document buckets per table.
     pub tables: Vec<Buckets>,
-    /// Distinct candidate pairs the signature estimate ruled out (in no table).
+    /// Distinct candidate pairs of two classes the signature estimate ruled out (in no table).
     pub implausible: u64,
+    /// Distinct candidate pairs of two classes it kept.
+    pub across: u64,
 }
 
 /// Candidate pairs from which [`crowding_note`] speaks, if they are also a quarter of all pairs.
