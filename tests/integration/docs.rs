@@ -1,6 +1,7 @@
 //! The documentation against the binary: the example corpus gives the clusters the README shows,
 //! the README keeps the newcomer's two commands, docs/output.md lists exactly the fields the report
-//! can hold, and every example marked as checked in the README and docs/ is what the binary prints.
+//! can hold, every example marked as checked in the README and docs/ is what the binary prints, and
+//! their links lead to files and headings that exist.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -337,4 +338,63 @@ fn the_examples_marked_as_checked_are_what_the_binary_prints() {
     for file in ["README.md", "docs/output.md"] {
         assert!(checked.iter().any(|f| f == file), "{file} has no example");
     }
+}
+
+/// GitHub's anchor of a heading: lowercased, punctuation but `-` and `_` dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    (heading.trim().to_lowercase().chars())
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn the_links_of_the_readme_and_docs_lead_to_files_and_headings_that_exist() {
+    let mut docs: Vec<PathBuf> = vec![repo().join("README.md"), repo().join("ARCHITECTURE.md")];
+    for e in fs::read_dir(repo().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            docs.push(p);
+        }
+    }
+    let mut checked = 0;
+    for doc in &docs {
+        let text = fs::read_to_string(doc).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            // A destination may start on the next line.
+            let target = rest[..end].trim();
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let file = if file.is_empty() {
+                doc.clone()
+            } else {
+                doc.parent().unwrap().join(file)
+            };
+            assert!(
+                file.exists(),
+                "{}: link to {target}: no such file",
+                doc.display()
+            );
+            if !anchor.is_empty() {
+                let headings: Vec<String> = fs::read_to_string(&file)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| l.starts_with('#'))
+                    .map(|l| slug(l.trim_start_matches('#')))
+                    .collect();
+                assert!(
+                    headings.iter().any(|h| h == anchor),
+                    "{}: link to {target}: no such heading in {} ({headings:?})",
+                    doc.display(),
+                    file.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} links found");
 }
