@@ -146,11 +146,13 @@ pub struct ScanArgs {
 
     /// Memory budget, at least 64M [default: 3/4 of RAM].
     ///
+    /// The default is three quarters of physical memory, or of the cgroup's limit when lower.
     /// Documents being read and sketched, the decoders of compressed input and the signatures
     /// of every document share it: a worker waits while the documents in flight would exceed it;
-    /// a document that alone needs more (about 8 bytes per byte of text, 24 with --shingle char)
-    /// is an input error; a zstd window or xz dictionary may be an eighth of it (at most
-    /// 128 MiB); a corpus whose signatures need more stops with what to change.
+    /// a document that alone needs more (about 11 bytes per byte of text, 17 with --shingle
+    /// char, more when its shingles are sorted into a set) is an input error; a zstd window or
+    /// xz dictionary may be an eighth of it (at most 128 MiB); a corpus whose signatures need
+    /// more stops with what to change. Output never depends on it.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, help_heading = PERFORMANCE)]
     #[serde(default)]
     pub max_memory: Option<u64>,
