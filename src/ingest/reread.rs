@@ -21,7 +21,8 @@ impl<'a> DocWorker<'a> {
         const CHANGED: &str = "file changed during the scan";
         let engine: &'a Engine = self.engine;
         self.rereading = true;
-        let cost = budget::document_cost(file.size, 0, file.size, engine.shingle, true);
+        let size = file.size.min(engine.limits.max);
+        let cost = budget::document_cost(size, 0, size, engine.shingle, true);
         let mut grant = engine.budget.reserve(cost).map_err(|o| o.reason())?;
         if file.record.is_some() || self.engine.spill.holds(doc) {
             self.engine.spill.read(doc, &mut self.buf)?;

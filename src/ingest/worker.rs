@@ -217,9 +217,11 @@ impl<'a> DocWorker<'a> {
     ) -> DocResult {
         // Reserved before anything is read, resized as the content's size becomes known, and
         // given back (with the buffers grown for it) once the document is sketched.
+        // A file over --max-size is never read (it is skipped, not an error): it is charged
+        // what reading it can hold.
         let budget = &self.engine.budget;
-        let cost =
-            budget::document_cost(file.size, 0, file.size, self.engine.shingle, self.sorts());
+        let size = file.size.min(self.engine.limits.max);
+        let cost = budget::document_cost(size, 0, size, self.engine.shingle, self.sorts());
         let mut grant = match budget.reserve(cost) {
             Ok(g) => g,
             Err(over) => return DocResult::new(Outcome::Failed(over.reason())),

@@ -53,6 +53,20 @@ fn a_document_over_the_budget_is_an_input_error_and_the_rest_is_scanned() {
 }
 
 #[test]
+fn a_file_over_max_size_is_skipped_as_before_not_refused_by_the_budget() {
+    let t = TestDir::new();
+    pair(&t);
+    // 10 MiB would need about 115 MiB to sketch, but --max-size says it is never read.
+    t.write("big.txt", text(9, 2_000_000));
+    let r = t.run(&["scan", ".", "--max-memory", "64M", "--max-size", "1M"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["stats"]["skipped"]["too_large"], 1);
+    assert_eq!(report["errors"].as_array().map_or(0, Vec::len), 0);
+    assert_eq!(cluster_paths(&report), vec![dots(&["a.txt", "b.txt"])]);
+}
+
+#[test]
 fn a_zstd_window_over_the_decoder_limit_is_refused_naming_the_option() {
     let t = TestDir::new();
     pair(&t);
