@@ -147,11 +147,22 @@ pub struct OverBudget {
 }
 
 impl OverBudget {
-    /// Why a document is not read, and what to change.
+    /// Why a document is not read in the first pass, and what to change.
     pub fn reason(&self) -> String {
         format!(
             "needs about {} of memory to read and sketch, more than --max-memory ({}) allows; \
              raise --max-memory or lower --max-size",
+            human(self.needed),
+            human(self.limit)
+        )
+    }
+
+    /// Why a document is not read again (to verify it, or to describe its cluster), and what
+    /// to change: making its shingles a set takes more than sketching them did.
+    pub fn reason_again(&self) -> String {
+        format!(
+            "needs about {} of memory to read again and compare as a set, more than \
+             --max-memory ({}) allows; raise --max-memory, or use --verify estimate",
             human(self.needed),
             human(self.limit)
         )

@@ -40,7 +40,10 @@ impl Config {
             Method::Simhash => simhash_config(&args)?,
         };
         if let Some(m) = args.max_memory.filter(|&m| m < crate::budget::MIN_LIMIT) {
-            bail!("--max-memory ({m}) is below 64M, the least budget dupfind runs in");
+            bail!(
+                "--max-memory ({}) is below 64M, the least budget dupfind runs in",
+                crate::budget::human(m)
+            );
         }
         if args.min_size > args.max_size {
             bail!(

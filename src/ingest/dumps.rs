@@ -230,7 +230,7 @@ impl Ingest<'_> {
         out: &mut Ingested,
         bottom: &mut Vec<u64>,
     ) -> bool {
-        out.over_budget = self.over_budget(out.docs.len() + batch.len());
+        out.over_budget = self.over_budget(out.docs.len() + batch.len(), true);
         if out.over_budget.is_some() {
             return false;
         }

@@ -257,7 +257,7 @@ impl Ingest<'_> {
         // Known before anything is read for plain files; a dump's records are checked as they
         // come (`Ingest::dump`).
         let plain = files.iter().filter(|f| !f.dump).count();
-        out.over_budget = self.over_budget(plain);
+        out.over_budget = self.over_budget(plain, files.len() > plain);
         if out.over_budget.is_some() {
             return out;
         }
@@ -308,7 +308,7 @@ impl Ingest<'_> {
                 let mut run: Vec<FileEntry> = std::iter::from_fn(|| pending.next_if(|f| !f.dump))
                     .take(FILE_CHUNK)
                     .collect();
-                out.over_budget = self.over_budget(out.docs.len() + run.len());
+                out.over_budget = self.over_budget(out.docs.len() + run.len(), true);
                 if out.over_budget.is_some() {
                     break;
                 }
@@ -360,19 +360,24 @@ impl Ingest<'_> {
     }
 
     /// Why the signatures of `docs` documents cannot be held, when they would exceed the memory
-    /// budget.
-    pub(crate) fn over_budget(&self, docs: usize) -> Option<String> {
+    /// budget (`more`: other documents are still to come, dump records among them).
+    pub(crate) fn over_budget(&self, docs: usize, more: bool) -> Option<String> {
         let bottom = self.bottom_k.map_or(0, |(k, _)| k + 1);
         let need = (docs as u64).saturating_mul(crate::budget::per_document(self.lanes, bottom));
         let limit = self.engine.budget.limit();
+        let (which, least) = match more {
+            true => ("the first ", "well over"),
+            false => ("", "over"),
+        };
         (need > limit).then(|| {
             format!(
-                "the signatures of {docs} documents need about {} of memory, more than \
-                 --max-memory ({}) allows: raise --max-memory, lower --num-perm, or split the \
-                 corpus into shards and run the staged pipeline (docs/staged.md), which keeps \
-                 signatures on disk",
-                crate::budget::human(need),
-                crate::budget::human(limit)
+                "the signatures of {which}{docs} documents need about {need_h} of memory, more \
+                 than --max-memory ({limit_h}) allows: raise --max-memory to {least} {need_h}, or \
+                 split the corpus into shards and run the staged pipeline (docs/staged.md), which \
+                 keeps signatures on disk (a lower --num-perm saves 4 bytes per value and \
+                 document)",
+                need_h = crate::budget::human(need),
+                limit_h = crate::budget::human(limit)
             )
         })
     }

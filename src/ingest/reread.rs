@@ -23,7 +23,7 @@ impl<'a> DocWorker<'a> {
         self.rereading = true;
         let size = file.size.min(engine.limits.max);
         let cost = budget::document_cost(size, 0, size, engine.shingle, true);
-        let mut grant = engine.budget.reserve(cost).map_err(|o| o.reason())?;
+        let mut grant = engine.budget.reserve(cost).map_err(|o| o.reason_again())?;
         if file.record.is_some() || self.engine.spill.holds(doc) {
             self.engine.spill.read(doc, &mut self.buf)?;
         } else {

@@ -338,7 +338,10 @@ impl<'a> DocWorker<'a> {
     /// `grant` is resized to what the content needs at each step.
     pub(super) fn read(&mut self, file: &FileEntry, grant: &mut Grant) -> Result<(), ReadFailure> {
         self.meta = None;
-        let over = |o: budget::OverBudget| ReadFailure::Error(o.reason());
+        let again = self.rereading;
+        let over = |o: budget::OverBudget| {
+            ReadFailure::Error(if again { o.reason_again() } else { o.reason() })
+        };
         let residency = read_file(
             &file.path,
             file.id,

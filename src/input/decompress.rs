@@ -516,7 +516,7 @@ mod tests {
         for (format, input) in [("lzma", data), ("xz", big)] {
             let e = decompress(input).1.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
-            let message = format!("{format} stream needs more than 129 MiB of memory");
+            let message = format!("{format} stream needs a dictionary of more than 128 MiB");
             assert!(e.to_string().starts_with(&message), "{e}");
         }
     }

@@ -218,7 +218,8 @@ fn an_xz_file_needing_more_memory_than_allowed_is_an_input_error_saying_so() {
     let r = run.json();
     let error = r["errors"][0]["error"].as_str().unwrap();
     assert!(
-        error.starts_with("lzma stream needs more than 129 MiB of memory to decompress"),
+        error.starts_with("lzma stream needs a dictionary of more than 128 MiB to decompress")
+            && error.contains("decompress it first"),
         "{error}"
     );
 }

@@ -83,7 +83,8 @@ fn a_zstd_window_over_the_decoder_limit_is_refused_naming_the_option() {
     assert_eq!(cluster_paths(&report), vec![dots(&["a.txt", "b.txt"])]);
     let reason = report["errors"][0]["error"].as_str().unwrap();
     assert!(
-        reason.contains("window of more than 32 MiB") && reason.contains("--max-memory"),
+        reason.contains("window of more than 32 MiB")
+            && reason.contains("--max-memory 512M reads windows up to 64 MiB"),
         "{reason}"
     );
     // A window within the limit is read.
@@ -105,7 +106,12 @@ fn a_corpus_whose_signatures_exceed_the_budget_stops_saying_what_to_change() {
     let r = t.run(&["scan", ".", "--max-memory", "64M"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stdout.is_empty(), "no partial report: {}", r.stdout);
-    for what in ["raise --max-memory", "lower --num-perm", "docs/staged.md"] {
+    for what in [
+        "the signatures of the first 40000 documents need about 68.4 MiB",
+        "raise --max-memory to well over",
+        "lower --num-perm",
+        "docs/staged.md",
+    ] {
         assert!(r.stderr.contains(what), "{}", r.stderr);
     }
     // A shorter signature fits.
@@ -122,7 +128,7 @@ fn a_budget_below_the_least_is_a_usage_error() {
     assert_eq!(r.code(), 2);
     assert!(r.stdout.is_empty());
     assert!(
-        r.stderr.contains("--max-memory (1048576) is below 64M"),
+        r.stderr.contains("--max-memory (1.0 MiB) is below 64M"),
         "{}",
         r.stderr
     );
@@ -144,4 +150,43 @@ fn a_tight_budget_changes_nothing_but_how_many_documents_are_in_flight() {
     assert_eq!(loose.code(), 0, "{}", loose.stderr);
     assert_eq!(tight.stdout, loose.stdout);
     assert_eq!(tight.json()["clusters"][0]["size"], 40);
+}
+
+#[test]
+fn a_copy_too_large_to_read_again_as_a_set_is_an_error_said_on_stderr() {
+    let t = TestDir::new();
+    // About 2.7 MB of text: sketched within 64 MiB (17 bytes a byte with --shingle char), but
+    // read again as a set (33 bytes a byte) to describe its cluster, it needs more.
+    let big = text(13, 500_000);
+    assert!(
+        big.len() > 2_300_000 && big.len() < 3_500_000,
+        "{}",
+        big.len()
+    );
+    t.write("a.txt", &big).write("b.txt", &big);
+    let r = t.run(&["scan", ".", "--shingle", "char", "--max-memory", "64M"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let reason = r.json()["errors"][0]["error"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("to read again and compare as a set"),
+        "{reason}"
+    );
+    assert!(reason.contains("use --verify estimate"), "{reason}");
+    assert!(
+        r.stderr.contains(&reason),
+        "said on stderr too: {}",
+        r.stderr
+    );
+    let r = t.run(&[
+        "scan",
+        ".",
+        "--shingle",
+        "char",
+        "--max-memory",
+        "64M",
+        "--verify",
+        "estimate",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["exact_groups"], 1);
 }

@@ -91,12 +91,7 @@ fn decoder_error(e: Error, name: &str) -> io::Error {
     match e {
         Error::MemLimit => io::Error::new(
             ErrorKind::OutOfMemory,
-            format!(
-                "{name} stream needs more than {} MiB of memory to decompress (its dictionary \
-                 is larger than dupfind allows a decoder: an eighth of --max-memory, at most \
-                 128 MiB)",
-                memlimit() >> 20
-            ),
+            super::zstd::window_refused(&format!("{name} stream needs a dictionary")),
         ),
         Error::Mem => io::Error::new(
             ErrorKind::OutOfMemory,

@@ -116,18 +116,34 @@ fn decoder_error(code: ErrorCode) -> io::Error {
     let message = if code == checksum {
         "checksum mismatch".to_string()
     } else if code == window {
-        let limit = super::window_limit() >> 20;
         return io::Error::new(
             ErrorKind::OutOfMemory,
-            format!(
-                "a frame needs a window of more than {limit} MiB to decompress, more than \
-                 dupfind allows a decoder (an eighth of --max-memory, at most 128 MiB)"
-            ),
+            window_refused("a frame needs a window"),
         );
     } else {
         format!("invalid frame data ({})", zstd_safe::get_error_name(code))
     };
     io::Error::new(ErrorKind::InvalidData, message)
+}
+
+/// Why a stream whose window (or dictionary) is over the decoder limit is refused, and what
+/// would read it: a larger --max-memory up to the 128 MiB cap, or decompressing it first.
+pub(super) fn window_refused(what: &str) -> String {
+    let limit = super::window_limit();
+    let mib = limit >> 20;
+    if limit >= super::DEFAULT_WINDOW_LIMIT {
+        format!(
+            "{what} of more than {mib} MiB to decompress, the most dupfind's decoders take \
+             whatever --max-memory says; decompress it first (`zstd -d --long=31`, `xz -d`)"
+        )
+    } else {
+        format!(
+            "{what} of more than {mib} MiB to decompress, the most a decoder may take under \
+             --max-memory (an eighth of it); --max-memory {}M reads windows up to {} MiB",
+            (limit * 2 * 8) >> 20,
+            mib * 2
+        )
+    }
 }
 
 #[cfg(test)]
