@@ -17,7 +17,7 @@ use crate::index::dir::IndexDir;
 use crate::index::manifest::Manifest;
 use crate::index::open::{lanes_of, DocRef, Opened};
 use crate::index::segment::write::{Plan, SegmentWriter, Written};
-use crate::index::segment::{data_name, table_name, STREAM_ROWS};
+use crate::index::segment::{data_name, table_name};
 use crate::index::update::{entry_of, mode_of, place};
 use crate::messages::display_path;
 
@@ -96,23 +96,18 @@ pub fn merge(
     let mut writer = SegmentWriter::new(dir, plan)?;
     for &p in picks {
         let s = &segs[p];
-        let mut from = 0;
-        while from < s.docs() {
-            let to = s.docs().min(from.saturating_add(STREAM_ROWS));
-            for (k, row) in s.rows(from, to)?.into_iter().enumerate() {
-                let d = DocRef {
-                    seg: p as u32,
-                    row: from + k as u32,
-                };
-                if index.is_dead(d) || also_removed.contains(&d) {
-                    continue;
-                }
-                let blob = s.blob(&row.blob, row.entry.bytes)?;
-                let dict = row.blob.dict.and_then(|i| remap.get(&(p, i)).copied());
-                writer.add(&row.entry, row.blob.kind, dict, &blob)?;
+        s.for_each_row(|row_no, row| {
+            let d = DocRef {
+                seg: p as u32,
+                row: row_no,
+            };
+            if index.is_dead(d) || also_removed.contains(&d) {
+                return Ok(());
             }
-            from = to;
-        }
+            let blob = s.blob(&row.blob, row.entry.bytes)?;
+            let dict = row.blob.dict.and_then(|i| remap.get(&(p, i)).copied());
+            writer.add(&row.entry, row.blob.kind, dict, &blob)
+        })?;
     }
     writer.finish()
 }

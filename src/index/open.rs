@@ -19,7 +19,7 @@ use crate::index::dir::IndexDir;
 use crate::index::keys::{self, Keying};
 use crate::index::manifest::{self, Manifest};
 use crate::index::segment::layout::{BlobRef, Row};
-use crate::index::segment::{Segment, STREAM_ROWS};
+use crate::index::segment::Segment;
 use crate::index::store::{self, Entry, IndexParams};
 use crate::messages::display_path;
 
@@ -317,21 +317,14 @@ impl Opened {
                 }
             }
             Source::Segments(segs) => {
-                for (i, s) in segs.iter().enumerate() {
-                    let mut from = 0;
-                    while from < s.docs() {
-                        let to = s.docs().min(from.saturating_add(STREAM_ROWS));
-                        for (k, row) in s.rows(from, to)?.into_iter().enumerate() {
-                            let d = DocRef {
-                                seg: i as u32,
-                                row: from + k as u32,
-                            };
-                            if !self.is_dead(d) {
-                                f(d, row)?;
-                            }
+                for (seg, s) in (0..).zip(segs) {
+                    s.for_each_row(|row, r| {
+                        let d = DocRef { seg, row };
+                        match self.is_dead(d) {
+                            true => Ok(()),
+                            false => f(d, r),
                         }
-                        from = to;
-                    }
+                    })?;
                 }
             }
         }

@@ -364,14 +364,23 @@ impl Segment {
             }
         }
         let mut seen = std::collections::HashSet::new();
+        self.for_each_row(|_, row| {
+            if seen.insert(row.blob.offset) {
+                self.blob(&row.blob, row.entry.bytes)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `f` on every row with its number, in order, reading [`STREAM_ROWS`] rows at a
+    /// time (never the whole segment at once).
+    pub fn for_each_row(&self, mut f: impl FnMut(u32, Row) -> Result<()>) -> Result<()> {
         let docs = self.docs();
         let mut from = 0;
         while from < docs {
             let to = docs.min(from.saturating_add(STREAM_ROWS));
-            for row in self.rows(from, to)? {
-                if seen.insert(row.blob.offset) {
-                    self.blob(&row.blob, row.entry.bytes)?;
-                }
+            for (row, r) in (from..).zip(self.rows(from, to)?) {
+                f(row, r)?;
             }
             from = to;
         }
@@ -384,7 +393,7 @@ impl Segment {
 const MAX_DICT_BYTES: u64 = 64 << 20;
 
 /// Rows read at a time when streaming a segment.
-pub const STREAM_ROWS: u32 = 1024;
+const STREAM_ROWS: u32 = 1024;
 
 fn parse_dicts(b: &[u8], count: u32) -> Result<Vec<Vec<u8>>> {
     let n = le32(
