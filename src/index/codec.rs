@@ -184,7 +184,7 @@ pub fn encode_hashes(set: &[u64], out: &mut Vec<u8>) {
     let mut prev = 0u64;
     for (i, &v) in set.iter().enumerate() {
         let d = if i == 0 { v } else { v.wrapping_sub(prev) };
-        put_varint(d, out);
+        crate::varint::put(d, out);
         prev = v;
     }
 }
@@ -196,7 +196,7 @@ pub fn decode_hashes(blob: &[u8]) -> Result<Vec<u64>> {
     let mut at = 0;
     let mut prev = 0u64;
     while at < blob.len() {
-        let (d, used) = get_varint(&blob[at..]).context("a stored set is cut short")?;
+        let (d, used) = crate::varint::get(&blob[at..]).context("a stored set is cut short")?;
         at += used;
         let v = if out.is_empty() {
             d
@@ -210,30 +210,6 @@ pub fn decode_hashes(blob: &[u8]) -> Result<Vec<u64>> {
         prev = v;
     }
     Ok(out)
-}
-
-fn put_varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// A varint and the bytes it took; None when it is cut short or longer than 64 bits.
-fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        let part = u64::from(byte & 0x7f);
-        if i == 9 && part > 1 {
-            return None;
-        }
-        v |= part << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

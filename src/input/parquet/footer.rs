@@ -88,15 +88,10 @@ impl Compact<'_> {
     }
 
     fn varint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err("a varint longer than 10 bytes".into())
+        let (v, used) =
+            crate::varint::get(&self.b[self.at..]).ok_or("a varint cut short or over 64 bits")?;
+        self.at += used;
+        Ok(v)
     }
 
     fn skip_bytes(&mut self, n: u64) -> Result<(), String> {
@@ -230,14 +225,7 @@ mod tests {
     /// with a name), then a field the check does not read.
     fn meta(children: &[Option<i32>]) -> Vec<u8> {
         let zz = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
-        let varint = |mut v: u64, out: &mut Vec<u8>| loop {
-            if v < 0x80 {
-                out.push(v as u8);
-                break;
-            }
-            out.push((v as u8 & 0x7F) | 0x80);
-            v >>= 7;
-        };
+        let varint = crate::varint::put;
         let mut out = vec![0x15]; // field 1, i32
         varint(zz(1), &mut out);
         out.push(0x19); // field 2 (delta 1), list
