@@ -367,13 +367,24 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
         Some(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
         _ => stored,
     };
+    entry_as_file(e, path, e.bytes, from_mtime_ns(e.ctime_ns))
+}
+
+/// An indexed document as the walk's entry for it, under `path`, with `size` and `changed`
+/// (the join and the document table each take their own).
+pub(crate) fn entry_as_file(
+    e: &Entry,
+    path: std::path::PathBuf,
+    size: u64,
+    changed: Option<std::time::SystemTime>,
+) -> FileEntry {
     FileEntry {
         path,
         aliases: Vec::new(),
-        size: e.bytes,
+        size,
         id: (e.dev, e.inode),
         modified: from_mtime_ns(e.mtime_ns),
-        changed: from_mtime_ns(e.ctime_ns),
+        changed,
         dump: false,
         record: e.line.map(|line| {
             Box::new(Record {

@@ -18,9 +18,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 
+use crate::index::join::entry_as_file;
 use crate::index::paths::{from_mtime_ns, path_from_bytes};
 use crate::index::store::Entry;
-use crate::input::walk::{FileEntry, Record};
 use crate::stages::columns::{arc, time_parts};
 use crate::stages::docs::{to_batch, DocRow};
 use crate::stages::files::properties;
@@ -58,24 +58,9 @@ impl TableWriter {
 
     /// Appends document `row` of the segment.
     pub fn add(&mut self, row: u32, e: &Entry) -> Result<()> {
-        let file = FileEntry {
-            path: path_from_bytes(&e.path),
-            aliases: Vec::new(),
-            size: if e.line.is_some() { e.bytes } else { e.size },
-            id: (e.dev, e.inode),
-            modified: from_mtime_ns(e.mtime_ns),
-            changed: None,
-            dump: false,
-            record: e.line.map(|line| {
-                Box::new(Record {
-                    line,
-                    id: e.id.clone(),
-                    file_size: e.size,
-                    at: None,
-                })
-            }),
-            deferred: false,
-        };
+        // A record's size is its text's, a file's its own; the ctime goes in columns of its own.
+        let size = if e.line.is_some() { e.bytes } else { e.size };
+        let file = entry_as_file(e, path_from_bytes(&e.path), size, None);
         let doc = ((self.segment as i64) << 32) | i64::from(row);
         let changed = from_mtime_ns(e.ctime_ns).map(time_parts);
         let doc_row = DocRow {
