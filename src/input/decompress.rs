@@ -105,6 +105,26 @@ pub fn window_limit() -> u64 {
     WINDOW_LIMIT.load(Ordering::Relaxed)
 }
 
+/// Why a stream whose window (or dictionary) is over the decoder limit is refused, and what
+/// would read it: a larger --max-memory up to the 128 MiB cap, or decompressing it first.
+fn window_refused(what: &str) -> String {
+    let limit = window_limit();
+    let mib = limit >> 20;
+    if limit >= DEFAULT_WINDOW_LIMIT {
+        format!(
+            "{what} of more than {mib} MiB to decompress, the most dupfind's decoders take \
+             whatever --max-memory says; decompress it first (`zstd -d --long=31`, `xz -d`)"
+        )
+    } else {
+        format!(
+            "{what} of more than {mib} MiB to decompress, the most a decoder may take under \
+             --max-memory (an eighth of it); --max-memory {}M reads windows up to {} MiB",
+            (limit * 2 * 8) >> 20,
+            mib * 2
+        )
+    }
+}
+
 /// Sniffs `inner` and returns its format with a buffered reader of the decompressed bytes.
 pub fn open_stream<R: Read + Send + 'static>(
     mut inner: R,

@@ -91,7 +91,7 @@ fn decoder_error(e: Error, name: &str) -> io::Error {
     match e {
         Error::MemLimit => io::Error::new(
             ErrorKind::OutOfMemory,
-            super::zstd::window_refused(&format!("{name} stream needs a dictionary")),
+            super::window_refused(&format!("{name} stream needs a dictionary")),
         ),
         Error::Mem => io::Error::new(
             ErrorKind::OutOfMemory,

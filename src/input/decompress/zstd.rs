@@ -118,32 +118,12 @@ fn decoder_error(code: ErrorCode) -> io::Error {
     } else if code == window {
         return io::Error::new(
             ErrorKind::OutOfMemory,
-            window_refused("a frame needs a window"),
+            super::window_refused("a frame needs a window"),
         );
     } else {
         format!("invalid frame data ({})", zstd_safe::get_error_name(code))
     };
     io::Error::new(ErrorKind::InvalidData, message)
-}
-
-/// Why a stream whose window (or dictionary) is over the decoder limit is refused, and what
-/// would read it: a larger --max-memory up to the 128 MiB cap, or decompressing it first.
-pub(super) fn window_refused(what: &str) -> String {
-    let limit = super::window_limit();
-    let mib = limit >> 20;
-    if limit >= super::DEFAULT_WINDOW_LIMIT {
-        format!(
-            "{what} of more than {mib} MiB to decompress, the most dupfind's decoders take \
-             whatever --max-memory says; decompress it first (`zstd -d --long=31`, `xz -d`)"
-        )
-    } else {
-        format!(
-            "{what} of more than {mib} MiB to decompress, the most a decoder may take under \
-             --max-memory (an eighth of it); --max-memory {}M reads windows up to {} MiB",
-            (limit * 2 * 8) >> 20,
-            mib * 2
-        )
-    }
 }
 
 #[cfg(test)]
