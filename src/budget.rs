@@ -187,28 +187,29 @@ impl Budget {
     /// Reserves `bytes`, waiting while they do not fit beside what others hold; an error when
     /// they are over the whole budget (less what is pinned).
     pub fn reserve(&self, bytes: u64) -> Result<Grant<'_>, OverBudget> {
-        self.take(bytes)?;
-        Ok(Grant {
-            budget: self,
-            bytes,
-            pinned: false,
-        })
+        self.grant(bytes, false)
     }
 
     /// Reserves `bytes` for a thread that will wait for workers while holding them (see
     /// [`Used::pinned`]). Pinned reservations must not overlap: one thread pins at a time.
     pub fn pin(&self, bytes: u64) -> Result<Grant<'_>, OverBudget> {
-        let mut grant = self.reserve(bytes)?;
-        grant.pinned = true;
-        self.lock().pinned += bytes;
-        Ok(grant)
+        self.grant(bytes, true)
+    }
+
+    fn grant(&self, bytes: u64, pinned: bool) -> Result<Grant<'_>, OverBudget> {
+        self.take(bytes, pinned)?;
+        Ok(Grant {
+            budget: self,
+            bytes,
+            pinned,
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Used> {
         self.used.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn take(&self, bytes: u64) -> Result<(), OverBudget> {
+    fn take(&self, bytes: u64, pinned: bool) -> Result<(), OverBudget> {
         let mut used = self.lock();
         let room = self.limit - used.pinned.min(self.limit);
         if bytes > room {
@@ -224,6 +225,9 @@ impl Budget {
             used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
         }
         used.all += bytes;
+        if pinned {
+            used.pinned += bytes;
+        }
         Ok(())
     }
 
@@ -275,7 +279,7 @@ impl Grant<'_> {
             }
         }
         self.budget.give(std::mem::take(&mut self.bytes), false);
-        self.budget.take(bytes)?;
+        self.budget.take(bytes, false)?;
         self.bytes = bytes;
         Ok(())
     }
