@@ -71,5 +71,6 @@ pub mod api {
     pub use crate::sketch::minhash::{mix64, splitmix64, MinHasher, SketchKind};
     pub use crate::sketch::shingle::{for_each_token, into_set, ShingleKind, Shingler};
     pub use crate::sketch::simhash;
+    pub use crate::stages::lineage::{check_seal, seal as seal_summary};
     pub use crate::verify::{jaccard, jaccard_at_least};
 }

@@ -56,6 +56,9 @@ mod similarity;
 /// The staged pipeline: reports equal scan's; damaged work files.
 #[path = "integration/staged.rs"]
 mod staged;
+/// The staged pipeline's lineage: misplaced, stale, edited and damaged work files refused.
+#[path = "integration/staged_lineage.rs"]
+mod staged_lineage;
 /// `--verify edit` and `--sketch bottom-k`.
 #[path = "integration/verify_sketch.rs"]
 mod verify_sketch;

@@ -7,9 +7,11 @@ Replaces `dupfind stage group --work DIR --part J/M` for every partition (or onl
 --part) and writes the same files (docs/staged.md): `group/part-J.parquet`, the buckets of two
 or more documents of partition J's keys, with `table` (int32), `key` (int64), `docs`
 (list<int64>, increasing) and `aux` (list<int64>: the content table's low hash halves, parallel
-to `docs`; empty for bands), tagged with the run (footer key-value metadata `dupfind.run`); then
-`group/part-J.json` ({"run", "part", "keys", "buckets", "largest"}), last. Each file is written
-under a temporary name, fsynced and renamed into place, as the stages write theirs.
+to `docs`; empty for bands), tagged with its lineage (footer key-value metadata `dupfind.run`
+and `dupfind.lineage`); then `group/part-J.json` ({"lineage", "part", "keys", "buckets",
+"largest"}, sealed), last. Each file is written under a temporary name, fsynced and renamed into
+place, as the stages write theirs. The key files are checked against their shards' summaries
+first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name.
 
 DuckDB sorts and spills to disk past its memory limit, so a partition larger than memory is
 grouped all the same (see docs/staged-engines.md for the whole pipeline around it).
@@ -22,6 +24,9 @@ import sys
 import uuid
 
 import duckdb
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "staged"))
+import workfiles  # noqa: E402  (the work-file contract, beside run-local.sh)
 
 # The grouping, one partition at a time: {files} is the list of its key files. Rows are sorted
 # by (doc, aux) within a bucket, as `stage group` sorts them, and the content table (-1) alone
@@ -56,24 +61,14 @@ def read_json(path, what):
         raise SystemExit(f"group.py: {path} is missing: {what}") from None
 
 
-def check_signed(con, work, plan):
-    """Refuses to group before every shard is signed, or key files of another run."""
-    run, shards, parts = plan["run"], plan["shards"], plan["parts"]
-    for shard in range(shards):
-        path = os.path.join(work, "sign", f"shard-{shard:06d}.json")
-        summary = read_json(path, f"shard {shard} has not been signed "
-                                  f"(run `dupfind stage sign --shard {shard}/{shards}`)")
-        if summary.get("run") != run:
-            raise SystemExit(f"group.py: {path} belongs to another run "
-                             f"(run {summary.get('run')}; this work directory's run is {run})")
-    files = [keys_path(work, i, j) for i in range(shards) for j in range(parts)]
-    tags = dict(con.execute(
-        f"SELECT file_name, decode(value) FROM parquet_kv_metadata({sql_list(files)}) "
-        "WHERE decode(key) = 'dupfind.run'").fetchall())
-    for f in files:
-        if tags.get(f) != run:
-            raise SystemExit(f"group.py: {f} belongs to another run (run {tags.get(f)}; "
-                             f"this work directory's run is {run}): sign its shard again")
+def check_signed(work, plan, part):
+    """Refuses to group before every shard is signed, or key files that are not the ones the
+    shards' summaries record; returns the group summary's `consumed` map."""
+    try:
+        signed = workfiles.signed_shards(work, plan)
+        return workfiles.check_keys(work, plan, signed, part)
+    except workfiles.WorkFileError as e:
+        raise SystemExit(f"group.py: {e}") from None
 
 
 def keys_path(work, shard, part):
@@ -100,7 +95,9 @@ def temp_beside(path):
 
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
-    run = plan["run"]
+    consumed = check_signed(work, plan, part)
+    attempt = workfiles.fresh_attempt()
+    kv = workfiles.tag(plan, attempt, "group", part=part)
     files = [keys_path(work, shard, part) for shard in range(plan["shards"])]
     out_dir = os.path.join(work, "group")
     os.makedirs(out_dir, exist_ok=True)
@@ -109,9 +106,10 @@ def group_part(con, work, plan, part):
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE buckets AS "
                     + GROUP_SQL.format(files=sql_list(files)))
+        meta = ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in kv.items())
         con.execute(f"COPY (SELECT * FROM buckets ORDER BY \"table\", key) TO {sql_string(temp)} "
-                    f"(FORMAT parquet, COMPRESSION zstd, "
-                    f"KV_METADATA {{'dupfind.run': {sql_string(run)}}})")
+                    f"(FORMAT parquet, COMPRESSION zstd, KV_METADATA {{{meta}}})")
+        crc = workfiles.crc32_file(temp)
         commit(temp, path)
     finally:
         if os.path.exists(temp):
@@ -120,13 +118,12 @@ def group_part(con, work, plan, part):
     buckets, largest = con.execute(
         "SELECT count(*), coalesce(max(len(docs)), 0) FROM buckets").fetchone()
     con.execute("DROP TABLE buckets")
-    summary = {"run": run, "part": part, "keys": keys, "buckets": buckets, "largest": largest}
+    summary = workfiles.group_summary(plan, attempt, part, keys, buckets, largest, crc, consumed)
     summary_path = os.path.join(out_dir, f"part-{part:06d}.json")
     temp = temp_beside(summary_path)
     try:
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2)
-            f.write("\n")
+        with open(temp, "wb") as f:
+            f.write(summary)
         commit(temp, summary_path)
     finally:
         if os.path.exists(temp):
@@ -167,7 +164,6 @@ def main(argv):
         con.execute(f"SET memory_limit = {sql_string(args.memory_limit)}")
     if args.temp_directory:
         con.execute(f"SET temp_directory = {sql_string(args.temp_directory)}")
-    check_signed(con, work, plan)
     for part in parts:
         group_part(con, work, plan, part)
     return 0

@@ -34,6 +34,11 @@ import uuid
 # The content table's number in the key and bucket files (docs/staged.md).
 CONTENT_TABLE = -1
 
+# The staged pipeline's work-file contract in Python (lineage, seals, CRC-32s).
+WORKFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "staged",
+                         "workfiles.py")
+sys.path.insert(0, os.path.dirname(WORKFILES))
+
 USAGE = (
     "usage: dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] "
     "[--master URL] [--conf KEY=VALUE]... [--timings] [scan options] INPUTS..."
@@ -184,8 +189,9 @@ def group_paths(work, part):
     return base + ".parquet", base + ".json"
 
 
-def bucket_schema(run):
-    """The group file's schema, tagged with the run (footer key-value metadata `dupfind.run`)."""
+def bucket_schema(metadata):
+    """The group file's schema, tagged with its lineage (footer key-value metadata
+    `dupfind.run` and `dupfind.lineage`, contrib/staged/workfiles.py)."""
     import pyarrow as pa
 
     return pa.schema([
@@ -193,7 +199,7 @@ def bucket_schema(run):
         ("key", pa.int64()),
         ("docs", pa.list_(pa.int64())),
         ("aux", pa.list_(pa.int64())),
-    ], metadata={"dupfind.run": run})
+    ], metadata=metadata)
 
 
 def commit_file(temp, path):
@@ -217,12 +223,12 @@ def temp_name(path):
 
 class BucketFile:
     """One partition's `group/part-J.parquet`, written a table at a time under a temporary name
-    (zstd, tagged with the run) and renamed into place by `commit`; counts what it holds."""
+    (zstd, tagged with its lineage) and renamed into place by `commit`; counts what it holds."""
 
-    def __init__(self, path, run):
+    def __init__(self, path, metadata):
         import pyarrow.parquet as pq
 
-        self.path, self.schema = path, bucket_schema(run)
+        self.path, self.schema = path, bucket_schema(metadata)
         self.temp = temp_name(path)
         self.out = pq.ParquetWriter(self.temp, self.schema, compression="zstd")
         self.buckets = self.largest = 0
@@ -237,9 +243,13 @@ class BucketFile:
             self.largest = max(self.largest, pc.max(pc.list_value_length(table["docs"])).as_py())
 
     def commit(self):
-        """Closes the file and makes it visible under its name."""
+        """Closes the file and makes it visible under its name; returns its CRC-32."""
+        import workfiles
+
         self.out.close()
+        crc = workfiles.crc32_file(self.temp)
         commit_file(self.temp, self.path)
+        return crc
 
     def discard(self):
         """Removes the temporary file of a write that failed."""
@@ -248,46 +258,59 @@ class BucketFile:
             os.unlink(self.temp)
 
 
-def write_summary(path, summary):
-    """Writes a JSON summary atomically (last: it marks the partition complete)."""
+def write_summary(path, sealed):
+    """Writes a sealed JSON summary atomically (last: it marks the partition complete)."""
     temp = temp_name(path)
     try:
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2)
-            f.write("\n")
+        with open(temp, "wb") as f:
+            f.write(sealed)
         commit_file(temp, path)
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
 
 
-def keys_per_part(work, shards, parts, run):
-    """Key rows of each partition (the summaries' `keys`), from the key files' footers, which
-    must carry this run's id (as `stage group` checks them)."""
+def plan_parts(work, plan):
+    """Each partition's group attempt: its id, the key rows it reads (from the key files'
+    footers) and the sign summaries it consumes, after checking every key file against its
+    shard's summary (contrib/staged/workfiles.py), as `stage group` checks them."""
     import pyarrow.parquet as pq
+    import workfiles
 
-    counts = [0] * parts
-    for j in range(parts):
-        for i in range(shards):
-            path = os.path.join(work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet")
-            meta = pq.read_metadata(path)
-            tag = (meta.metadata or {}).get(b"dupfind.run", b"").decode()
-            if tag != run:
-                raise SystemExit(f"dupfind_spark: {path} belongs to another run (run "
-                                 f"{tag or 'none'}; this work directory's run is {run}): sign "
-                                 "its shard again")
-            counts[j] += meta.num_rows
-    return counts
+    try:
+        signed = workfiles.signed_shards(work, plan)
+        parts = []
+        for j in range(plan["parts"]):
+            consumed = workfiles.check_keys(work, plan, signed, j)
+            keys = sum(pq.read_metadata(os.path.join(
+                work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet")).num_rows
+                for i in range(plan["shards"]))
+            parts.append({"attempt": workfiles.fresh_attempt(), "keys": keys,
+                          "consumed": consumed})
+    except workfiles.WorkFileError as e:
+        raise SystemExit(f"dupfind_spark: {e}") from None
+    return parts
 
 
-def finish_part(work, run, part, keys, out):
+def finish_part(work, plan, part, info, out):
     """Commits partition `part`'s bucket file, then writes its summary (last)."""
-    out.commit()
-    write_summary(group_paths(work, part)[1], {"run": run, "part": part, "keys": keys,
-                                               "buckets": out.buckets, "largest": out.largest})
+    import workfiles
+
+    crc = out.commit()
+    write_summary(group_paths(work, part)[1], workfiles.group_summary(
+        plan, info["attempt"], part, info["keys"], out.buckets, out.largest, crc,
+        info["consumed"]))
 
 
-def bucket_writer(work, run, keys):
+def open_part(work, plan, part, info):
+    """Partition `part`'s bucket file, tagged with its attempt."""
+    import workfiles
+
+    metadata = workfiles.tag(plan, info["attempt"], "group", part=part)
+    return BucketFile(group_paths(work, part)[0], metadata)
+
+
+def bucket_writer(work, plan, parts):
     """The mapInArrow function writing each partition's buckets and summary from its task.
 
     Its input is sorted by (part, table, key), and every row of a partition is in one task, so
@@ -308,15 +331,15 @@ def bucket_writer(work, run, keys):
                 for part in pc.unique(table["part"]).to_pylist():
                     if part != current:
                         if out is not None:
-                            finish_part(work, run, current, keys[current], out)
+                            finish_part(work, plan, current, parts[current], out)
                             yield pa.RecordBatch.from_pydict(
                                 {"part": [current], "buckets": [out.buckets],
                                  "largest": [out.largest]}, schema=schema)
-                        current, out = part, BucketFile(group_paths(work, part)[0], run)
+                        current, out = part, open_part(work, plan, part, parts[part])
                     rows = table.filter(pc.equal(table["part"], part))
                     out.write(rows.select(["table", "key", "docs", "aux"]))
             if out is not None:
-                finish_part(work, run, current, keys[current], out)
+                finish_part(work, plan, current, parts[current], out)
                 yield pa.RecordBatch.from_pydict(
                     {"part": [current], "buckets": [out.buckets], "largest": [out.largest]},
                     schema=schema)
@@ -328,7 +351,7 @@ def bucket_writer(work, run, keys):
     return write
 
 
-def group_with_spark(spark, work, run, shards, parts):
+def group_with_spark(spark, work, plan):
     """The group stage as Spark SQL: the shuffle, then each partition's files from its task.
 
     The key files of partition J (`sign/shard-I.keys-J.parquet`) become the buckets of
@@ -339,6 +362,7 @@ def group_with_spark(spark, work, run, shards, parts):
     from pyspark.sql import functions as F
 
     start = time.monotonic()
+    parts = plan["parts"]
     keys = (spark.read.parquet(os.path.join(work, "sign", "shard-*.keys-*.parquet"))
             .withColumn("part", F.regexp_extract(F.col("_metadata.file_name"),
                                                  r"\.keys-(\d+)\.parquet$", 1).cast("int")))
@@ -353,17 +377,16 @@ def group_with_spark(spark, work, run, shards, parts):
                        F.when(F.col("table") == CONTENT_TABLE, F.col("m.aux"))
                        .otherwise(F.array().cast("array<bigint>")).alias("aux"))
                .sortWithinPartitions("part", "table", "key"))
-    counts = keys_per_part(work, shards, parts, run)
+    info = plan_parts(work, plan)
     opened = time.monotonic() - start
-    written = (buckets.mapInArrow(bucket_writer(work, run, counts),
+    written = (buckets.mapInArrow(bucket_writer(work, plan, info),
                                   "part int, buckets long, largest long")
                .collect())
     job = time.monotonic() - start - opened
     done = {r["part"] for r in written}
     for part in range(parts):
         if part not in done:
-            finish_part(work, run, part, counts[part],
-                        BucketFile(group_paths(work, part)[0], run))
+            finish_part(work, plan, part, info[part], open_part(work, plan, part, info[part]))
     return {"buckets": sum(r["buckets"] for r in written), "opened": opened, "job": job}
 
 
@@ -454,13 +477,15 @@ def run_pipeline(opts, init_args, timings):
         timings.add("spark start + init", time.monotonic() - start,
                     f"JVM and SparkSession {jvm_seconds:.2f} s, stage init alongside")
         with open(os.path.join(work, "run.json"), encoding="utf-8") as f:
-            run = json.load(f)["run"]
+            plan = json.load(f)
         sc = spark.sparkContext
+        # The work-file contract, for the group step's tasks (and this driver).
+        sc.addPyFile(WORKFILES)
 
         timed(timings, "sign", lambda: run_in_tasks(sc, binary, "sign", work, "--shard", shards),
               task_note(shards, "shard tasks"))
         timed(timings, "group (Spark SQL)",
-              lambda: group_with_spark(spark, work, run, shards, parts),
+              lambda: group_with_spark(spark, work, plan),
               lambda g: f"{g['buckets']} buckets into {parts} partitions; key files opened "
                         f"{g['opened']:.2f} s, shuffle + aggregate + writes {g['job']:.2f} s")
         timed(timings, "components (driver)",

@@ -9,12 +9,14 @@
 # Options: --shards N, --parts M (default 1 each), --work DIR (must not hold a run; made if
 # missing), --jobs J (processes at once; default: the number of cores), --threads T (threads of
 # each of those processes; default: cores / J, at least 1), --resume (DIR holds a run that
-# stopped: skip init and every shard or partition whose summary is written, run the rest),
+# stopped or a task that was run again: skip init, run every shard or partition that
+# `dupfind stage status` finds missing, damaged or stale, stage by stage, and nothing else;
+# --shards and --parts are read from DIR's run.json),
 # --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository).
 # Everything else is passed to `dupfind stage init` as scan options and inputs.
 set -euo pipefail
 
-shards=1 parts=1 work="" jobs="" threads="" bin="" resume=0
+shards="" parts="" work="" jobs="" threads="" bin="" resume=0
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,28 +49,39 @@ cores=$(nproc 2> /dev/null || echo 2)
 jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
-# One stage over indices 0..count-1, `jobs` processes of `threads` threads at a time, skipping
-# (with --resume) those whose summary, the last file a stage writes, exists; any failure stops
-# the run.
-each() { # stage flag count summary-prefix
-    local stage=$1 flag=$2 count=$3 summary=$4
-    for i in $(seq 0 $((count - 1))); do
-        if [ "$resume" = 0 ] || [ ! -e "$work/$summary$(printf %06d "$i").json" ]; then
-            echo "$i"
-        fi
-    done | xargs -P "$jobs" -I{} \
+# One stage over indices 0..count-1, `jobs` processes of `threads` threads at a time; with
+# --resume only those that `stage status` finds not done (asked just before the stage runs, so
+# that a task made stale by one run again before it is run too). Any failure stops the run.
+each() { # stage flag count
+    local stage=$1 flag=$2 count=$3
+    if [ "$resume" = 0 ]; then
+        seq 0 $((count - 1))
+    else
+        "$bin" stage status --work "$work" --todo "$stage"
+    fi | xargs -r -P "$jobs" -I{} \
         "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads"
 }
 
 if [ "$resume" = 0 ] || [ ! -e "$work/run.json" ]; then
-    "$bin" stage init --work "$work" --shards "$shards" --parts "$parts" "${args[@]}"
+    "$bin" stage init --work "$work" --shards "${shards:-1}" --parts "${parts:-1}" "${args[@]}"
 fi
-each sign --shard "$shards" sign/shard-
-each group --part "$parts" group/part-
-if [ "$resume" = 0 ] || [ ! -e "$work/components/summary.json" ]; then
+# The run's own counts (--shards and --parts need not be given again with --resume).
+counts=$(sed -n 's/^  "\(shards\|parts\)": \([0-9]*\),$/\1=\2/p' "$work/run.json")
+for c in $counts; do
+    want=${c#*=}
+    given=${c%%=*}
+    if [ -n "${!given}" ] && [ "${!given}" != "$want" ]; then
+        echo "run-local.sh: --$given ${!given}: the run in $work has $want (see its run.json)" >&2
+        exit 2
+    fi
+    printf -v "$given" %s "$want"
+done
+each sign --shard "$shards"
+each group --part "$parts"
+if [ "$resume" = 0 ] || [ -n "$("$bin" stage status --work "$work" --todo components)" ]; then
     "$bin" stage components --work "$work"
 fi
-each route --shard "$shards" route/shard-
-each verify --part "$parts" verify/part-
-each dataset --shard "$shards" dataset/shard-   # with --write-dataset; nothing to do otherwise
+each route --shard "$shards"
+each verify --part "$parts"
+each dataset --shard "$shards"   # with --write-dataset; nothing to do otherwise
 exec "$bin" stage report --work "$work"

@@ -122,6 +122,16 @@ pub enum StageCommand {
         #[arg(long, value_name = "DIR")]
         work: PathBuf,
     },
+    /// Say what is done, what is missing, damaged or stale, and what to run next.
+    Status {
+        /// The work directory.
+        #[arg(long, value_name = "DIR")]
+        work: PathBuf,
+        /// Print only the tasks of STAGE (sign, group, components, route, verify, dataset)
+        /// that are not done, one index a line: what a driver runs again to resume.
+        #[arg(long, value_name = "STAGE")]
+        todo: Option<String>,
+    },
 }
 
 /// What every stage but `init` and `report` takes: the work directory and its threads.

@@ -14,11 +14,13 @@ use crate::dataset::{self, DatasetDoc};
 use crate::ingest;
 
 use super::docs;
-use super::files;
+use super::files::{self, Input};
+use super::lineage::{Lineage, Place};
 use super::plan::Plan;
 use super::sign::docs_path;
-use super::summary::ErrorRec;
-use super::verify::{verified_path, VerifySummary};
+use super::summary::{ErrorRec, LineageOnly};
+use super::verify::VerifySummary;
+use super::Tasks;
 
 /// The shard's summary.
 pub fn summary_path(work: &Path, shard: u32) -> PathBuf {
@@ -28,8 +30,8 @@ pub fn summary_path(work: &Path, shard: u32) -> PathBuf {
 /// `dataset/shard-I.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct DatasetSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: super::lineage::Lineage,
     /// The shard.
     pub shard: u32,
     /// Records written.
@@ -48,11 +50,11 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let Some(dir) = cfg.dataset.clone() else {
         return Ok(());
     };
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
+    let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
     let mut dropped = Vec::new();
     for part in 0..plan.parts {
-        let path = verified_path(work, part);
-        let missing = super::not_run(super::Task::Part, part, plan.parts, "verified", "verify");
-        let v: VerifySummary = super::read_summary(&path, &missing, &plan)?;
+        let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
         dropped.extend(
             v.dropped
                 .into_iter()
@@ -61,11 +63,13 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     }
     dropped.sort_unstable();
     let mut rows = Vec::new();
-    for b in files::read_parquet(
-        &docs_path(work, shard),
-        &plan.run,
-        "its shard was not signed",
-    )? {
+    let docs_file = Input::new(
+        work,
+        docs_path(work, shard),
+        &sign.lineage,
+        Place::shard("sign", shard),
+    );
+    for b in files::read_parquet(&docs_file, "its shard was not signed")? {
         rows.extend(docs::from_batch(&b?)?);
     }
     let docs: Vec<DatasetDoc> = (rows.iter())
@@ -85,7 +89,7 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         written.dropped
     ));
     let summary = DatasetSummary {
-        run: plan.run.clone(),
+        lineage,
         shard,
         kept: written.kept,
         dropped: written.dropped,

@@ -1,8 +1,9 @@
 //! The work directory's files: written atomically (a fresh temporary name in the same directory,
 //! fsync, rename, fsync of the directory), so a stage killed at any moment leaves the old file
 //! or the new one and a re-run of a failed shard or partition simply replaces its outputs; read
-//! back only when they belong to this run (each carries the run's id), so a file left by another
-//! run, or signed with other options, is an error naming it rather than a wrong answer.
+//! back only when their lineage (`lineage.rs`) is the one their producer's summary records, so
+//! a file left by another run or attempt, in another task's place, made with other options or
+//! damaged is an error naming it rather than a wrong answer.
 
 use std::fs::File;
 use std::io::Write;
@@ -23,8 +24,13 @@ use serde::Serialize;
 
 use crate::messages::display_path;
 
+use super::lineage::{self, Lineage, Place, Tag, Written};
+
 /// The key-value metadata entry of every Parquet file a stage writes: the run it belongs to.
 const RUN_KEY: &str = "dupfind.run";
+
+/// The key-value metadata entry of every Parquet file a stage writes: its [`Tag`] as JSON.
+const LINEAGE_KEY: &str = "dupfind.lineage";
 
 /// Columns of random values, stored uncompressed (`aux` and `fingerprint` are mostly 0 and
 /// compress).
@@ -90,30 +96,44 @@ pub fn write_json_line<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 fn write_json_as<T: Serialize>(path: &Path, value: &T, pretty: bool) -> Result<()> {
-    let pending = Pending::new(path)?;
-    let mut out = std::io::BufWriter::new(pending.file());
-    if pretty {
-        serde_json::to_writer_pretty(&mut out, value)?;
+    let json = if pretty {
+        serde_json::to_vec_pretty(value)?
     } else {
-        serde_json::to_writer(&mut out, value)?;
-    }
-    out.write_all(b"\n")?;
-    out.flush()
+        serde_json::to_vec(value)?
+    };
+    write_bytes(path, &lineage::seal(&json, pretty))
+}
+
+/// Writes `bytes` to `path`, atomically.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    let pending = Pending::new(path)?;
+    let mut out = pending.file();
+    out.write_all(bytes)
         .with_context(|| format!("writing {}", display_path(path)))?;
-    drop(out);
     pending.commit()
+}
+
+/// Reads the sealed JSON summary a stage wrote; `what` names the stage that should have
+/// written it.
+pub fn read_summary_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    let bytes = read_bytes(path, what)?;
+    if let Err(why) = lineage::check_seal(&bytes) {
+        bail!(
+            "{} is damaged ({why}: not the summary a stage wrote)",
+            display_path(path)
+        );
+    }
+    parse_json(path, &bytes)
 }
 
 /// Reads the JSON file a stage wrote; `what` names the stage that should have written it.
 pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{} is missing: {what}", display_path(path))
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(path))),
-    };
-    serde_json::from_slice(&bytes).with_context(|| {
+    let bytes = read_bytes(path, what)?;
+    parse_json(path, &bytes)
+}
+
+fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).with_context(|| {
         format!(
             "{} is damaged (not the JSON a stage writes)",
             display_path(path)
@@ -121,24 +141,109 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
     })
 }
 
+fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{} is missing: {what}", display_path(path))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", display_path(path))),
+        Ok(b) => Ok(b),
+    }
+}
+
+/// A Parquet file a stage is to write: where, and the tag it carries.
+pub struct Output {
+    path: PathBuf,
+    rel: String,
+    tag: Tag,
+}
+
+impl Output {
+    /// The file at `path` in `work`, written by the attempt `lineage` for `place`.
+    pub fn new(work: &Path, path: PathBuf, lineage: &Lineage, place: Place) -> Output {
+        Output {
+            rel: lineage::rel(work, &path),
+            path,
+            tag: lineage.tag_for(place),
+        }
+    }
+}
+
+/// A Parquet file a stage is to read: where, the summary of the attempt that wrote it, and the
+/// place it must have been written for.
+pub struct Input<'a> {
+    path: PathBuf,
+    rel: String,
+    producer: &'a Lineage,
+    place: Place,
+}
+
+impl<'a> Input<'a> {
+    /// The file at `path` in `work`, written for `place` by the attempt `producer`.
+    pub fn new(work: &Path, path: PathBuf, producer: &'a Lineage, place: Place) -> Input<'a> {
+        Input {
+            rel: lineage::rel(work, &path),
+            path,
+            producer,
+            place,
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A writer that keeps the CRC-32 of what passes through it.
+struct Crc<W> {
+    inner: W,
+    hasher: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Crc<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// A Parquet file being written a batch at a time.
 pub struct ParquetOut {
-    writer: ArrowWriter<File>,
+    writer: ArrowWriter<Crc<std::io::BufWriter<File>>>,
     pending: Pending,
+    rel: String,
 }
 
 impl ParquetOut {
-    /// Starts `path` with `schema`, tagged with the run's id.
-    pub fn create(path: &Path, schema: Arc<Schema>, run: &str) -> Result<ParquetOut> {
+    /// Starts `out` with `schema`, tagged with its lineage.
+    pub fn create(out: &Output, schema: Arc<Schema>) -> Result<ParquetOut> {
+        let path = &out.path;
         let pending = Pending::new(path)?;
         let file = pending
             .file()
             .try_clone()
             .with_context(|| format!("writing {}", display_path(path)))?;
-        let props = properties(RUN_KEY, run)?;
+        let file = Crc {
+            inner: std::io::BufWriter::new(file),
+            hasher: crc32fast::Hasher::new(),
+        };
+        let props = properties_kv(vec![
+            KeyValue::new(RUN_KEY.to_string(), out.tag.run.clone()),
+            KeyValue::new(LINEAGE_KEY.to_string(), serde_json::to_string(&out.tag)?),
+        ])?;
         let writer = ArrowWriter::try_new(file, schema, Some(props))
             .with_context(|| format!("writing {}", display_path(path)))?;
-        Ok(ParquetOut { writer, pending })
+        Ok(ParquetOut {
+            writer,
+            pending,
+            rel: out.rel.clone(),
+        })
     }
 
     /// Appends a batch.
@@ -148,19 +253,30 @@ impl ParquetOut {
             .with_context(|| format!("writing {}", display_path(&self.pending.path)))
     }
 
-    /// Finishes the file and makes it visible.
-    pub fn commit(self) -> Result<()> {
-        let path = self.pending.path.clone();
-        self.writer
-            .close()
-            .with_context(|| format!("writing {}", display_path(&path)))?;
-        self.pending.commit()
+    /// Finishes the file and makes it visible; returns its name and CRC-32 for the summary.
+    pub fn commit(self) -> Result<Written> {
+        let what = || format!("writing {}", display_path(&self.pending.path));
+        let mut crc = self.writer.into_inner().with_context(what)?;
+        crc.flush().with_context(what)?;
+        let Crc { inner, hasher } = crc;
+        drop(inner);
+        let written = Written {
+            rel: self.rel,
+            crc: hasher.finalize(),
+        };
+        self.pending.commit()?;
+        Ok(written)
     }
 }
 
 /// How every Parquet file dupfind writes is written, tagged with `key` = `value` in its key-value
 /// metadata (the index's document tables use these too).
 pub fn properties(key: &str, value: &str) -> Result<WriterProperties> {
+    properties_kv(vec![KeyValue::new(key.to_string(), value.to_string())])
+}
+
+/// [`properties`] with the key-value metadata `kv`.
+fn properties_kv(kv: Vec<KeyValue>) -> Result<WriterProperties> {
     // Hashes, keys and signatures are random: compressing them, or trying a dictionary of their
     // values, costs time for nothing (a tenth of signing, measured on the 100k corpus). Paths,
     // ids and texts compress well.
@@ -172,34 +288,31 @@ pub fn properties(key: &str, value: &str) -> Result<WriterProperties> {
     }
     Ok(props
         .set_max_row_group_row_count(Some(ROW_GROUP))
-        .set_key_value_metadata(Some(vec![KeyValue::new(
-            key.to_string(),
-            value.to_string(),
-        )]))
+        .set_key_value_metadata(Some(kv))
         .build())
 }
 
-/// Writes `batches` (one schema) to `path` atomically.
+/// Writes `batches` (one schema) to `out` atomically.
 pub fn write_parquet(
-    path: &Path,
+    out: &Output,
     schema: Arc<Schema>,
     batches: &[RecordBatch],
-    run: &str,
-) -> Result<()> {
-    let mut out = ParquetOut::create(path, schema, run)?;
+) -> Result<Written> {
+    let mut w = ParquetOut::create(out, schema)?;
     for b in batches {
-        out.write(b)?;
+        w.write(b)?;
     }
-    out.commit()
+    w.commit()
 }
 
-/// Reads a Parquet file a stage of this run wrote, batch by batch. `what` names the stage that
-/// should have written it, for the error when it is missing.
+/// Reads a Parquet file a stage of this run wrote, batch by batch, once its tag and CRC-32 are
+/// those its producer's summary records. `what` names the stage that should have written it,
+/// for the error when it is missing.
 pub fn read_parquet(
-    path: &Path,
-    run: &str,
+    input: &Input<'_>,
     what: &str,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
+    let path = input.path.as_path();
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -213,22 +326,32 @@ pub fn read_parquet(
             display_path(path)
         )
     };
+    let crc_file = file
+        .try_clone()
+        .with_context(|| format!("opening {}", display_path(path)))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).with_context(damaged)?;
-    let tag = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|e| e.key == RUN_KEY))
-        .and_then(|e| e.value.clone());
-    match tag {
-        Some(t) if t == run => {}
-        Some(t) => bail!(
-            "{} belongs to another run (run {t}; this work directory's run is {run}): it was \
-             written with other options or inputs; run that stage again",
-            display_path(path)
-        ),
-        None => bail!("{} was not written by a dupfind stage", display_path(path)),
-    }
+    let kv = builder.metadata().file_metadata().key_value_metadata();
+    let value = |key: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+            .and_then(|e| e.value.clone())
+    };
+    let tag = match value(LINEAGE_KEY) {
+        Some(t) => Some(serde_json::from_str::<Tag>(&t).with_context(damaged)?),
+        // A file of an older layout (or another tool) says only its run: name that first.
+        None => value(RUN_KEY).map(|run| Tag {
+            run,
+            stage: String::new(),
+            shard: None,
+            part: None,
+            attempt: String::new(),
+            digest: String::new(),
+        }),
+    };
+    input
+        .producer
+        .check_file(path, &input.rel, tag.as_ref(), input.place, || {
+            crc_of(crc_file, path)
+        })?;
     let reader = builder.build().with_context(damaged)?;
     let path = path.to_path_buf();
     Ok(reader.map(move |b| {
@@ -239,4 +362,22 @@ pub fn read_parquet(
             )
         })
     }))
+}
+
+/// The CRC-32 of the whole of `file`.
+fn crc_of(mut file: File, path: &Path) -> Result<u32> {
+    use std::io::{Read, Seek};
+    file.rewind()
+        .with_context(|| format!("reading {}", display_path(path)))?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", display_path(path)))?;
+        if n == 0 {
+            return Ok(hasher.finalize());
+        }
+        hasher.update(&buf[..n]);
+    }
 }

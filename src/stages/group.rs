@@ -6,17 +6,21 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
 use arrow_array::{Int32Array, Int64Array, RecordBatch};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::columns::{arc, batch, column};
-use super::files;
+use crate::messages::display_path;
+
+use super::columns::{arc, batch, column, key_from_i64};
+use super::files::{self, Input, Output};
+use super::lineage::{Lineage, Place};
 use super::plan::Plan;
-use super::sign::{keys_path, summary_path, CONTENT_TABLE};
-use super::summary::SignSummary;
+use super::sign::{keys_path, partition, CONTENT_TABLE};
+use super::summary::LineageOnly;
+use super::Tasks::Sign as SIGN;
 
 /// The buckets of partition `part`.
 pub fn buckets_path(work: &Path, part: u32) -> PathBuf {
@@ -31,8 +35,8 @@ pub fn summary_path_of(work: &Path, part: u32) -> PathBuf {
 /// `group/part-J.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct GroupSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: super::lineage::Lineage,
     /// The partition.
     pub part: u32,
     /// Key rows read.
@@ -43,35 +47,41 @@ pub struct GroupSummary {
     pub largest: u64,
 }
 
-/// Checks that every shard was signed (by its summary), naming the first that was not.
-pub fn check_signed(work: &Path, plan: &Plan) -> Result<()> {
-    for shard in 0..plan.shards {
-        let path = summary_path(work, shard);
-        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "signed", "sign");
-        let _: SignSummary = super::read_summary(&path, &missing, plan)?;
-    }
-    Ok(())
-}
-
 /// Groups partition `part`.
 pub fn group(work: &Path, part: u32) -> Result<()> {
     let plan = Plan::read(work)?;
     let part = plan.part(part)?;
-    check_signed(work, &plan)?;
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("group", part));
+    let signed = super::consume_all::<LineageOnly>(work, &plan, &mut lineage, SIGN)?;
     let mut rows: Vec<(i32, i64, i64, i64)> = Vec::new();
-    for shard in 0..plan.shards {
+    for (shard, sign) in (0..plan.shards).zip(&signed) {
         let path = keys_path(work, shard, part);
-        for b in files::read_parquet(&path, &plan.run, "its shard was not signed completely")? {
+        let place = Place::shard("sign", shard).with_part(part);
+        let input = Input::new(work, path.clone(), &sign.lineage, place);
+        for b in files::read_parquet(&input, "its shard was not signed completely")? {
             let b = b?;
-            let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
+            let damaged = || format!("{} is damaged", display_path(&path));
             let table = column::<Int32Array>(&b, "table").with_context(damaged)?;
             let key = column::<Int64Array>(&b, "key").with_context(damaged)?;
             let doc = column::<Int64Array>(&b, "doc").with_context(damaged)?;
             let aux = column::<Int64Array>(&b, "aux").with_context(damaged)?;
-            rows.extend(
-                (0..b.num_rows())
-                    .map(|k| (table.value(k), key.value(k), doc.value(k), aux.value(k))),
-            );
+            for k in 0..b.num_rows() {
+                let row = (table.value(k), key.value(k), doc.value(k), aux.value(k));
+                // A row of another shard or partition would be grouped silently: refuse it.
+                if row.2 >> 32 != i64::from(shard)
+                    || partition(row.0, key_from_i64(row.1), plan.parts) != part
+                {
+                    bail!(
+                        "{}: row {k} (document {:#x}, table {}) belongs to another shard or \
+                         partition; run `dupfind stage sign --shard {shard}/{}` again",
+                        display_path(&path),
+                        row.2,
+                        row.0,
+                        plan.shards
+                    );
+                }
+                rows.push(row);
+            }
         }
     }
     let keys = rows.len() as u64;
@@ -87,9 +97,11 @@ pub fn group(work: &Path, part: u32) -> Result<()> {
         out.push(run);
     }
     let b = out.finish()?;
-    files::write_parquet(&buckets_path(work, part), b.schema(), &[b], &plan.run)?;
+    let place = Place::part("group", part);
+    let out = Output::new(work, buckets_path(work, part), &lineage, place);
+    lineage.wrote(files::write_parquet(&out, b.schema(), &[b])?);
     let summary = GroupSummary {
-        run: plan.run.clone(),
+        lineage,
         part,
         keys,
         buckets,
@@ -98,7 +110,6 @@ pub fn group(work: &Path, part: u32) -> Result<()> {
     files::write_json(&summary_path_of(work, part), &summary)
 }
 
-/// Buckets as they are written.
 #[derive(Default)]
 struct BucketsOut {
     table: Int32Builder,

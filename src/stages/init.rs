@@ -3,7 +3,7 @@
 //! Shards are contiguous ranges of the sorted inputs, cut where the bytes are about equal, so
 //! the run-wide document ids (shard, then position) are in `scan`'s order.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use arrow_array::builder::{
@@ -19,12 +19,20 @@ use crate::input::walk::{walk, FileEntry, Walked};
 use crate::messages::display_path;
 
 use super::columns::{arc, batch, column, time_from_parts, time_parts};
-use super::files;
+use super::files::{self, Input, Output};
+use super::lineage::{self, Lineage, Place, Written};
 use super::plan::{path_to_b64, Plan, LAYOUT};
 use super::summary::{ErrorRec, WalkSummary};
 
 /// Inputs per batch of the input list.
 const BATCH: usize = 64 * 1024;
+
+/// Init's place: it runs once.
+pub const PLACE: Place = Place {
+    stage: "init",
+    shard: None,
+    part: None,
+};
 
 /// Starts a run in `work` with `shards` shards and `parts` partitions.
 pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> {
@@ -68,10 +76,26 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
     let run = format!("{:016x}", crate::index::dir::fresh_token());
-    let dir = work.join("init");
-    write_inputs(&dir.join("inputs.parquet"), &files, &run)?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let mut plan = Plan {
+        layout: LAYOUT,
+        run,
+        dupfind_version: env!("CARGO_PKG_VERSION").to_string(),
+        hashing: crate::sketch::shingle::HASH_SCHEME,
+        cwd: path_to_b64(&cwd),
+        shards,
+        parts,
+        shard_starts: shard_starts(&files, shards),
+        options,
+        dataset,
+        digest: String::new(),
+    };
+    plan.digest = plan.compute_digest()?;
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
+    let out = Output::new(work, inputs_path(work), &lineage, PLACE);
+    lineage.wrote(write_inputs(&out, &files)?);
     let summary = WalkSummary {
-        run: run.clone(),
+        lineage,
         files_seen,
         not_regular: skipped.not_regular,
         symlink: skipped.symlink,
@@ -83,20 +107,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         errors: errors.iter().map(ErrorRec::from).collect(),
         inputs: files.len() as u64,
     };
-    files::write_json(&dir.join("walk.json"), &summary)?;
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let plan = Plan {
-        layout: LAYOUT,
-        run,
-        dupfind_version: env!("CARGO_PKG_VERSION").to_string(),
-        hashing: crate::sketch::shingle::HASH_SCHEME,
-        cwd: path_to_b64(&cwd),
-        shards,
-        parts,
-        shard_starts: shard_starts(&files, shards),
-        options,
-        dataset,
-    };
+    files::write_json(&walk_path(work), &summary)?;
     // Last: a directory with run.json holds a complete start.
     files::write_json(&plan_path, &plan)
 }
@@ -135,13 +146,23 @@ fn shard_starts(files: &[FileEntry], shards: u32) -> Vec<u64> {
     starts
 }
 
-fn write_inputs(path: &Path, files: &[FileEntry], run: &str) -> Result<()> {
+/// `init/walk.json`, the walk's counts: init's summary, written last but for `run.json`.
+pub fn walk_path(work: &Path) -> PathBuf {
+    work.join("init").join("walk.json")
+}
+
+/// `init/inputs.parquet`, the inputs in walk order.
+fn inputs_path(work: &Path) -> PathBuf {
+    work.join("init").join("inputs.parquet")
+}
+
+fn write_inputs(out: &Output, files: &[FileEntry]) -> Result<Written> {
     let first = inputs_batch(&files[..0])?;
-    let mut out = files::ParquetOut::create(path, first.schema(), run)?;
+    let mut w = files::ParquetOut::create(out, first.schema())?;
     for chunk in files.chunks(BATCH) {
-        out.write(&inputs_batch(chunk)?)?;
+        w.write(&inputs_batch(chunk)?)?;
     }
-    out.commit()
+    w.commit()
 }
 
 fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
@@ -183,12 +204,25 @@ fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
 }
 
 /// The inputs `[start, end)` of the run's list.
-pub fn read_inputs(work: &Path, run: &str, start: u64, end: u64) -> Result<Vec<FileEntry>> {
+/// The inputs `start..end` of the walk, for the attempt `reader` (which records that it read
+/// the walk's summary).
+pub fn read_inputs(
+    work: &Path,
+    plan: &Plan,
+    reader: &mut Lineage,
+    start: u64,
+    end: u64,
+) -> Result<Vec<FileEntry>> {
     use std::os::unix::ffi::OsStrExt;
-    let path = work.join("init").join("inputs.parquet");
+    let walk = walk_path(work);
+    let summary: WalkSummary =
+        super::read_summary(&walk, "run `dupfind stage init` first", plan, PLACE)?;
+    reader.read(&lineage::rel(work, &walk), &summary.lineage);
+    let path = inputs_path(work);
+    let input = Input::new(work, path.clone(), &summary.lineage, PLACE);
     let mut out = Vec::new();
     let mut at = 0u64;
-    for b in files::read_parquet(&path, run, "run `dupfind stage init` first")? {
+    for b in files::read_parquet(&input, "run `dupfind stage init` first")? {
         let b = b?;
         let n = b.num_rows() as u64;
         if at + n <= start || at >= end {

@@ -12,8 +12,11 @@
 //! report     once            the counts added up, the clusters in order: scan's report
 //! ```
 //!
-//! Every output is written atomically and tagged with the run's id, so a failed shard or
-//! partition is simply run again, and a file of another run is refused by name.
+//! Every output is written atomically and carries its lineage (`lineage.rs`): the run, the
+//! stage, its shard or partition, the attempt that wrote it and the digest of the run's
+//! options. A failed shard or partition is simply run again; a file of another run or attempt,
+//! in another task's place, made with other options or damaged, is refused by name; and a
+//! summary made from a producer written again since is stale (`stage status` says what to run).
 
 pub(crate) mod columns;
 mod components;
@@ -22,11 +25,13 @@ pub(crate) mod docs;
 pub(crate) mod files;
 mod group;
 mod init;
+pub(crate) mod lineage;
 mod plan;
 mod records;
 mod report;
 mod route;
 mod sign;
+mod status;
 mod summary;
 mod verify;
 
@@ -67,6 +72,12 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
             check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
             in_pool(&task, || dataset::dataset(&task.work, shard.0))?;
         }
+        StageCommand::Status { work, todo } => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            status::print(&work, todo.as_deref(), &mut out)?;
+            std::io::Write::flush(&mut out)?;
+        }
         StageCommand::Report { work } => {
             crate::interrupt::install();
             let (report, code, cfg) = report::report(&work)?;
@@ -104,16 +115,16 @@ fn check_count(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32)
     Ok(())
 }
 
-/// A stage's summary file: JSON naming the run it belongs to.
+/// A stage's summary file: sealed JSON carrying its lineage.
 trait Summary: serde::de::DeserializeOwned {
-    fn run(&self) -> &str;
+    fn lineage(&self) -> &lineage::Lineage;
 }
 
 macro_rules! summaries {
     ($($t:ty),*) => {$(
         impl Summary for $t {
-            fn run(&self) -> &str {
-                &self.run
+            fn lineage(&self) -> &lineage::Lineage {
+                &self.lineage
             }
         }
     )*};
@@ -123,41 +134,166 @@ summaries!(
     summary::WalkSummary,
     summary::SignSummary,
     summary::ComponentsSummary,
+    summary::LineageOnly,
     group::GroupSummary,
     route::RouteSummary,
     verify::VerifySummary,
     dataset::DatasetSummary
 );
 
-/// Reads the summary at `path`, refusing one of another run; `missing` says what to run when
-/// there is none.
-fn read_summary<T: Summary>(path: &Path, missing: &str, plan: &plan::Plan) -> Result<T> {
-    let s: T = files::read_json(path, missing)?;
-    if s.run() != plan.run {
-        bail!(
-            "{} belongs to another run (run {}; this work directory's run is {}); run that \
-             stage again",
-            display_path(path),
-            s.run(),
-            plan.run
-        );
-    }
+/// Reads the summary of `place` at `path`, checked against the run, the options of `run.json`
+/// and its place; `missing` says what to run when there is none.
+fn read_summary<T: Summary>(
+    path: &Path,
+    missing: &str,
+    plan: &plan::Plan,
+    place: lineage::Place,
+) -> Result<T> {
+    let s: T = files::read_summary_json(path, missing)?;
+    s.lineage().check(path, &plan.run, &plan.digest, place)?;
     Ok(s)
 }
 
-/// The tasks of a stage: one per shard, or one per partition.
-#[derive(Clone, Copy)]
-enum Task {
-    Shard,
-    Part,
+/// Reads the summary of task `i` of `tasks` for the attempt `reader`, which records that it
+/// read it (and which attempt wrote it).
+fn consume<T: Summary>(
+    work: &Path,
+    plan: &plan::Plan,
+    reader: &mut lineage::Lineage,
+    tasks: Tasks,
+    i: u32,
+) -> Result<T> {
+    let path = tasks.summary(work, i);
+    let s: T = read_summary(&path, &tasks.missing(plan, i), plan, tasks.place(i))?;
+    reader.read(&lineage::rel(work, &path), s.lineage());
+    Ok(s)
 }
 
-/// What to run when task `i` of `n` of `stage` left no summary: "shard 3 has not been signed
-/// (run `dupfind stage sign --shard 3/4`)", "partition 1 has not been grouped (…--part 1/2`)".
-fn not_run(task: Task, i: u32, n: u32, done: &str, stage: &str) -> String {
-    let (noun, flag) = match task {
-        Task::Shard => ("shard", "shard"),
-        Task::Part => ("partition", "part"),
-    };
-    format!("{noun} {i} has not been {done} (run `dupfind stage {stage} --{flag} {i}/{n}`)")
+/// [`consume`] for every task of `tasks`, in order.
+fn consume_all<T: Summary>(
+    work: &Path,
+    plan: &plan::Plan,
+    reader: &mut lineage::Lineage,
+    tasks: Tasks,
+) -> Result<Vec<T>> {
+    (0..tasks.count(plan))
+        .map(|i| consume(work, plan, reader, tasks, i))
+        .collect()
+}
+
+/// The stages, as the tasks whose summaries a run holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tasks {
+    Init,
+    Sign,
+    Group,
+    Components,
+    Route,
+    Verify,
+    Dataset,
+}
+
+impl Tasks {
+    /// Every stage that leaves a summary, in the order they run.
+    const ALL: [Tasks; 7] = [
+        Tasks::Init,
+        Tasks::Sign,
+        Tasks::Group,
+        Tasks::Components,
+        Tasks::Route,
+        Tasks::Verify,
+        Tasks::Dataset,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Tasks::Init => "init",
+            Tasks::Sign => "sign",
+            Tasks::Group => "group",
+            Tasks::Components => "components",
+            Tasks::Route => "route",
+            Tasks::Verify => "verify",
+            Tasks::Dataset => "dataset",
+        }
+    }
+
+    /// By shard (`Some(true)`), by partition (`Some(false)`) or once (`None`).
+    fn per_shard(self) -> Option<bool> {
+        match self {
+            Tasks::Sign | Tasks::Route | Tasks::Dataset => Some(true),
+            Tasks::Group | Tasks::Verify => Some(false),
+            Tasks::Init | Tasks::Components => None,
+        }
+    }
+
+    /// How many tasks the stage has in `plan` (none for `dataset` without `--write-dataset`).
+    fn count(self, plan: &plan::Plan) -> u32 {
+        match self.per_shard() {
+            _ if self == Tasks::Dataset && plan.dataset.is_none() => 0,
+            Some(true) => plan.shards,
+            Some(false) => plan.parts,
+            None => 1,
+        }
+    }
+
+    /// Task `i`'s place.
+    fn place(self, i: u32) -> lineage::Place {
+        match self.per_shard() {
+            Some(true) => lineage::Place::shard(self.name(), i),
+            Some(false) => lineage::Place::part(self.name(), i),
+            None => lineage::Place::once(self.name()),
+        }
+    }
+
+    /// Task `i`'s summary: the last file it writes.
+    fn summary(self, work: &Path, i: u32) -> std::path::PathBuf {
+        match self {
+            Tasks::Init => init::walk_path(work),
+            Tasks::Sign => sign::summary_path(work, i),
+            Tasks::Group => group::summary_path_of(work, i),
+            Tasks::Components => components::summary_path(work),
+            Tasks::Route => route::summary_path(work, i),
+            Tasks::Verify => verify::verified_path(work, i),
+            Tasks::Dataset => dataset::summary_path(work, i),
+        }
+    }
+
+    /// The command that runs task `i`.
+    fn command(self, plan: &plan::Plan, i: u32) -> String {
+        match self.per_shard() {
+            Some(true) => format!("dupfind stage {} --shard {i}/{}", self.name(), plan.shards),
+            Some(false) => format!("dupfind stage {} --part {i}/{}", self.name(), plan.parts),
+            None if self == Tasks::Init => "dupfind stage init".to_string(),
+            None => format!("dupfind stage {}", self.name()),
+        }
+    }
+
+    /// What to run when task `i` left no summary: "shard 3 has not been signed (run `dupfind
+    /// stage sign --shard 3/4`)", "partition 1 has not been grouped (…--part 1/2`)".
+    fn missing(self, plan: &plan::Plan, i: u32) -> String {
+        let done = match self {
+            Tasks::Init | Tasks::Components => {
+                return format!("run `{}` first", self.command(plan, i));
+            }
+            Tasks::Dataset => {
+                return format!(
+                    "shard {i}'s part of the dataset has not been written (run `{}`)",
+                    self.command(plan, i)
+                );
+            }
+            Tasks::Sign => "signed",
+            Tasks::Group => "grouped",
+            Tasks::Route => "routed",
+            Tasks::Verify => "verified",
+        };
+        let noun = if self.per_shard() == Some(true) {
+            "shard"
+        } else {
+            "partition"
+        };
+        format!(
+            "{noun} {i} has not been {done} (run `{}`)",
+            self.command(plan, i)
+        )
+    }
 }

@@ -15,8 +15,9 @@ use crate::messages::display_path;
 
 use super::files;
 
-/// Version of the work directory's layout; a stage refuses any other.
-pub const LAYOUT: u32 = 1;
+/// Version of the work directory's layout; a stage refuses any other. 2: every file carries
+/// its lineage (`lineage.rs`) and `run.json` its digest.
+pub const LAYOUT: u32 = 2;
 
 /// The run's settings.
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,6 +43,11 @@ pub struct Plan {
     pub options: ScanArgs,
     /// `--write-dataset`: where the deduplicated dataset goes (its bytes, base64).
     pub dataset: Option<String>,
+    /// The digest of everything above (xxh3-128 of its JSON): every work file names the digest
+    /// it was made with, so a `run.json` edited after a stage ran is refused, and a file made
+    /// with other options is named.
+    #[serde(default)]
+    pub digest: String,
 }
 
 impl Plan {
@@ -67,6 +73,15 @@ impl Plan {
                 crate::sketch::shingle::HASH_SCHEME
             );
         }
+        let digest = plan.compute_digest()?;
+        if plan.digest != digest {
+            bail!(
+                "{} was changed after `stage init` (its contents no longer match its digest): a \
+                 run's options cannot change once it has started; start a new run with `dupfind \
+                 stage init` in an empty directory",
+                display_path(&path)
+            );
+        }
         let starts = &plan.shard_starts;
         if plan.shards == 0
             || plan.parts == 0
@@ -79,6 +94,16 @@ impl Plan {
             );
         }
         Ok(plan)
+    }
+
+    /// The digest of the plan's contents (all but the digest itself).
+    pub fn compute_digest(&self) -> Result<String> {
+        let mut value = serde_json::to_value(self)?;
+        if let Some(o) = value.as_object_mut() {
+            o.remove("digest");
+        }
+        let bytes = serde_json::to_vec(&value)?;
+        Ok(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes)))
     }
 
     /// The configuration every stage runs with, from the stored options. Also moves the

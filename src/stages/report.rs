@@ -10,47 +10,26 @@ use crate::config::Config;
 use crate::exit::ExitCode;
 use crate::report::{self, Report, Stats};
 
-use super::components::summary_path as components_summary;
-use super::dataset::{summary_path as dataset_summary, DatasetSummary};
+use super::dataset::DatasetSummary;
 use super::plan::Plan;
-use super::sign::summary_path as sign_summary;
 use super::summary::{ComponentsSummary, ErrorRec, SignSummary, WalkSummary};
-use super::verify::{verified_path, VerifySummary};
+use super::verify::VerifySummary;
+use super::Tasks;
 
 /// The report of the run in `work`.
 pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
-    let walk_path = work.join("init").join("walk.json");
-    let walk: WalkSummary =
-        super::read_summary(&walk_path, "run `dupfind stage init` first", &plan)?;
-    let mut signs = Vec::new();
-    for shard in 0..plan.shards {
-        let path = sign_summary(work, shard);
-        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "signed", "sign");
-        let s: SignSummary = super::read_summary(&path, &missing, &plan)?;
-        signs.push(s);
-    }
-    let path = components_summary(work);
-    let comps: ComponentsSummary =
-        super::read_summary(&path, "run `dupfind stage components` first", &plan)?;
-    let mut parts = Vec::new();
-    for part in 0..plan.parts {
-        let path = verified_path(work, part);
-        let missing = super::not_run(super::Task::Part, part, plan.parts, "verified", "verify");
-        let v: VerifySummary = super::read_summary(&path, &missing, &plan)?;
-        parts.push(v);
-    }
+    // The whole chain first: a missing, misplaced, damaged or stale summary is an error naming
+    // it and what to run, never part of a report.
+    super::status::check(work, &plan)?;
+    let read = |tasks: Tasks, i: u32| tasks.summary(work, i);
+    let walk: WalkSummary = read_one(&plan, Tasks::Init, 0, &read)?;
+    let signs: Vec<SignSummary> = read_all(&plan, Tasks::Sign, &read)?;
+    let comps: ComponentsSummary = read_one(&plan, Tasks::Components, 0, &read)?;
+    let parts: Vec<VerifySummary> = read_all(&plan, Tasks::Verify, &read)?;
     let mut stats = counts(&walk, &signs, &comps, &parts);
-    let mut datasets = Vec::new();
-    if cfg.dataset.is_some() {
-        for shard in 0..plan.shards {
-            let path = dataset_summary(work, shard);
-            let what = format!("shard {shard}'s part of the dataset has not been written (run `dupfind stage dataset --shard {shard}/{}`)", plan.shards);
-            let d: DatasetSummary = super::read_summary(&path, &what, &plan)?;
-            datasets.push(d);
-        }
-    }
+    let datasets: Vec<DatasetSummary> = read_all(&plan, Tasks::Dataset, &read)?;
     let mut errors = Vec::new();
     let all = (walk.errors.iter())
         .chain(signs.iter().flat_map(|s| &s.errors))
@@ -74,6 +53,32 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
 }
 
 /// The counts that do not depend on the clusters.
+/// The summary of task `i` of `tasks`, found at `path(tasks, i)`.
+fn read_one<T: super::Summary>(
+    plan: &Plan,
+    tasks: Tasks,
+    i: u32,
+    path: &impl Fn(Tasks, u32) -> std::path::PathBuf,
+) -> Result<T> {
+    super::read_summary(
+        &path(tasks, i),
+        &tasks.missing(plan, i),
+        plan,
+        tasks.place(i),
+    )
+}
+
+/// The summaries of every task of `tasks`, in order.
+fn read_all<T: super::Summary>(
+    plan: &Plan,
+    tasks: Tasks,
+    path: &impl Fn(Tasks, u32) -> std::path::PathBuf,
+) -> Result<Vec<T>> {
+    (0..tasks.count(plan))
+        .map(|i| read_one(plan, tasks, i, path))
+        .collect()
+}
+
 fn counts(
     walk: &WalkSummary,
     signs: &[SignSummary],

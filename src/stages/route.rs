@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow_array::{Int32Array, Int64Array};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -17,12 +17,14 @@ use crate::ingest::{self, worker::DocWorker};
 use crate::input::walk::FileEntry;
 
 use super::columns::column;
-use super::components::{assign_path, summary_path as components_summary};
+use super::components::assign_path;
 use super::docs::{self, DocRow};
-use super::files;
+use super::files::{self, Input, Output};
+use super::lineage::{Lineage, Place};
 use super::plan::Plan;
 use super::sign::docs_path;
-use super::summary::ComponentsSummary;
+use super::summary::LineageOnly;
+use super::Tasks;
 
 /// Documents per batch of a route file.
 const BATCH: usize = 4096;
@@ -42,8 +44,8 @@ pub fn summary_path(work: &Path, shard: u32) -> PathBuf {
 /// `route/shard-I.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RouteSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: super::lineage::Lineage,
     /// The shard.
     pub shard: u32,
     /// Documents routed.
@@ -63,16 +65,19 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     plan.shard(shard)?;
-    let path = components_summary(work);
-    let _: ComponentsSummary =
-        super::read_summary(&path, "run `dupfind stage components` first", &plan)?;
-    let assign = read_assign(work, &plan, shard)?;
+    let place = Place::shard("route", shard);
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, place);
+    let comps: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Components, 0)?;
+    let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
+    let assign = read_assign(work, &plan, &comps.lineage, shard)?;
     let mut rows = Vec::new();
-    for b in files::read_parquet(
-        &docs_path(work, shard),
-        &plan.run,
-        "its shard was not signed",
-    )? {
+    let docs = Input::new(
+        work,
+        docs_path(work, shard),
+        &sign.lineage,
+        Place::shard("sign", shard),
+    );
+    for b in files::read_parquet(&docs, "its shard was not signed")? {
         for row in docs::from_batch(&b?)? {
             if let Ok(i) = assign.binary_search_by_key(&row.doc, |a| a.0) {
                 rows.push((assign[i].2, assign[i].1, row));
@@ -88,17 +93,22 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     for run in rows.chunk_by(|x, y| x.0 == y.0) {
         let part = run[0].0;
         let first = docs::to_batch(&[], true)?;
-        let mut out =
-            files::ParquetOut::create(&route_path(work, part, shard), first.schema(), &plan.run)?;
+        let file = Output::new(
+            work,
+            route_path(work, part, shard),
+            &lineage,
+            place.with_part(part),
+        );
+        let mut out = files::ParquetOut::create(&file, first.schema())?;
         for chunk in run.chunks(BATCH) {
             let chunk: Vec<DocRow> = chunk.iter().map(|r| r.2.clone()).collect();
             out.write(&docs::to_batch(&chunk, true)?)?;
         }
-        out.commit()?;
+        lineage.wrote(out.commit()?);
         parts.push(part);
     }
     let summary = RouteSummary {
-        run: plan.run.clone(),
+        lineage,
         shard,
         routed: rows.len() as u64,
         parts,
@@ -107,16 +117,34 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
 }
 
 /// (document, its unit, its partition) for every document of the shard in a component.
-fn read_assign(work: &Path, plan: &Plan, shard: u32) -> Result<Vec<(i64, i64, u32)>> {
+fn read_assign(
+    work: &Path,
+    plan: &Plan,
+    comps: &Lineage,
+    shard: u32,
+) -> Result<Vec<(i64, i64, u32)>> {
     let path = assign_path(work, shard);
+    let input = Input::new(work, path.clone(), comps, Place::shard("components", shard));
     let mut out = Vec::new();
-    for b in files::read_parquet(&path, &plan.run, "run `dupfind stage components` first")? {
+    for b in files::read_parquet(&input, "run `dupfind stage components` first")? {
         let b = b?;
         let damaged = || format!("{} is damaged", crate::messages::display_path(&path));
         let doc = column::<Int64Array>(&b, "doc").with_context(damaged)?;
         let canon = column::<Int64Array>(&b, "canon").with_context(damaged)?;
         let part = column::<Int32Array>(&b, "part").with_context(damaged)?;
-        out.extend((0..b.num_rows()).map(|k| (doc.value(k), canon.value(k), part.value(k) as u32)));
+        for k in 0..b.num_rows() {
+            let row = (doc.value(k), canon.value(k), part.value(k));
+            if row.0 >> 32 != i64::from(shard) || !(0..plan.parts as i32).contains(&row.2) {
+                bail!(
+                    "{}: row {k} (document {:#x}, partition {}) is not of shard {shard} or of \
+                     this run's partitions; run `dupfind stage components` again",
+                    crate::messages::display_path(&path),
+                    row.0,
+                    row.2
+                );
+            }
+            out.push((row.0, row.1, row.2 as u32));
+        }
     }
     Ok(out)
 }

@@ -27,8 +27,9 @@ use crate::sketch::simhash;
 
 use super::columns::{arc, batch, key_to_i64};
 use super::docs::{self, DocRow};
-use super::files;
+use super::files::{self, Output};
 use super::init::read_inputs;
+use super::lineage::{Lineage, Place, Written};
 use super::plan::Plan;
 use super::summary::{ErrorRec, SignSummary};
 
@@ -65,7 +66,9 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     let (start, end) = plan.shard(shard)?;
-    let inputs = read_inputs(work, &plan.run, start, end)?;
+    let place = Place::shard("sign", shard);
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, place);
+    let inputs = read_inputs(work, &plan, &mut lineage, start, end)?;
     let engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, inputs, &engine, false)?;
     let mut corpus = signed.corpus;
@@ -81,21 +84,27 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
         })
         .collect();
     let minhash = matches!(cfg.method, MethodConfig::MinHash { .. });
-    write_docs(
-        work,
-        shard,
-        &plan.run,
+    let out = Output::new(work, docs_path(work, shard), &lineage, place);
+    lineage.wrote(write_docs(
+        &out,
         &corpus,
         &found.canon,
         &texts,
         minhash,
         id,
-    )?;
-    write_keys(work, shard, &plan, &cfg, &corpus, &found.canon, &texts, id)?;
+    )?);
+    let keys = KeysOf {
+        corpus: &corpus,
+        canon: &found.canon,
+        texts: &texts,
+    };
+    for written in write_keys(work, shard, &plan, &cfg, &lineage, &keys, id)? {
+        lineage.wrote(written);
+    }
     let mut errors: Vec<ErrorRec> = signed.summary.errors.iter().map(ErrorRec::from).collect();
     errors.extend(outcomes.errors.iter().map(ErrorRec::from));
     let summary = SignSummary {
-        run: plan.run.clone(),
+        lineage,
         shard,
         documents: found.documents,
         bytes: found.bytes,
@@ -115,17 +124,14 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
 
 /// The document file: every document with text, its sketches on its shard's unit only
 /// (`minhash`: with a signature).
-#[allow(clippy::too_many_arguments)]
 fn write_docs(
-    work: &Path,
-    shard: u32,
-    run: &str,
+    out: &Output,
     corpus: &Corpus,
     canon: &[u32],
     texts: &[usize],
     minhash: bool,
     id: impl Fn(usize) -> i64,
-) -> Result<()> {
+) -> Result<Written> {
     let lanes = corpus.lanes;
     let row = |d: usize| {
         let c = canon[d] as usize;
@@ -147,12 +153,19 @@ fn write_docs(
         }
     };
     let empty = docs::to_batch(&[], false)?;
-    let mut out = files::ParquetOut::create(&docs_path(work, shard), empty.schema(), run)?;
+    let mut w = files::ParquetOut::create(out, empty.schema())?;
     for chunk in texts.chunks(BATCH) {
         let rows: Vec<DocRow> = chunk.iter().map(|&d| row(d)).collect();
-        out.write(&docs::to_batch(&rows, false)?)?;
+        w.write(&docs::to_batch(&rows, false)?)?;
     }
-    out.commit()
+    w.commit()
+}
+
+/// The documents whose keys a shard writes.
+struct KeysOf<'a> {
+    corpus: &'a Corpus,
+    canon: &'a [u32],
+    texts: &'a [usize],
 }
 
 /// One row of a key file.
@@ -165,17 +178,20 @@ struct KeyRow {
 
 /// The key files, one per group partition (empty ones too, so a partition can tell a shard with
 /// nothing for it from one not signed).
-#[allow(clippy::too_many_arguments)]
 fn write_keys(
     work: &Path,
     shard: u32,
     plan: &Plan,
     cfg: &Config,
-    corpus: &Corpus,
-    canon: &[u32],
-    texts: &[usize],
+    lineage: &Lineage,
+    keys: &KeysOf<'_>,
     id: impl Fn(usize) -> i64,
-) -> Result<()> {
+) -> Result<Vec<Written>> {
+    let KeysOf {
+        corpus,
+        canon,
+        texts,
+    } = *keys;
     let parts = plan.parts;
     let mut rows: Vec<Vec<KeyRow>> = (0..parts).map(|_| Vec::new()).collect();
     let mut push = |table: i32, key: u64, doc: i64, aux: i64| {
@@ -219,16 +235,14 @@ fn write_keys(
             }
         }
     }
+    let mut written = Vec::with_capacity(rows.len());
     for (part, rows) in rows.into_iter().enumerate() {
         let b = key_batch(&rows)?;
-        files::write_parquet(
-            &keys_path(work, shard, part as u32),
-            b.schema(),
-            &[b],
-            &plan.run,
-        )?;
+        let place = Place::shard("sign", shard).with_part(part as u32);
+        let out = Output::new(work, keys_path(work, shard, part as u32), lineage, place);
+        written.push(files::write_parquet(&out, b.schema(), &[b])?);
     }
-    Ok(())
+    Ok(written)
 }
 
 fn key_batch(rows: &[KeyRow]) -> Result<RecordBatch> {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::messages::InputError;
 use crate::sketch::kmv::Kmv;
 
+use super::lineage::Lineage;
 use super::plan::{path_from_b64, path_to_b64};
 
 /// An input error, its path as exact bytes (base64).
@@ -43,8 +44,8 @@ impl ErrorRec {
 /// `init/walk.json`: what the walk saw.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WalkSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: Lineage,
     /// Non-directory entries that passed the filters.
     pub files_seen: u64,
     /// FIFOs, sockets, devices.
@@ -72,8 +73,8 @@ pub struct WalkSummary {
 /// `sign/shard-I.json`: what signing one shard found.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SignSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: Lineage,
     /// The shard.
     pub shard: u32,
     /// Documents with text (sketched, or a copy of one sketched).
@@ -112,10 +113,10 @@ impl SignSummary {
 }
 
 /// `components/summary.json`: what grouping the buckets found.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ComponentsSummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: Lineage,
     /// Groups of two or more byte-identical documents.
     pub exact_groups: u64,
     /// Documents that are a byte-identical copy of an earlier one.
@@ -126,4 +127,11 @@ pub struct ComponentsSummary {
     pub largest_component: u64,
     /// Documents of the largest band bucket (units only).
     pub largest_bucket: u64,
+}
+
+/// Any summary, read for its lineage alone.
+#[derive(Debug, Deserialize)]
+pub struct LineageOnly {
+    /// Where it comes from.
+    pub lineage: Lineage,
 }

@@ -28,11 +28,13 @@ use crate::verify::{self, Judge};
 use super::columns::{column, key_from_i64, Int64Lists};
 use super::components::{copies_path, part_path};
 use super::docs::{self, DocRow};
-use super::files;
+use super::files::{self, Input};
+use super::lineage::{Lineage, Place};
 use super::plan::Plan;
 use super::records::ClusterRec;
-use super::route::{route_path, summary_path as route_summary, RouteSummary};
-use super::summary::ErrorRec;
+use super::route::{route_path, RouteSummary};
+use super::summary::{ErrorRec, LineageOnly};
+use super::Tasks;
 
 /// The partition's result.
 pub fn verified_path(work: &Path, part: u32) -> PathBuf {
@@ -42,8 +44,8 @@ pub fn verified_path(work: &Path, part: u32) -> PathBuf {
 /// `verify/part-K.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct VerifySummary {
-    /// The run.
-    pub run: String,
+    /// Where it comes from.
+    pub lineage: super::lineage::Lineage,
     /// The partition.
     pub part: u32,
     /// Distinct candidate pairs checked.
@@ -65,7 +67,10 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     let part = plan.part(part)?;
-    let rows = read_routed(work, &plan, part)?;
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("verify", part));
+    let comps: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Components, 0)?;
+    let comps = &comps.lineage;
+    let rows = read_routed(work, &plan, &mut lineage, part)?;
     let ids: Vec<i64> = rows.iter().map(|r| r.doc).collect();
     let local = |d: i64| -> Result<u32> {
         ids.binary_search(&d)
@@ -73,10 +78,10 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
             .ok()
             .with_context(|| format!("document {d:#x} of partition {part} was not routed to it"))
     };
-    let copies = read_copies(work, &plan, part)?;
+    let copies = read_copies(work, comps, part)?;
     let (mut corpus, texts) = corpus_of(&cfg, rows, &copies);
     let identical = identical_of(&corpus, &copies, &local)?;
-    let candidates = candidates_of(work, &plan, &cfg, part, &local)?;
+    let candidates = candidates_of(work, comps, &cfg, part, &local)?;
     let engine = ingest::engine(&cfg, None);
     engine
         .spill
@@ -118,7 +123,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
     };
     let clusters = build::cluster_records(&inputs, &found, &mut errors);
     let summary = VerifySummary {
-        run: plan.run.clone(),
+        lineage,
         part,
         checked: verified.checked,
         passed: verified.passed,
@@ -137,18 +142,29 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
 }
 
 /// Every document routed to the partition, in run-wide order.
-fn read_routed(work: &Path, plan: &Plan, part: u32) -> Result<Vec<DocRow>> {
+fn read_routed(work: &Path, plan: &Plan, lineage: &mut Lineage, part: u32) -> Result<Vec<DocRow>> {
     let mut rows = Vec::new();
     for shard in 0..plan.shards {
-        let path = route_summary(work, shard);
-        let missing = super::not_run(super::Task::Shard, shard, plan.shards, "routed", "route");
-        let s: RouteSummary = super::read_summary(&path, &missing, plan)?;
+        let s: RouteSummary = super::consume(work, plan, lineage, Tasks::Route, shard)?;
         if !s.parts.contains(&part) {
             continue;
         }
         let path = route_path(work, part, shard);
-        for b in files::read_parquet(&path, &plan.run, "its shard was not routed completely")? {
-            rows.extend(docs::from_batch(&b?)?);
+        let place = Place::shard("route", shard).with_part(part);
+        let input = Input::new(work, path.clone(), &s.lineage, place);
+        for b in files::read_parquet(&input, "its shard was not routed completely")? {
+            for row in docs::from_batch(&b?)? {
+                if row.doc >> 32 != i64::from(shard) {
+                    bail!(
+                        "{}: document {:#x} is not of shard {shard}; run `dupfind stage route \
+                         --shard {shard}/{}` again",
+                        crate::messages::display_path(&path),
+                        row.doc,
+                        plan.shards
+                    );
+                }
+                rows.push(row);
+            }
         }
     }
     rows.sort_by_key(|r| r.doc);
@@ -159,10 +175,11 @@ fn read_routed(work: &Path, plan: &Plan, part: u32) -> Result<Vec<DocRow>> {
 }
 
 /// (copy, unit) of the partition's byte-identical copies.
-fn read_copies(work: &Path, plan: &Plan, part: u32) -> Result<Vec<(i64, i64)>> {
-    let path = copies_path(work, part);
+fn read_copies(work: &Path, comps: &Lineage, part: u32) -> Result<Vec<(i64, i64)>> {
+    let place = Place::once("components").with_part(part);
+    let input = Input::new(work, copies_path(work, part), comps, place);
     let mut out = Vec::new();
-    for b in files::read_parquet(&path, &plan.run, "run `dupfind stage components` first")? {
+    for b in files::read_parquet(&input, "run `dupfind stage components` first")? {
         let b = b?;
         let doc = column::<Int64Array>(&b, "doc")?;
         let canon = column::<Int64Array>(&b, "canon")?;
@@ -270,7 +287,7 @@ fn identical_of(
 /// order, documents by local id.
 fn candidates_of(
     work: &Path,
-    plan: &Plan,
+    comps: &Lineage,
     cfg: &Config,
     part: u32,
     local: &impl Fn(i64) -> Result<u32>,
@@ -281,7 +298,9 @@ fn candidates_of(
     };
     let mut entries: Vec<Vec<(u64, u32)>> = vec![Vec::new(); tables];
     let path = part_path(work, part);
-    for b in files::read_parquet(&path, &plan.run, "run `dupfind stage components` first")? {
+    let place = Place::once("components").with_part(part);
+    let input = Input::new(work, path.clone(), comps, place);
+    for b in files::read_parquet(&input, "run `dupfind stage components` first")? {
         let b = b?;
         let table = column::<Int32Array>(&b, "table")?;
         let key = column::<Int64Array>(&b, "key")?;

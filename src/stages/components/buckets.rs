@@ -11,11 +11,12 @@ use anyhow::{bail, Context, Result};
 use arrow_array::{Int32Array, Int64Array, RecordBatch};
 
 use crate::messages::display_path;
-use crate::stages::columns::{column, Int64Lists};
-use crate::stages::files;
+use crate::stages::columns::{column, key_from_i64, Int64Lists};
+use crate::stages::files::{self, Input};
 use crate::stages::group::buckets_path;
+use crate::stages::lineage::{Lineage, Place};
 use crate::stages::plan::Plan;
-use crate::stages::sign::CONTENT_TABLE;
+use crate::stages::sign::{partition, CONTENT_TABLE};
 
 /// A bucket of a group file.
 pub struct Bucket<'a> {
@@ -32,6 +33,8 @@ pub struct Bucket<'a> {
 /// One group file, read in order.
 pub struct GroupFile {
     path: PathBuf,
+    /// The partition of band keys its buckets must belong to, when checked.
+    part: Option<(u32, u32)>,
     batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
     chunk: Chunk,
     /// The current bucket's row in `chunk`.
@@ -52,16 +55,22 @@ struct Chunk {
 }
 
 impl GroupFile {
-    /// Opens group partition `part`'s file.
-    pub fn open(work: &Path, plan: &Plan, part: u32) -> Result<GroupFile> {
-        GroupFile::at(buckets_path(work, part), &plan.run)
+    /// Opens group partition `part`'s file, written by the attempt `group`: every bucket's key
+    /// must be of that partition.
+    pub fn open(work: &Path, plan: &Plan, group: &Lineage, part: u32) -> Result<GroupFile> {
+        let place = Place::part("group", part);
+        let input = Input::new(work, buckets_path(work, part), group, place);
+        let mut file = GroupFile::at(&input)?;
+        file.part = Some((part, plan.parts));
+        Ok(file)
     }
 
-    /// Opens the group file at `path`, of run `run`.
-    pub fn at(path: PathBuf, run: &str) -> Result<GroupFile> {
-        let batches = files::read_parquet(&path, run, "its partition was not grouped completely")?;
+    /// Opens the group file `input`.
+    pub fn at(input: &Input<'_>) -> Result<GroupFile> {
+        let batches = files::read_parquet(input, "its partition was not grouped completely")?;
         Ok(GroupFile {
-            path,
+            path: input.path().to_path_buf(),
+            part: None,
             batches: Box::new(batches),
             chunk: Chunk::default(),
             row: None,
@@ -87,6 +96,17 @@ impl GroupFile {
                  each bucket once)",
                 display_path(&self.path)
             );
+        }
+        if let Some((part, parts)) = self.part {
+            if partition(at.0, key_from_i64(at.1), parts) != part {
+                bail!(
+                    "{}: the bucket of table {} and key {} belongs to another partition; run \
+                     `dupfind stage group --part {part}/{parts}` again",
+                    display_path(&self.path),
+                    at.0,
+                    at.1
+                );
+            }
         }
         self.last = Some(at);
         self.row = Some(next);
@@ -192,10 +212,28 @@ impl Merge {
 #[cfg(test)]
 pub type Row = (i32, i64, Vec<i64>, Vec<i64>);
 
-/// Writes a group file of run `run` at `path`, a record batch per item of `batches`.
+/// A group attempt for tests, at partition 0 of run `run`.
+#[cfg(test)]
+pub fn test_group() -> Lineage {
+    Lineage::attempt("run", "digest", Place::part("group", 0))
+}
+
+/// Opens a file [`write_group_file`] wrote.
+#[cfg(test)]
+pub fn test_open(work: &Path, path: &Path, group: &Lineage) -> Result<GroupFile> {
+    GroupFile::at(&Input::new(
+        work,
+        path.to_path_buf(),
+        group,
+        Place::part("group", 0),
+    ))
+}
+
+/// Writes a group file at `path` in `work` for the attempt `group`, a record batch per item
+/// of `batches`.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-pub fn write_group_file(path: &Path, run: &str, batches: &[&[Row]]) {
+pub fn write_group_file(work: &Path, path: &Path, group: &mut Lineage, batches: &[&[Row]]) {
     use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
 
     use crate::stages::columns::{arc, batch};
@@ -223,7 +261,8 @@ pub fn write_group_file(path: &Path, run: &str, batches: &[&[Row]]) {
         })
         .collect();
     let schema = batches[0].schema();
-    files::write_parquet(path, schema, &batches, run).unwrap();
+    let out = files::Output::new(work, path.to_path_buf(), group, Place::part("group", 0));
+    group.wrote(files::write_parquet(&out, schema, &batches).unwrap());
 }
 
 #[cfg(test)]
@@ -244,7 +283,8 @@ mod tests {
     /// empty batch where `cut` is 0), merged back.
     fn round_trip(rows: &[Row], files: usize, deal: &[usize], cut: usize) -> Result<Vec<Row>> {
         let dir = tempfile::tempdir().unwrap();
-        let mut opened = Vec::new();
+        let mut group = test_group();
+        let mut paths = Vec::new();
         for f in 0..files {
             let mine: Vec<Row> = (rows.iter().enumerate())
                 .filter(|(i, _)| deal[i % deal.len()] % files == f)
@@ -255,10 +295,11 @@ mod tests {
                 batches.insert(0, &[]);
             }
             let path = dir.path().join(format!("part-{f}.parquet"));
-            write_group_file(&path, "run", &batches);
-            opened.push(GroupFile::at(path, "run")?);
+            write_group_file(dir.path(), &path, &mut group, &batches);
+            paths.push(path);
         }
-        read_all(Merge::new(opened)?)
+        let opened = paths.iter().map(|p| test_open(dir.path(), p, &group));
+        read_all(Merge::new(opened.collect::<Result<_>>()?)?)
     }
 
     fn bucket() -> impl Strategy<Value = Row> {
@@ -301,9 +342,10 @@ mod tests {
         for rows in [vec![a.clone(), b], vec![a.clone(), a]] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("part-7.parquet");
+            let mut group = test_group();
             // Across record batches, as within one.
-            write_group_file(&path, "run", &[&rows[..1], &rows[1..]]);
-            let m = Merge::new(vec![GroupFile::at(path, "run").unwrap()]).unwrap();
+            write_group_file(dir.path(), &path, &mut group, &[&rows[..1], &rows[1..]]);
+            let m = Merge::new(vec![test_open(dir.path(), &path, &group).unwrap()]).unwrap();
             let e = read_all(m).unwrap_err().to_string();
             assert!(
                 e.contains("part-7.parquet is not in increasing (table, key) order"),
@@ -316,8 +358,13 @@ mod tests {
     fn content_hashes_not_parallel_to_the_documents_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("part-1.parquet");
-        write_group_file(&path, "run", &[&[(CONTENT_TABLE, 1, vec![1, 2], vec![0])]]);
-        let e = GroupFile::at(path, "run").unwrap().advance().unwrap_err();
+        let mut group = test_group();
+        let rows: &[Row] = &[(CONTENT_TABLE, 1, vec![1, 2], vec![0])];
+        write_group_file(dir.path(), &path, &mut group, &[rows]);
+        let e = test_open(dir.path(), &path, &group)
+            .unwrap()
+            .advance()
+            .unwrap_err();
         assert!(
             format!("{e:#}").contains("`aux` is not parallel to `docs`"),
             "{e:#}"

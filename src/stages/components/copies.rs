@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
+use crate::stages::group::GroupSummary;
 use crate::stages::plan::Plan;
 use crate::stages::sign::CONTENT_TABLE;
 
@@ -21,9 +22,13 @@ pub struct Copies {
 
 impl Copies {
     /// Reads the content table of every group file (stopping at each file's first band
-    /// bucket).
-    pub fn read(work: &Path, plan: &Plan) -> Result<Copies> {
-        Copies::of((0..plan.parts).map(|part| GroupFile::open(work, plan, part)))
+    /// bucket), each written by the attempt in `groups`.
+    pub fn read(work: &Path, plan: &Plan, groups: &[GroupSummary]) -> Result<Copies> {
+        Copies::of(
+            (0..plan.parts)
+                .zip(groups)
+                .map(|(part, g)| GroupFile::open(work, plan, &g.lineage, part)),
+        )
     }
 
     /// The copies in the content tables of `files`.
@@ -89,7 +94,7 @@ impl Copies {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::buckets::{write_group_file, Row};
+    use super::super::buckets::{test_group, test_open, write_group_file, Row};
     use super::*;
 
     /// The copies of group files holding `files`, each file one record batch.
@@ -98,10 +103,11 @@ mod tests {
         let paths: Vec<_> = (0..files.len())
             .map(|f| dir.path().join(format!("part-{f}.parquet")))
             .collect();
+        let mut group = test_group();
         for (path, rows) in paths.iter().zip(files) {
-            write_group_file(path, "run", &[rows]);
+            write_group_file(dir.path(), path, &mut group, &[rows]);
         }
-        Copies::of(paths.into_iter().map(|p| GroupFile::at(p, "run")))
+        Copies::of(paths.iter().map(|p| test_open(dir.path(), p, &group)))
     }
 
     #[test]

@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::files;
-use super::group::{summary_path_of, GroupSummary};
+use super::files::{self, Output};
+use super::group::GroupSummary;
+use super::lineage::{Lineage, Place, Written};
 use super::plan::Plan;
 use super::sign::CONTENT_TABLE;
 use super::summary::ComponentsSummary;
@@ -67,15 +68,18 @@ pub fn summary_path(work: &Path) -> PathBuf {
 /// Finds the candidate components and deals them out.
 pub fn components(work: &Path) -> Result<()> {
     let plan = Plan::read(work)?;
-    for part in 0..plan.parts {
-        let path = summary_path_of(work, part);
-        let missing = super::not_run(super::Task::Part, part, plan.parts, "grouped", "group");
-        let _: GroupSummary = super::read_summary(&path, &missing, &plan)?;
-    }
-    let copies = Copies::read(work, &plan)?;
-    let (ids, largest_bucket) = candidates(work, &plan, &copies)?;
+    let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
+    let groups: Vec<GroupSummary> =
+        super::consume_all(work, &plan, &mut lineage, super::Tasks::Group)?;
+    let run = Run {
+        work,
+        plan: &plan,
+        groups: &groups,
+    };
+    let copies = Copies::read(work, &plan, &groups)?;
+    let (ids, largest_bucket) = candidates(&run, &copies)?;
     let mut forest = Forest::new(ids.as_slice().len() as u32);
-    for_each_band(work, &plan, &copies, |units| {
+    for_each_band(&run, &copies, |units| {
         let mut prev = index(&ids, units[0])?;
         for &d in &units[1..] {
             let i = index(&ids, d)?;
@@ -91,11 +95,21 @@ pub fn components(work: &Path) -> Result<()> {
         forest.union(index(&ids, u)?, index(&ids, c)?);
     }
     let (part_of, components) = forest.deal(plan.parts);
-    write_buckets(work, &plan, &copies, &ids, &part_of)?;
-    write_copies(work, &plan, &copies, &ids, &part_of)?;
-    write_assign(work, &plan, &copies, &ids, &part_of)?;
+    let dealt = Dealt {
+        copies: &copies,
+        ids: &ids,
+        part_of: &part_of,
+    };
+    let written = [
+        write_buckets(&run, &lineage, &dealt)?,
+        write_copies(&run, &lineage, &dealt)?,
+        write_assign(&run, &lineage, &dealt)?,
+    ];
+    for w in written.into_iter().flatten() {
+        lineage.wrote(w);
+    }
     let summary = ComponentsSummary {
-        run: plan.run.clone(),
+        lineage,
         exact_groups: copies.groups,
         exact_copies: copies.pairs().len() as u64,
         components,
@@ -106,15 +120,46 @@ pub fn components(work: &Path) -> Result<()> {
 }
 
 /// Calls `f` with the units of every band bucket that has two or more, file by file.
+/// Components' place: it runs once.
+const PLACE: Place = Place {
+    stage: "components",
+    shard: None,
+    part: None,
+};
+
+/// What the stage reads: the run and the group attempts it read the summaries of.
+struct Run<'a> {
+    work: &'a Path,
+    plan: &'a Plan,
+    groups: &'a [GroupSummary],
+}
+
+impl Run<'_> {
+    fn group_file(&self, part: u32) -> Result<GroupFile> {
+        let g = &self.groups[part as usize].lineage;
+        GroupFile::open(self.work, self.plan, g, part)
+    }
+
+    fn output(&self, lineage: &Lineage, path: PathBuf, place: Place) -> Output {
+        Output::new(self.work, path, lineage, place)
+    }
+}
+
+/// The components dealt out: the copies, the candidate documents and each one's partition.
+struct Dealt<'a> {
+    copies: &'a Copies,
+    ids: &'a Ids,
+    part_of: &'a [u32],
+}
+
 fn for_each_band(
-    work: &Path,
-    plan: &Plan,
+    run: &Run<'_>,
     copies: &Copies,
     mut f: impl FnMut(&[i64]) -> Result<()>,
 ) -> Result<()> {
     let mut units = Vec::new();
-    for part in 0..plan.parts {
-        let mut file = GroupFile::open(work, plan, part)?;
+    for part in 0..run.plan.parts {
+        let mut file = run.group_file(part)?;
         while let Some(b) = file.next_bucket()? {
             if b.table != CONTENT_TABLE {
                 copies.units_of(b.docs, &mut units);
@@ -129,10 +174,10 @@ fn for_each_band(
 
 /// The candidate documents (the units of the band buckets that keep two or more, and the
 /// members of the byte-identical groups), and the units of the largest band bucket.
-fn candidates(work: &Path, plan: &Plan, copies: &Copies) -> Result<(Ids, u64)> {
+fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
     let mut ids = IdsBuilder::default();
     let mut largest = 0;
-    for_each_band(work, plan, copies, |units| {
+    for_each_band(run, copies, |units| {
         largest = largest.max(units.len() as u64);
         ids.extend(units)
     })?;
@@ -154,14 +199,14 @@ fn index(ids: &Ids, doc: i64) -> Result<u32> {
 
 /// Each partition's band buckets, in (table, key) order: the group files merged, each bucket
 /// spilled to its partition's temporary file, then each partition's file written from it.
-fn write_buckets(
-    work: &Path,
-    plan: &Plan,
-    copies: &Copies,
-    ids: &Ids,
-    part_of: &[u32],
-) -> Result<()> {
-    let files = (0..plan.parts).map(|p| GroupFile::open(work, plan, p));
+fn write_buckets(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+    let (plan, work) = (run.plan, run.work);
+    let Dealt {
+        copies,
+        ids,
+        part_of,
+    } = *dealt;
+    let files = (0..plan.parts).map(|p| run.group_file(p));
     let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
     let mut spill = Spill::new(&work.join("components"), plan.parts)?;
     let mut units = Vec::new();
@@ -177,54 +222,52 @@ fn write_buckets(
         }
     }
     drop(merged);
+    let mut written = Vec::with_capacity(plan.parts as usize);
     for part in 0..plan.parts {
         let mut spilled = spill.reader(part).context("no such partition")?;
-        let mut out: Sink<BucketRows> = Sink::new(&part_path(work, part), &plan.run);
+        let file = run.output(lineage, part_path(work, part), PLACE.with_part(part));
+        let mut out: Sink<BucketRows> = Sink::new(file);
         while let Some(row) = spilled.next_bucket()? {
             out.push(row)?;
         }
-        out.commit()?;
+        written.push(out.commit()?);
     }
-    Ok(())
+    Ok(written)
 }
 
 /// Each partition's copies, by copy.
-fn write_copies(
-    work: &Path,
-    plan: &Plan,
-    copies: &Copies,
-    ids: &Ids,
-    part_of: &[u32],
-) -> Result<()> {
-    let mut out: Vec<Sink<CopyRows>> = (0..plan.parts)
-        .map(|p| Sink::new(&copies_path(work, p), &plan.run))
+fn write_copies(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+    let mut out: Vec<Sink<CopyRows>> = (0..run.plan.parts)
+        .map(|p| {
+            let path = copies_path(run.work, p);
+            Sink::new(run.output(lineage, path, PLACE.with_part(p)))
+        })
         .collect();
-    for &(c, u) in copies.pairs() {
-        out[part_of[index(ids, c)? as usize] as usize].push((c, u))?;
+    for &(c, u) in dealt.copies.pairs() {
+        out[dealt.part_of[index(dealt.ids, c)? as usize] as usize].push((c, u))?;
     }
-    out.into_iter().try_for_each(Sink::commit)
+    out.into_iter().map(Sink::commit).collect()
 }
 
 /// Where each shard's candidate documents go.
-fn write_assign(
-    work: &Path,
-    plan: &Plan,
-    copies: &Copies,
-    ids: &Ids,
-    part_of: &[u32],
-) -> Result<()> {
-    let ids = ids.as_slice();
+fn write_assign(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+    let (plan, work) = (run.plan, run.work);
+    let (copies, part_of) = (dealt.copies, dealt.part_of);
+    let ids = dealt.ids.as_slice();
+    let mut written = Vec::with_capacity(plan.shards as usize);
     for shard in 0..plan.shards {
         let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
         let (from, to) = (
             ids.partition_point(|&d| d < lo),
             ids.partition_point(|&d| d < hi),
         );
-        let mut out: Sink<AssignRows> = Sink::new(&assign_path(work, shard), &plan.run);
+        let file = Place::shard("components", shard);
+        let mut out: Sink<AssignRows> =
+            Sink::new(run.output(lineage, assign_path(work, shard), file));
         for i in from..to {
             out.push((ids[i], copies.canon(ids[i]), part_of[i] as i32))?;
         }
-        out.commit()?;
+        written.push(out.commit()?);
     }
-    Ok(())
+    Ok(written)
 }

@@ -4,14 +4,13 @@
 //! (as the stage wrote it when it held every bucket in memory), and a file being written holds
 //! at most one row group in memory.
 
-use std::path::{Path, PathBuf};
-
 use anyhow::Result;
 use arrow_array::builder::{ArrayBuilder, Int32Builder, Int64Builder, ListBuilder};
 use arrow_array::RecordBatch;
 
 use crate::stages::columns::{arc, batch};
-use crate::stages::files::{ParquetOut, ROW_GROUP};
+use crate::stages::files::{Output, ParquetOut, ROW_GROUP};
+use crate::stages::lineage::Written;
 
 /// The rows of one kind of file, as they are built.
 pub trait Rows: Default {
@@ -28,18 +27,16 @@ pub trait Rows: Default {
 /// A file being written a row group at a time; created on disk at its first full row group,
 /// so that a small file is not held open while the others are written.
 pub struct Sink<R: Rows> {
-    path: PathBuf,
-    run: String,
+    file: Output,
     rows: R,
     out: Option<ParquetOut>,
 }
 
 impl<R: Rows> Sink<R> {
-    /// A file at `path`, tagged with `run`.
-    pub fn new(path: &Path, run: &str) -> Sink<R> {
+    /// The file `file`.
+    pub fn new(file: Output) -> Sink<R> {
         Sink {
-            path: path.to_path_buf(),
-            run: run.to_string(),
+            file,
             rows: R::default(),
             out: None,
         }
@@ -49,24 +46,26 @@ impl<R: Rows> Sink<R> {
     pub fn push(&mut self, row: R::Row<'_>) -> Result<()> {
         self.rows.push(row);
         if self.rows.rows() >= ROW_GROUP {
-            self.write()?;
+            self.out = Some(self.write()?);
         }
         Ok(())
     }
 
-    /// Writes the rows left and makes the file visible.
-    pub fn commit(mut self) -> Result<()> {
-        self.write()?;
-        self.out.map_or(Ok(()), ParquetOut::commit)
+    /// Writes the rows left and makes the file visible; returns its name and CRC-32.
+    pub fn commit(mut self) -> Result<Written> {
+        let out = self.write()?;
+        out.commit()
     }
 
-    fn write(&mut self) -> Result<()> {
+    /// Writes the rows gathered; returns the file, created at the first call.
+    fn write(&mut self) -> Result<ParquetOut> {
         let b = self.rows.finish()?;
-        let out = match &mut self.out {
+        let mut out = match self.out.take() {
             Some(out) => out,
-            none => none.insert(ParquetOut::create(&self.path, b.schema(), &self.run)?),
+            None => ParquetOut::create(&self.file, b.schema())?,
         };
-        out.write(&b)
+        out.write(&b)?;
+        Ok(out)
     }
 }
 
@@ -163,6 +162,8 @@ impl Rows for AssignRows {
 mod tests {
     use super::*;
     use crate::stages::files;
+    use crate::stages::lineage::{Lineage, Place};
+    use std::path::Path;
 
     fn rows(n: i64) -> Vec<(i32, i64, Vec<i64>)> {
         (0..n)
@@ -183,7 +184,16 @@ mod tests {
             dir.path().join("sink.parquet"),
             dir.path().join("one.parquet"),
         );
-        let mut sink: Sink<BucketRows> = Sink::new(&a, "run");
+        let lineage = Lineage::attempt("run", "digest", Place::once("components"));
+        let out = |p: &Path| {
+            Output::new(
+                dir.path(),
+                p.to_path_buf(),
+                &lineage,
+                Place::once("components"),
+            )
+        };
+        let mut sink: Sink<BucketRows> = Sink::new(out(&a));
         let mut one = BucketRows::default();
         for (t, k, d) in rows(n) {
             sink.push((t, k, &d)).unwrap();
@@ -191,7 +201,7 @@ mod tests {
         }
         sink.commit().unwrap();
         let one = one.finish().unwrap();
-        files::write_parquet(&b, one.schema(), &[one], "run").unwrap();
+        files::write_parquet(&out(&b), one.schema(), &[one]).unwrap();
         (std::fs::read(a).unwrap(), std::fs::read(b).unwrap())
     }
 

@@ -1,0 +1,228 @@
+//! The state of a run, task by task, from the summaries' lineage (`lineage.rs`): done, missing,
+//! invalid (damaged, of another run, in another task's place, made with other options) or
+//! stale (made from a summary written again since, or from one that is not done itself). Every
+//! task needs exactly the summaries its stage reads. `stage report` refuses a run that is not
+//! all done; `stage status` prints the table, and `--todo STAGE` the tasks of one stage to run
+//! again, for `run-local.sh --resume`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use super::lineage::{self, Lineage};
+use super::plan::Plan;
+use super::summary::LineageOnly;
+use super::Tasks;
+
+/// A task's state.
+pub enum State {
+    /// Its summary is in place and everything it was made from is current.
+    Done(Lineage),
+    /// It has not run (what to run).
+    Missing(String),
+    /// Its summary is damaged, of another run or place, or made with other options (why).
+    Invalid(String),
+    /// It was made from a summary that changed since or is not done itself (why).
+    Stale(String),
+}
+
+/// One task of a run.
+pub struct Task {
+    /// Its stage.
+    pub tasks: Tasks,
+    /// Its shard or partition (0 for a stage that runs once).
+    pub index: u32,
+    /// Its state.
+    pub state: State,
+}
+
+/// The summaries task `i` of `tasks` must have read (work-relative names).
+fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
+    let all = |t: Tasks| -> Vec<String> {
+        (0..t.count(plan))
+            .map(|j| lineage::rel(work, &t.summary(work, j)))
+            .collect()
+    };
+    let one = |t: Tasks, j: u32| vec![lineage::rel(work, &t.summary(work, j))];
+    match tasks {
+        Tasks::Init => Vec::new(),
+        Tasks::Sign => one(Tasks::Init, 0),
+        Tasks::Group => all(Tasks::Sign),
+        Tasks::Components => all(Tasks::Group),
+        Tasks::Route => [one(Tasks::Components, 0), one(Tasks::Sign, i)].concat(),
+        Tasks::Verify => [one(Tasks::Components, 0), all(Tasks::Route)].concat(),
+        Tasks::Dataset => [one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
+    }
+}
+
+/// Every task of the run in `work`, in the order the stages run.
+pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
+    // The attempt of each summary that is done; None for one that is not.
+    let mut current: HashMap<String, Option<String>> = HashMap::new();
+    let mut out = Vec::new();
+    for tasks in Tasks::ALL {
+        for i in 0..tasks.count(plan) {
+            let path = tasks.summary(work, i);
+            let rel = lineage::rel(work, &path);
+            let state = state_of(work, plan, tasks, i, &path, &rel, &current);
+            let attempt = match &state {
+                State::Done(l) => Some(l.tag.attempt.clone()),
+                _ => None,
+            };
+            current.insert(rel, attempt);
+            out.push(Task {
+                tasks,
+                index: i,
+                state,
+            });
+        }
+    }
+    out
+}
+
+fn state_of(
+    work: &Path,
+    plan: &Plan,
+    tasks: Tasks,
+    i: u32,
+    path: &Path,
+    rel: &str,
+    current: &HashMap<String, Option<String>>,
+) -> State {
+    let missing = tasks.missing(plan, i);
+    let s: LineageOnly = match super::read_summary(path, &missing, plan, tasks.place(i)) {
+        Ok(s) => s,
+        Err(_) if !path.exists() => return State::Missing(missing),
+        Err(e) => return State::Invalid(format!("{e:#}")),
+    };
+    let consumed = &s.lineage.consumed;
+    let needed = needs(work, plan, tasks, i);
+    for need in &needed {
+        let Some(read) = consumed.get(need) else {
+            return State::Invalid(format!(
+                "{rel} does not say which attempt of {need} it was made from (not written by \
+                 this build of a stage?)"
+            ));
+        };
+        match current.get(need) {
+            Some(Some(now)) if now == read => {}
+            Some(Some(now)) => {
+                return State::Stale(format!(
+                    "{rel} was made from attempt {read} of {need}, which was written again \
+                     since (attempt {now})"
+                ))
+            }
+            _ => {
+                return State::Stale(format!(
+                    "{rel} was made from {need}, which is missing, damaged or stale now"
+                ))
+            }
+        }
+    }
+    if consumed.len() != needed.len() {
+        return State::Invalid(format!(
+            "{rel} was made from summaries its stage does not read"
+        ));
+    }
+    State::Done(s.lineage)
+}
+
+/// Refuses a run whose tasks are not all done, naming the first that is not and what to run.
+pub fn check(work: &Path, plan: &Plan) -> Result<()> {
+    for t in survey(work, plan) {
+        let again = |why: &str| {
+            format!(
+                "{why}: run `{} --work {}` again, then the stages after it (`contrib/staged/\
+                 run-local.sh --resume --work {}` runs exactly what is missing or stale)",
+                t.tasks.command(plan, t.index),
+                crate::messages::display_path(work),
+                crate::messages::display_path(work)
+            )
+        };
+        match t.state {
+            State::Done(_) => {}
+            State::Missing(why) => bail!(
+                "{} is missing: {why}",
+                crate::messages::display_path(&t.tasks.summary(work, t.index))
+            ),
+            State::Invalid(why) | State::Stale(why) => bail!("{}", again(&why)),
+        }
+    }
+    Ok(())
+}
+
+/// Prints the run's state (`stage status`), or with `todo` the tasks of that stage that are
+/// not done, one index a line.
+pub fn print(work: &Path, todo: Option<&str>, out: &mut impl Write) -> Result<()> {
+    let plan = Plan::read(work)?;
+    let tasks = survey(work, &plan);
+    if let Some(stage) = todo {
+        let Some(which) = Tasks::ALL.into_iter().find(|t| t.name() == stage) else {
+            let names: Vec<&str> = Tasks::ALL.iter().map(|t| t.name()).collect();
+            bail!(
+                "--todo {stage}: no such stage (the stages are {})",
+                names.join(", ")
+            );
+        };
+        for t in tasks.iter().filter(|t| t.tasks == which) {
+            if !matches!(t.state, State::Done(_)) {
+                writeln!(out, "{}", t.index)?;
+            }
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "run {}: {} shards, {} partitions",
+        plan.run, plan.shards, plan.parts
+    )?;
+    let mut next = None;
+    for stage in Tasks::ALL {
+        let mine: Vec<&Task> = tasks.iter().filter(|t| t.tasks == stage).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let done = mine
+            .iter()
+            .filter(|t| matches!(t.state, State::Done(_)))
+            .count();
+        writeln!(out, "{:<11} {done} of {} done", stage.name(), mine.len())?;
+        for t in &mine {
+            let (what, why) = match &t.state {
+                State::Done(_) => continue,
+                State::Missing(_) => ("missing", None),
+                State::Invalid(why) => ("invalid", Some(why)),
+                State::Stale(why) => ("stale", Some(why)),
+            };
+            next.get_or_insert_with(|| t.tasks.command(&plan, t.index));
+            match why {
+                Some(why) => writeln!(out, "  {}: {what}: {why}", label(t))?,
+                None => writeln!(out, "  {}: {what}", label(t))?,
+            }
+        }
+    }
+    match next {
+        Some(cmd) => writeln!(
+            out,
+            "next: {cmd} --work {} (or contrib/staged/run-local.sh --resume --work {})",
+            crate::messages::display_path(work),
+            crate::messages::display_path(work)
+        )?,
+        None => writeln!(
+            out,
+            "every task is done: dupfind stage report --work {}",
+            crate::messages::display_path(work)
+        )?,
+    }
+    Ok(())
+}
+
+fn label(t: &Task) -> String {
+    match t.tasks.place(t.index) {
+        p if p.shard.is_some() => format!("shard {}", t.index),
+        p if p.part.is_some() => format!("partition {}", t.index),
+        _ => t.tasks.name().to_string(),
+    }
+}
