@@ -19,7 +19,7 @@ use crate::index::open::{lanes_of, DocRef, Opened};
 use crate::index::segment::write::{Plan, SegmentWriter, Written};
 use crate::index::segment::{data_name, table_name};
 use crate::index::update::{entry_of, mode_of, place};
-use crate::messages::display_path;
+use crate::messages::{display_path, Messages};
 
 /// Segments an update may leave before it merges some.
 pub const AUTO_COMPACT_AFTER: usize = 16;
@@ -112,8 +112,8 @@ pub fn merge(
     writer.finish()
 }
 
-/// Puts `merged` in `next` in place of the segments at `picks` (where the first of them was);
-/// returns the file names that are then no longer named.
+/// Puts `merged` (whose number `next` gave) in `next` in place of the segments at `picks`
+/// (where the first of them was); returns the file names that are then no longer named.
 pub fn replace(
     next: &mut Manifest,
     index: &Opened,
@@ -132,7 +132,6 @@ pub fn replace(
     next.segments.retain(|s| !numbers.contains(&s.number));
     next.segments
         .insert(at.min(next.segments.len()), entry_of(merged));
-    next.next_segment = next.next_segment.max(merged.number + 1);
     let mut names: Vec<u64> = numbers.into_iter().collect();
     names.sort_unstable();
     names
@@ -159,7 +158,9 @@ pub struct Summary {
 }
 
 /// Opens the index in `path` for a writer: the directory, its lock, and the index as it is
-/// under the lock.
+/// under the lock, with what killed writers left swept away (also when the command then finds
+/// nothing to write: a compaction killed after its commit leaves a clean index and the files
+/// of the generation before it).
 pub fn open_locked(path: &Path) -> Result<(IndexDir, std::fs::File, Opened)> {
     let dir = IndexDir::open(path)?.with_context(|| {
         format!(
@@ -169,6 +170,7 @@ pub fn open_locked(path: &Path) -> Result<(IndexDir, std::fs::File, Opened)> {
     })?;
     let lock = dir.lock(LOCK)?;
     let index = Opened::open_in(dir.try_clone()?)?;
+    sweep(&dir, index.manifest.as_ref(), &Messages::default())?;
     Ok((dir, lock, index))
 }
 
@@ -192,16 +194,15 @@ pub fn compact(path: &Path) -> Result<Summary> {
             bytes_written: 0,
         });
     }
-    sweep(&dir, Some(&m))?;
     let mode = mode_of(&dir)?;
     let picks: Vec<usize> = (0..segs.len()).collect();
-    let merged = merge(&index, &dir, &picks, m.next_segment, mode, &HashSet::new())?;
-    place(&dir, &merged)?;
     let mut next = Manifest {
         generation: m.next_generation()?,
-        next_segment: m.next_segment + 1,
         ..m
     };
+    let number = next.take_segment(&dir)?;
+    let merged = merge(&index, &dir, &picks, number, mode, &HashSet::new())?;
+    place(&dir, &merged)?;
     let obsolete = replace(&mut next, &index, &picks, &merged);
     let written = vec![merged.name.clone(), merged.table_name.clone()];
     let summary = Summary {

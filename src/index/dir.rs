@@ -103,44 +103,43 @@ impl IndexDir {
     /// Takes the writer's lock on `name` (made when missing), held until the returned file is
     /// closed. A second writer gets a clear error rather than waiting.
     pub fn lock(&self, name: &str) -> Result<File> {
+        self.try_lock(name)?.with_context(|| {
+            format!(
+                "index {} is being updated by another process",
+                display_path(&self.path)
+            )
+        })
+    }
+
+    /// The writer's lock on `name` when no other process holds it; `Ok(None)` when one does.
+    pub fn try_lock(&self, name: &str) -> Result<Option<File>> {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rfs::openat(&self.fd, name, flags, Mode::from_bits_truncate(0o666))
             .map_err(|e| self.refusal(e, name))?;
         let file = self.regular(fd, name)?;
         match rfs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(file),
-            Err(Errno::WOULDBLOCK) => bail!(
-                "index {} is being updated by another process",
-                display_path(&self.path)
-            ),
+            Ok(()) => Ok(Some(file)),
+            Err(Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(std::io::Error::from(e))
                 .with_context(|| format!("locking {}", display_path(&self.join(name)))),
         }
     }
 
-    /// Creates a new, empty file named `{stem}.{random}.tmp` that did not exist before. Its mode
-    /// is `mode` when given (an update keeps the mode of the file it replaces), else 0666 less
-    /// the umask, as for any new file.
-    pub fn create_temp(&self, stem: &str, mode: Option<u32>) -> Result<(String, File)> {
+    /// Creates a new, empty file named `{stem}.{random}.tmp` that did not exist before, with the
+    /// permissions [`new_file_mode`] gives for `like`, the mode of the file it joins (the
+    /// manifest's), less the umask.
+    pub fn create_temp(&self, stem: &str, like: Option<u32>) -> Result<(String, File)> {
         let flags =
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Given at the create, so that the kernel takes the umask away and the file is never
+        // more open than it ends, not even for a moment (a chmod after the create would leave
+        // a window in which another user could open it and keep the descriptor).
+        let mode = Mode::from_bits_truncate(new_file_mode(like));
         for _ in 0..TEMP_ATTEMPTS {
             let name = format!("{stem}.{:016x}.tmp", fresh_token());
-            match rfs::openat(
-                &self.fd,
-                name.as_str(),
-                flags,
-                Mode::from_bits_truncate(0o666),
-            ) {
-                Ok(fd) => {
-                    if let Some(mode) = mode {
-                        rfs::fchmod(&fd, Mode::from_bits_truncate(mode & 0o7777)).with_context(
-                            || format!("setting the mode of {}", display_path(&self.join(&name))),
-                        )?;
-                    }
-                    return Ok((name, File::from(fd)));
-                }
+            match rfs::openat(&self.fd, name.as_str(), flags, mode) {
+                Ok(fd) => return Ok((name, File::from(fd))),
                 Err(Errno::EXIST) => continue,
                 Err(e) => {
                     return Err(std::io::Error::from(e))
@@ -171,6 +170,16 @@ impl IndexDir {
             Ok(()) | Err(Errno::NOENT) => Ok(()),
             Err(e) => Err(std::io::Error::from(e))
                 .with_context(|| format!("removing {}", display_path(&self.join(name)))),
+        }
+    }
+
+    /// What `name` is, not following a symbolic link; `Ok(None)` when nothing has that name.
+    pub fn kind(&self, name: &str) -> Result<Option<FileType>> {
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(FileType::from_raw_mode(st.st_mode))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(std::io::Error::from(e))
+                .with_context(|| format!("reading {}", display_path(&self.join(name)))),
         }
     }
 
@@ -245,7 +254,8 @@ fn is_symlink(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
-fn describe(kind: FileType) -> &'static str {
+/// What a kind of file is called in messages.
+pub fn describe(kind: FileType) -> &'static str {
     match kind {
         FileType::Directory => "a directory",
         FileType::Symlink => "a symbolic link",
@@ -254,6 +264,19 @@ fn describe(kind: FileType) -> &'static str {
         FileType::CharacterDevice | FileType::BlockDevice => "a device",
         _ => "not a regular file",
     }
+}
+
+/// The permissions of a new index file whose index already has a file of mode `like` (its
+/// manifest, or format 1's `index.dfx`); the kernel then takes the writer's umask away.
+///
+/// Only `like`'s read and write bits carry over, so that an index made private stays private
+/// whatever the umask of the run that updates it. Never a setuid, setgid, sticky or execute bit:
+/// in a group-writable directory another user can replace the manifest with a copy of her own
+/// of any mode, and the writer's new files, which it owns, must not take such bits from it.
+/// The owner's read and write bits are always given, so that such a copy cannot make an index
+/// its own writer cannot read back. Without `like` (a new index): 0666, as for any new file.
+pub fn new_file_mode(like: Option<u32>) -> u32 {
+    like.map_or(0o666, |m| (m & 0o666) | 0o600)
 }
 
 /// A token for a temporary name: different for every call in a process and, through the process
@@ -310,6 +333,49 @@ mod tests {
         assert!(format!("{e:#}").contains("a FIFO"), "{e:#}");
         let e = dir.lock("data").err().unwrap();
         assert!(format!("{e:#}").contains("a FIFO"), "{e:#}");
+    }
+
+    #[test]
+    fn new_files_take_only_read_and_write_bits_from_the_manifest() {
+        assert_eq!(new_file_mode(None), 0o666);
+        for (like, want) in [
+            (0o100600, 0o600),
+            (0o640, 0o640),
+            (0o660, 0o660),
+            (0o664, 0o664),
+            // A manifest planted with setuid, setgid, sticky and execute bits.
+            (0o6777, 0o666),
+            (0o4755, 0o644),
+            (0o2750, 0o640),
+            (0o1600, 0o600),
+            // Nor can it make the new files unreadable to their own writer.
+            (0o044, 0o644),
+            (0, 0o600),
+        ] {
+            assert_eq!(new_file_mode(Some(like)), want, "{like:o}");
+        }
+    }
+
+    /// The umask of this process, as the kernel reports it (no umask(2) round trip, which
+    /// would race with the other tests' threads).
+    fn umask() -> u32 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+        u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn a_setuid_manifest_gives_new_files_no_special_bits_and_the_umask_applies() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        for like in [0o6777, 0o4777, 0o1666] {
+            let (name, _) = dir.create_temp("manifest", Some(like)).unwrap();
+            let mode = std::fs::metadata(dir.join(&name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o7777, 0o666 & !umask(), "{like:o}");
+        }
     }
 
     #[test]

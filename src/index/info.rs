@@ -9,7 +9,6 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::index::manifest::MANIFEST;
 use crate::index::open::Opened;
 use crate::index::prune::{survey, Prunable};
 use crate::index::segment::write::sum_file;
@@ -58,23 +57,28 @@ pub struct SegmentInfo {
     pub table_bytes: u64,
 }
 
-/// Opens, checks and describes the index in `dir`.
+/// Opens, checks and describes the index in `dir`: one generation, whichever is live when it is
+/// opened, even if a writer commits another meanwhile.
 pub fn info(dir: &Path) -> Result<Info> {
-    let index = Opened::open(dir)?;
+    Opened::read_pinned(dir, describe)
+}
+
+/// Checks and describes the generation `index` is.
+fn describe(index: &Opened) -> Result<Info> {
     let mut files: HashSet<Vec<u8>> = HashSet::new();
     index.for_each_live(|_, row| {
         files.insert(row.entry.path);
         Ok(())
     })?;
-    let (_, prune) = survey(&index, &HashSet::new())?;
+    let (_, prune) = survey(index, &HashSet::new())?;
     let mut segments = Vec::new();
     let mut bytes = 0;
     match &index.manifest {
         Some(m) => {
-            bytes += file_len(&index, MANIFEST)?;
+            bytes += index.manifest_bytes;
             for (i, (s, e)) in index.segments().iter().zip(&m.segments).enumerate() {
                 s.verify()?;
-                verify_table(&index, &e.table, e.table_bytes, e.table_sum)?;
+                verify_table(index, &e.table, e.table_bytes, e.table_sum)?;
                 let removed = (0..s.docs())
                     .filter(|&row| index.is_dead(crate::index::open::DocRef { seg: i as u32, row }))
                     .count() as u64;
@@ -95,7 +99,7 @@ pub fn info(dir: &Path) -> Result<Info> {
                 index.blob(d, &row)?;
                 Ok(())
             })?;
-            bytes += file_len(&index, store::DATA)?;
+            bytes += file_len(index, store::DATA)?;
         }
     }
     Ok(Info {
@@ -138,4 +142,68 @@ fn verify_table(index: &Opened, name: &str, bytes: u64, sum: u64) -> Result<()> 
         bail!("{shown}: corrupt document table: not the one the manifest records");
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::index::testing;
+
+    /// A compaction that commits between `index info`'s opening of the index and its check
+    /// of the document tables removes the tables of the generation it opened: described as it
+    /// was, the index would look corrupt; `info` describes the new generation instead.
+    #[test]
+    fn a_compaction_committed_while_info_reads_is_waited_out_not_called_corruption() {
+        let t = tempfile::tempdir().unwrap();
+        testing::index(t.path(), &[3, 2, 4]);
+        let mut attempts = Vec::new();
+        let described = Opened::read_pinned(t.path(), |index| {
+            if attempts.is_empty() {
+                let done = crate::index::compact::compact(t.path()).unwrap();
+                assert_eq!((done.generation, done.segments), (2, 1));
+            }
+            let d = describe(index);
+            attempts.push(
+                d.as_ref()
+                    .map(|i| i.generation)
+                    .map_err(|e| format!("{e:#}")),
+            );
+            d
+        })
+        .unwrap();
+        assert_eq!(attempts.len(), 2, "{attempts:?}");
+        let first = attempts[0].as_ref().unwrap_err();
+        assert!(
+            first.contains("seg-000001.docs.parquet is missing: the index's manifest lists it"),
+            "{first}"
+        );
+        assert_eq!(attempts[1], Ok(2));
+        assert_eq!((described.generation, described.documents), (2, 9));
+        assert_eq!(described.segments.len(), 1);
+        let manifest = std::fs::metadata(t.path().join(crate::index::manifest::MANIFEST));
+        let segment = &described.segments[0];
+        assert_eq!(
+            described.bytes,
+            manifest.unwrap().len() + segment.bytes + segment.table_bytes
+        );
+        // The same through `info` itself, with nothing racing it.
+        assert_eq!(info(t.path()).unwrap().generation, 2);
+    }
+
+    /// A reader that fails on an index nothing commits to fails at once, with its error.
+    #[test]
+    fn a_failure_without_a_commit_is_not_retried() {
+        let t = tempfile::tempdir().unwrap();
+        testing::index(t.path(), &[2]);
+        std::fs::remove_file(t.path().join("seg-000001.docs.parquet")).unwrap();
+        let mut calls = 0;
+        let e = Opened::read_pinned(t.path(), |index| {
+            calls += 1;
+            describe(index)
+        })
+        .unwrap_err();
+        assert_eq!(calls, 1);
+        assert!(format!("{e:#}").contains("is missing"), "{e:#}");
+    }
 }

@@ -137,6 +137,39 @@ impl Manifest {
         Ok(())
     }
 
+    /// A new index's manifest at `generation`, under a new identity, with no segment yet.
+    pub fn fresh(params: IndexParams, generation: u64) -> Manifest {
+        Manifest {
+            format_version: FORMAT_VERSION,
+            index_id: new_index_id(),
+            generation,
+            next_segment: 1,
+            params,
+            segments: Vec::new(),
+        }
+    }
+
+    /// Takes the number of a new segment: the first from `next_segment` whose names nothing in
+    /// `dir` holds (a directory another user made under a segment's name, which no sweep
+    /// removes, would stop the rename that puts the segment in place); an error rather than a
+    /// wrap past u64::MAX, which a forged manifest could ask for.
+    pub fn take_segment(&mut self, dir: &IndexDir) -> Result<u64> {
+        let used_up = || {
+            anyhow!(
+                "{}: its next segment number, {}, leaves none for a new segment (a damaged or \
+                 forged manifest); build the index again",
+                display_path(&dir.join(MANIFEST)),
+                self.next_segment
+            )
+        };
+        let mut number = self.next_segment;
+        while dir.kind(&data_name(number))?.is_some() || dir.kind(&table_name(number))?.is_some() {
+            number = number.checked_add(1).ok_or_else(used_up)?;
+        }
+        self.next_segment = number.checked_add(1).ok_or_else(used_up)?;
+        Ok(number)
+    }
+
     /// The next generation's number; an error rather than a wrap past u64::MAX.
     pub fn next_generation(&self) -> Result<u64> {
         self.generation.checked_add(1).ok_or_else(|| {
@@ -157,6 +190,11 @@ pub fn seal(body: &[u8]) -> Vec<u8> {
 
 /// The manifest of `dir`; None when it has none.
 pub fn read(dir: &IndexDir) -> Result<Option<Manifest>> {
+    Ok(read_sized(dir)?.map(|(m, _)| m))
+}
+
+/// The manifest of `dir` and its length in bytes; None when it has none.
+pub fn read_sized(dir: &IndexDir) -> Result<Option<(Manifest, u64)>> {
     let path = dir.join(MANIFEST);
     let Some(mut file) = dir.open_file(MANIFEST)? else {
         return Ok(None);
@@ -174,12 +212,13 @@ pub fn read(dir: &IndexDir) -> Result<Option<Manifest>> {
         .take(MAX_BYTES)
         .read_to_end(&mut bytes)
         .with_context(|| format!("reading {shown}"))?;
-    Manifest::decode(&bytes)
-        .map(Some)
-        .with_context(|| shown.to_string())
+    let m = Manifest::decode(&bytes).with_context(|| shown.to_string())?;
+    Ok(Some((m, bytes.len() as u64)))
 }
 
-/// Writes `m` to a fresh temporary file in `dir` with `mode`, synced; returns its name.
+/// Writes `m` to a fresh temporary file in `dir`, synced, with the permissions
+/// [`crate::index::dir::new_file_mode`] gives for `mode` (the manifest's it replaces); returns
+/// its name.
 pub fn write_temp(dir: &IndexDir, m: &Manifest, mode: Option<u32>) -> Result<String> {
     let bytes = m.encode()?;
     let (temp, file) = dir.create_temp(MANIFEST, mode)?;
@@ -294,6 +333,28 @@ mod tests {
         last.generation = u64::MAX;
         assert!(last.next_generation().is_err());
         assert_ne!(new_index_id(), new_index_id());
+    }
+
+    #[test]
+    fn segment_numbers_skip_names_taken_and_never_wrap() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = IndexDir::open(t.path()).unwrap().unwrap();
+        std::fs::create_dir(t.path().join(data_name(4))).unwrap();
+        std::fs::write(t.path().join(table_name(5)), "").unwrap();
+        let mut m = sample();
+        assert_eq!(m.take_segment(&dir).unwrap(), 6);
+        assert_eq!(m.take_segment(&dir).unwrap(), 7);
+        assert_eq!(m.next_segment, 8);
+        // A forged manifest whose next number is the last there is: an error, nothing taken.
+        m.next_segment = u64::MAX;
+        let e = m.take_segment(&dir).unwrap_err();
+        assert!(
+            format!("{e:#}").contains(
+                "its next segment number, 18446744073709551615, leaves none for a new segment"
+            ),
+            "{e:#}"
+        );
+        assert_eq!(m.next_segment, u64::MAX);
     }
 
     #[test]

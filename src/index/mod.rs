@@ -25,6 +25,8 @@ mod paths;
 pub mod prune;
 pub mod segment;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod update;
 pub mod upgrade;
 

@@ -6,7 +6,10 @@
 //!
 //! A reader takes no lock. A writer that commits between the reader's reading the manifest and
 //! opening a segment may have removed that segment (compaction): the reader then finds a newer
-//! manifest and starts again, a few times at most.
+//! manifest and starts again, a few times at most. Once open, the segments are held open, so
+//! their removal changes nothing; a reader that opens more of the generation later (`index
+//! info` checks each document table) does so through [`Opened::read_pinned`], which starts
+//! again in the same way.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -56,6 +59,8 @@ pub struct Opened {
     pub params: IndexParams,
     /// The manifest (format 2).
     pub manifest: Option<Manifest>,
+    /// The manifest's length in bytes, as read (format 2; 0 for format 1).
+    pub manifest_bytes: u64,
     /// How its segments are keyed (format 2).
     pub keying: Keying,
     source: Source,
@@ -95,10 +100,10 @@ impl Opened {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let m = manifest::read(&dir)?;
-            let before = m.as_ref().map(|m| (m.index_id, m.generation));
+            let m = manifest::read_sized(&dir)?;
+            let before = m.as_ref().map(|(m, _)| (m.index_id, m.generation));
             let opened = match m {
-                Some(m) => open_segments(&dir, m),
+                Some((m, bytes)) => open_segments(&dir, m, bytes),
                 None => open_legacy(&dir),
             };
             match opened {
@@ -107,6 +112,29 @@ impl Opened {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Opens the index in `path` and runs `read` on that generation. When `read` fails and a
+    /// commit has replaced the generation since it was opened (a compaction removes the files
+    /// of the generation it replaces, which `read` may open by name), starts again on the new
+    /// one, a few times at most: the failure was the race, not the index.
+    pub fn read_pinned<T>(path: &Path, mut read: impl FnMut(&Opened) -> Result<T>) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let index = Opened::open(path)?;
+            match read(&index) {
+                Ok(v) => return Ok(v),
+                Err(_) if attempt < ATTEMPTS && index.replaced() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// True when a commit has replaced the generation this one is.
+    fn replaced(&self) -> bool {
+        let pinned = self.manifest.as_ref().map(|m| (m.index_id, m.generation));
+        committed_since(&self.dir, pinned)
     }
 
     fn new(dir: IndexDir, m: Pinned, source: Source) -> Opened {
@@ -118,6 +146,7 @@ impl Opened {
             keying: Keying::of(&m.params),
             params: m.params,
             manifest: m.manifest,
+            manifest_bytes: m.manifest_bytes,
             source,
             dead: Vec::new(),
             live: 0,
@@ -420,9 +449,10 @@ struct Pinned {
     identity: u128,
     params: IndexParams,
     manifest: Option<Manifest>,
+    manifest_bytes: u64,
 }
 
-fn open_segments(dir: &IndexDir, m: Manifest) -> Result<(Pinned, Source)> {
+fn open_segments(dir: &IndexDir, m: Manifest, manifest_bytes: u64) -> Result<(Pinned, Source)> {
     let keying = Keying::of(&m.params);
     let lanes = lanes_of(&m.params);
     if !keying.fits(lanes) {
@@ -442,6 +472,7 @@ fn open_segments(dir: &IndexDir, m: Manifest) -> Result<(Pinned, Source)> {
         identity: m.index_id,
         params: m.params.clone(),
         manifest: Some(m),
+        manifest_bytes,
     };
     Ok((pinned, Source::Segments(segs)))
 }
@@ -470,6 +501,7 @@ fn open_legacy(dir: &IndexDir) -> Result<(Pinned, Source)> {
         identity: u128::from(index.stamp()),
         params: index.params().clone(),
         manifest: None,
+        manifest_bytes: 0,
     };
     Ok((
         pinned,

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::index::commit::{sweep, Pending};
+use crate::index::commit::Pending;
 use crate::index::compact::{open_locked, unchanged, Summary};
 use crate::index::join::is_gone;
 use crate::index::manifest::Manifest;
@@ -67,21 +67,19 @@ pub fn prune(path: &Path) -> Result<Summary> {
     let Some(m) = index.manifest.clone() else {
         return crate::index::upgrade::upgrade_alone(index, dir, lock, &gone);
     };
-    sweep(&dir, Some(&m))?;
     let mode = mode_of(&dir)?;
     let mut tombstones: Vec<(u64, u32)> = gone
         .iter()
         .map(|d| (index.segments()[d.seg as usize].number(), d.row))
         .collect();
     tombstones.sort_unstable();
-    let plan = Plan::next(&m, tombstones, mode);
-    let w = write_segment(&dir, plan, None, None, |_| Ok(()), &mut Vec::new())?;
-    place(&dir, &w)?;
     let mut next = Manifest {
         generation: m.next_generation()?,
-        next_segment: m.next_segment + 1,
         ..m
     };
+    let plan = Plan::next(&mut next, &dir, tombstones, mode)?;
+    let w = write_segment(&dir, plan, None, None, |_| Ok(()), &mut Vec::new())?;
+    place(&dir, &w)?;
     next.segments.push(entry_of(&w));
     let written = vec![w.name.clone(), w.table_name.clone()];
     let pending = Pending::new(dir, lock, &next, mode, written, Vec::new(), w.written)?;

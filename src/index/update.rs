@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::config::{Config, MethodConfig};
 use crate::index::codec::{self, BlobKind, Packer};
-use crate::index::commit::{check_fresh_dir, sweep, Pending, LOCK};
+use crate::index::commit::{check_fresh_dir, sweep, tidy, Pending, LOCK};
 use crate::index::dir::IndexDir;
 use crate::index::join::{index_params, Joined};
 use crate::index::manifest::{self, Manifest, SegmentEntry};
@@ -228,8 +228,9 @@ pub fn check_fresh(dir: &Path) -> Result<()> {
     check_fresh_dir(&IndexDir::create(dir)?)
 }
 
-/// The mode of an index's files: its manifest's (or format-1 file's), so that an index made
-/// private stays private whatever the umask of the run that updates it.
+/// The mode of the file an index's new files join: its manifest's (or format-1 file's).
+/// [`crate::index::dir::new_file_mode`] says what of it they take: its read and write bits,
+/// never more than the umask allows.
 pub fn mode_of(dir: &IndexDir) -> Result<Option<u32>> {
     for name in [manifest::MANIFEST, crate::index::store::DATA] {
         if let Some(f) = dir.open_file(name)? {
@@ -247,21 +248,13 @@ pub fn create(path: &Path, new: &NewDocs, failed: &mut Vec<InputError>) -> Resul
     let dir = IndexDir::create(path)?;
     let lock = dir.lock(LOCK)?;
     check_fresh_dir(&dir)?;
-    sweep(&dir, None)?;
-    let params = index_params(new.cfg);
-    let plan = Plan::first(&params, None);
-    let index_id = plan.index_id;
+    sweep(&dir, None, &new.cfg.messages)?;
+    let mut next = Manifest::fresh(index_params(new.cfg), 1);
+    let plan = Plan::next(&mut next, &dir, Vec::new(), None)?;
     let ids = new.ids();
     let w = write_segment(&dir, plan, None, Some((new, &ids)), |_| Ok(()), failed)?;
     place(&dir, &w)?;
-    let next = Manifest {
-        format_version: manifest::FORMAT_VERSION,
-        index_id,
-        generation: 1,
-        next_segment: 2,
-        params,
-        segments: vec![entry_of(&w)],
-    };
+    next.segments.push(entry_of(&w));
     let written = vec![w.name.clone(), w.table_name.clone()];
     let pending = Pending::new(dir, lock, &next, None, written, Vec::new(), w.written)?;
     Ok(Prepared::Pending(pending))
@@ -285,13 +278,14 @@ pub fn update(
         removed.extend(crate::index::prune::gone(index, &joined.walked)?);
     }
     if ids.is_empty() && removed.is_empty() {
+        tidy(index.dir(), &new.cfg.messages);
         return Ok(Prepared::Unchanged);
     }
     let dir = index.dir().try_clone()?;
     let lock = dir.lock(LOCK)?;
     let current = manifest::read(&dir)?;
     check_unchanged(index, current.as_ref(), &dir)?;
-    sweep(&dir, current.as_ref())?;
+    sweep(&dir, current.as_ref(), &new.cfg.messages)?;
     let mode = mode_of(&dir)?;
     match current {
         None => {
@@ -339,7 +333,10 @@ fn next_generation(
     ids: &[u32],
     failed: &mut Vec<InputError>,
 ) -> Result<Prepared> {
-    let generation = m.next_generation()?;
+    let mut next = Manifest {
+        generation: m.next_generation()?,
+        ..m
+    };
     let mut tombstones: Vec<(u64, u32)> = removed
         .iter()
         .map(|d| (index.segments()[d.seg as usize].number(), d.row))
@@ -351,22 +348,17 @@ fn next_generation(
         .iter()
         .rev()
         .find_map(|s| s.dicts().first().cloned());
-    let plan = Plan::next(&m, tombstones, mode);
+    let plan = Plan::next(&mut next, &dir, tombstones, mode)?;
     let w = write_segment(&dir, plan, inherited, Some((new, ids)), |_| Ok(()), failed)?;
     place(&dir, &w)?;
     let mut written = vec![w.name.clone(), w.table_name.clone()];
     let mut bytes = w.written;
-    let mut next = Manifest {
-        generation,
-        next_segment: m.next_segment + 1,
-        ..m
-    };
     next.segments.push(entry_of(&w));
     let mut obsolete = Vec::new();
     let picks = crate::index::compact::auto_pick(index);
     if !picks.is_empty() {
-        let merged =
-            crate::index::compact::merge(index, &dir, &picks, next.next_segment, mode, removed)?;
+        let number = next.take_segment(&dir)?;
+        let merged = crate::index::compact::merge(index, &dir, &picks, number, mode, removed)?;
         place(&dir, &merged)?;
         written.extend([merged.name.clone(), merged.table_name.clone()]);
         bytes += merged.written;

@@ -13,11 +13,11 @@ use anyhow::{anyhow, Result};
 
 use crate::config::{Config, DEFAULT_MAX_DISTANCE};
 use crate::index::codec::BlobKind;
-use crate::index::commit::{sweep, Pending};
+use crate::index::commit::Pending;
 use crate::index::compact::{open_locked, unchanged, Summary};
 use crate::index::dir::IndexDir;
 use crate::index::join::index_params;
-use crate::index::manifest::{self, Manifest};
+use crate::index::manifest::Manifest;
 use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::Plan;
 use crate::index::store::{self, IndexParams};
@@ -34,14 +34,14 @@ pub fn upgrade(path: &Path) -> Result<Summary> {
     upgrade_alone(index, dir, lock, &HashSet::new())
 }
 
-/// A format-1 index rewritten as one segment, less `removed`, and committed.
+/// A format-1 index rewritten as one segment, less `removed`, and committed. The caller holds
+/// the lock and has swept the directory.
 pub fn upgrade_alone(
     index: Opened,
     dir: IndexDir,
     lock: File,
     removed: &HashSet<DocRef>,
 ) -> Result<Summary> {
-    sweep(&dir, None)?;
     let mode = mode_of(&dir)?;
     let params = IndexParams {
         max_distance: match index.params.method.as_str() {
@@ -124,8 +124,8 @@ fn pending(
             index.generation
         )
     })?;
-    let plan = Plan::first(&params, mode);
-    let index_id = plan.index_id;
+    let mut next = Manifest::fresh(params, generation);
+    let plan = Plan::next(&mut next, &dir, Vec::new(), mode)?;
     let carry = |w: &mut crate::index::segment::write::SegmentWriter| {
         index.for_each_live(|d, row| {
             if removed.contains(&d) {
@@ -137,14 +137,7 @@ fn pending(
     };
     let w = write_segment(&dir, plan, None, new, carry, failed)?;
     place(&dir, &w)?;
-    let next = Manifest {
-        format_version: manifest::FORMAT_VERSION,
-        index_id,
-        generation,
-        next_segment: 2,
-        params,
-        segments: vec![entry_of(&w)],
-    };
+    next.segments.push(entry_of(&w));
     let written = vec![w.name.clone(), w.table_name.clone()];
     let obsolete = vec![store::DATA.to_string()];
     Pending::new(dir, lock, &next, mode, written, obsolete, w.written)

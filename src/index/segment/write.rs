@@ -25,7 +25,6 @@ use crate::index::keys::Keying;
 use crate::index::manifest::Manifest;
 use crate::index::open::lanes_of;
 use crate::index::store::Entry;
-use crate::index::store::IndexParams;
 
 use super::layout::{
     encode_row, row_width, BlobRef, Header, Row, Section, Span, BLOCK, ENTRY, HEADER_LEN, SECTIONS,
@@ -60,35 +59,29 @@ pub struct Plan {
     pub dicts: Vec<Vec<u8>>,
     /// Documents of older segments it removes: (segment number, row), sorted and distinct.
     pub tombstones: Vec<(u64, u32)>,
-    /// The mode of its files (None: 0666 less the umask).
+    /// The mode of the manifest its files join ([`crate::index::dir::new_file_mode`]; None:
+    /// 0666 less the umask).
     pub mode: Option<u32>,
 }
 
 impl Plan {
-    /// The first segment of a new index with `params`, under a new index id.
-    pub fn first(params: &IndexParams, mode: Option<u32>) -> Plan {
-        Plan {
-            number: 1,
-            index_id: crate::index::manifest::new_index_id(),
-            lanes: lanes_of(params),
-            keying: Keying::of(params),
-            dicts: Vec::new(),
-            tombstones: Vec::new(),
-            mode,
-        }
-    }
-
-    /// The next segment of the index `m` describes, removing `tombstones`.
-    pub fn next(m: &Manifest, tombstones: Vec<(u64, u32)>, mode: Option<u32>) -> Plan {
-        Plan {
-            number: m.next_segment,
+    /// The next segment of the index `m` describes, in `dir`, removing `tombstones`; its
+    /// number is taken from `m` ([`Manifest::take_segment`]).
+    pub fn next(
+        m: &mut Manifest,
+        dir: &IndexDir,
+        tombstones: Vec<(u64, u32)>,
+        mode: Option<u32>,
+    ) -> Result<Plan> {
+        Ok(Plan {
+            number: m.take_segment(dir)?,
             index_id: m.index_id,
             lanes: lanes_of(&m.params),
             keying: Keying::of(&m.params),
             dicts: Vec::new(),
             tombstones,
             mode,
-        }
+        })
     }
 }
 

@@ -348,8 +348,8 @@ where
             dir.path().display()
         );
     }
-    // The next generation keeps the mode of the file it replaces (an index made private stays
-    // so), whatever the umask of this run.
+    // The next generation keeps the read and write bits of the file it replaces (an index made
+    // private stays so), as `new_file_mode` says.
     let mode = data
         .metadata()
         .with_context(|| format!("reading {}", crate::messages::display_path(&path)))?
@@ -361,7 +361,7 @@ where
 #[cfg(test)]
 /// Writes `generation` and makes it live; the caller holds the lock. Each step ends at a state a
 /// killed writer can leave behind; `stop_after` ends the commit there, for the tests. `mode`:
-/// the new file's permissions (None: 0666 less the umask).
+/// the mode of the file it replaces (`new_file_mode`; None: 0666 less the umask).
 fn commit<I>(
     dir: &IndexDir,
     generation: u64,

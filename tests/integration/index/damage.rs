@@ -8,8 +8,8 @@ use serde_json::json;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::{
-    build_old, contents, corpus, generation_and_documents, index_files, info, member_sets, names,
-    refused, report, set, MANIFEST,
+    build_old, contents, corpus, forge_manifest, generation_and_documents, index_files, info,
+    member_sets, names, refused, report, set, MANIFEST,
 };
 use crate::util::schema::assert_schema;
 use crate::util::{clusters, edit, mkfifo, text, words, TestDir};
@@ -401,17 +401,10 @@ fn index_a_forged_header_declaring_huge_sections_is_an_error_not_an_allocation()
     let new_len = old_at + huge + tail.len() as u64;
     assert_eq!(f.metadata().unwrap().len(), new_len);
     drop(f);
-    let manifest = fs::read_to_string(idx.join(MANIFEST)).unwrap();
-    let (_, body) = manifest.split_once('\n').unwrap();
-    let mut m: serde_json::Value = serde_json::from_str(body).unwrap();
-    m["segments"][0]["bytes"] = json!(new_len);
-    m["segments"][0]["header_sum"] = json!(format!("{:016x}", xxh3_64(&forged[..288])));
-    let body = serde_json::to_string_pretty(&m).unwrap() + "\n";
-    let head = format!(
-        "dupfind-index-manifest 2 {:016x}\n",
-        xxh3_64(body.as_bytes())
-    );
-    fs::write(idx.join(MANIFEST), head + &body).unwrap();
+    forge_manifest(&idx, |m| {
+        m["segments"][0]["bytes"] = json!(new_len);
+        m["segments"][0]["header_sum"] = json!(format!("{:016x}", xxh3_64(&forged[..288])));
+    });
     for args in [
         &["scan", "new", "--against", "idx"][..],
         &["index", "info", "--index", "idx"],
@@ -423,4 +416,33 @@ fn index_a_forged_header_declaring_huge_sections_is_an_error_not_an_allocation()
         );
     }
     fs::remove_file(&seg).unwrap();
+}
+
+#[test]
+fn index_a_forged_next_segment_number_is_an_error_and_the_index_stays_usable() {
+    let t = one_document_index();
+    let idx = t.join("idx");
+    forge_manifest(&idx, |m| m["next_segment"] = json!(u64::MAX));
+    let before = contents(&idx);
+    // Before: a debug build panicked on the overflow; a release build wrapped to 0 and wrote
+    // a manifest no later run would open.
+    let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "manifest: its next segment number, 18446744073709551615, leaves none for a new \
+             segment (a damaged or forged manifest); build the index again"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.json()["clusters"].as_array().unwrap().len(),
+        1,
+        "the report is printed"
+    );
+    assert_eq!(contents(&idx), before, "nothing is written");
+    assert_eq!(names(&idx), index_files(&[1]));
+    assert_eq!(generation_and_documents(&t, "idx"), (1, 1));
+    report(&t, &["scan", "new", "--against", "idx"]);
 }

@@ -1,6 +1,7 @@
 //! An index over its life: grown by many updates (the same reports as one built at once),
-//! files deleted (never a representative; `index prune`, `--update --prune`), compaction, and
-//! a second writer while one holds the index.
+//! files deleted (never a representative; `index prune`, `--update --prune`), compaction, a
+//! second writer while one holds the index, and what killed writers or other users leave in
+//! its directory.
 
 use std::fs;
 
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use super::{
     contents, generation_and_documents, index_files, info, member_sets, names, report, set,
 };
-use crate::util::{clusters, edit, text, TestDir};
+use crate::util::{clusters, edit, mkfifo, text, TestDir};
 
 /// The report with the index's generation blanked out (it counts commits, which differ).
 fn without_generation(mut r: Value) -> Value {
@@ -345,4 +346,92 @@ fn index_updates_merge_segments_by_themselves_past_sixteen() {
     let b = report(&t, &["scan", "probe", "--against", "steps", "--pairs"]);
     assert_eq!(clusters(&a).len(), 17, "{a}");
     assert_eq!(without_generation(a), without_generation(b));
+}
+
+/// What a compaction killed after its commit leaves: the new generation, and the files of the
+/// generation before it that it had yet to remove.
+fn leave_old_segments(idx: &std::path::Path, old: &std::collections::BTreeMap<String, Vec<u8>>) {
+    for (name, bytes) in old.iter().filter(|(n, _)| n.starts_with("seg-")) {
+        fs::write(idx.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn index_files_no_generation_names_are_swept_by_the_next_writer_even_one_with_nothing_to_write() {
+    let t = TestDir::new();
+    t.write("old/a.txt", text(77_001, 200))
+        .write("new/b.txt", text(77_002, 200));
+    report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
+    report(&t, &["scan", "new", "--against", "idx", "--update", "-q"]);
+    let idx = t.join("idx");
+    let old = contents(&idx);
+    let run = t.run(&["index", "compact", "--index", "idx"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(names(&idx), index_files(&[3]));
+    leave_old_segments(&idx, &old);
+    let leftovers = names(&idx);
+    assert_eq!(leftovers.len(), index_files(&[3]).len() + 4);
+    // Readers never write: they leave them (and read the live generation).
+    assert_eq!(generation_and_documents(&t, "idx"), (3, 2));
+    report(&t, &["scan", "new", "--against", "idx", "-q"]);
+    assert_eq!(names(&idx), leftovers);
+    // Every writer sweeps them, also when it then finds nothing to write.
+    for args in [
+        &["index", "compact", "--index", "idx"][..],
+        &["index", "prune", "--index", "idx"],
+        &["index", "upgrade", "--index", "idx"],
+        &["scan", "new", "--against", "idx", "--update"],
+    ] {
+        leave_old_segments(&idx, &old);
+        let run = t.run(args);
+        assert_eq!(run.code(), 0, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("nothing"), "{args:?}: {}", run.stderr);
+        assert_eq!(names(&idx), index_files(&[3]), "{args:?}");
+        assert_eq!(generation_and_documents(&t, "idx"), (3, 2));
+    }
+}
+
+#[test]
+fn index_a_directory_or_fifo_planted_under_a_segment_name_is_left_with_a_warning() {
+    let t = TestDir::new();
+    t.write("old/a.txt", text(78_001, 200))
+        .write("new/b.txt", text(78_002, 200))
+        .write("newer/c.txt", text(78_003, 200));
+    report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
+    let idx = t.join("idx");
+    // The next segment's name, another number's table, and a stale-looking name: none of them
+    // a file a writer leaves, and unlink removes none of the directories.
+    t.write("idx/seg-000002.dfs/inside", "another user's")
+        .mkdir("idx/seg-000009.docs.parquet");
+    mkfifo(&idx.join("seg-000004.dfs"));
+    let planted = [
+        "seg-000002.dfs",
+        "seg-000004.dfs",
+        "seg-000009.docs.parquet",
+    ];
+    let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    for (name, kind) in planted.iter().zip(["a directory", "a FIFO", "a directory"]) {
+        let warning = format!("idx/{name} is {kind}, which no index writer leaves; left in place");
+        assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    }
+    assert_eq!(run.json()["stats"]["index"]["updated_generation"], 2);
+    // The new segment takes the first number whose names are free.
+    let mut want = index_files(&[1, 3]);
+    want.extend(planted.iter().map(|n| n.to_string()));
+    want.sort();
+    assert_eq!(names(&idx), want);
+    assert_eq!(
+        fs::read_to_string(idx.join("seg-000002.dfs/inside")).unwrap(),
+        "another user's"
+    );
+    // Later updates and a compaction go on around them.
+    report(&t, &["scan", "newer", "--against", "idx", "--update", "-q"]);
+    let run = t.run(&["index", "compact", "--index", "idx"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let mut want = index_files(&[6]);
+    want.extend(planted.iter().map(|n| n.to_string()));
+    want.sort();
+    assert_eq!(names(&idx), want);
+    assert_eq!(generation_and_documents(&t, "idx"), (4, 3));
 }

@@ -119,6 +119,21 @@ fn contents(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// Rewrites the manifest of the index `idx` as `forge` edits its JSON, and checksums it again:
+/// what a forger who can write the index can do.
+fn forge_manifest(idx: &Path, forge: impl FnOnce(&mut Value)) {
+    let manifest = fs::read_to_string(idx.join(MANIFEST)).unwrap();
+    let (_, body) = manifest.split_once('\n').unwrap();
+    let mut m: Value = serde_json::from_str(body).unwrap();
+    forge(&mut m);
+    let body = serde_json::to_string_pretty(&m).unwrap() + "\n";
+    let head = format!(
+        "dupfind-index-manifest 2 {:016x}\n",
+        xxhash_rust::xxh3::xxh3_64(body.as_bytes())
+    );
+    fs::write(idx.join(MANIFEST), head + &body).unwrap();
+}
+
 /// Copies the files of a flat directory (an index) into a new directory.
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir(to).unwrap();

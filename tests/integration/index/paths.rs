@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
 
 use serde_json::json;
 
@@ -288,4 +289,95 @@ fn index_links_and_fifos_planted_in_a_shared_directory_are_refused_and_their_tar
         r.stderr
     );
     assert_eq!(info(&t, "shared/idx")["generation"], 2);
+}
+
+#[test]
+fn index_files_written_in_a_shared_directory_take_no_setuid_or_execute_bit_from_a_planted_manifest()
+{
+    // The index's owner runs without root's privileges and with the umask of a group that
+    // shares a directory (002); the other member, this test, replaces the manifest with a
+    // byte-identical copy of her own of mode 06777 before each of the owner's writes.
+    let Some(owner) = Unprivileged::get() else {
+        eprintln!("skipped: running as root without a way to drop privileges");
+        return;
+    };
+    let t = TestDir::new();
+    let base = text(1301, 300);
+    t.write("old/a.txt", &base)
+        .write("old/b.txt", text(1302, 300))
+        .write("new/c.txt", edit(&base, &[5, 90]))
+        .mkdir("shared/v1");
+    open_to_others(t.path());
+    chmod(&t.join("shared"), 0o777);
+    chmod(&t.join("shared/v1"), 0o777);
+    let run = |args: &[&str]| {
+        let mut cmd = owner.command(t.path(), args);
+        // SAFETY: umask(2) is async-signal-safe and changes only the child's own mask.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o002);
+                Ok(())
+            });
+        }
+        let r = run_command(cmd);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r.json()
+    };
+    let plant = |idx: &std::path::Path, name: &str| {
+        let planted = t.join("shared/planted");
+        fs::copy(idx.join(name), &planted).unwrap();
+        chmod(&planted, 0o6777);
+        fs::rename(&planted, idx.join(name)).unwrap();
+    };
+    // Every file of the index: read and write for the owner and the group (the old mode's
+    // read and write bits, 0666, less the umask), never a setuid, setgid, sticky or execute
+    // bit, never writable by others.
+    let assert_modes = |idx: &std::path::Path, what: &str| {
+        for name in names(idx) {
+            let mode = fs::metadata(idx.join(&name)).unwrap().mode() & 0o7777;
+            assert_eq!(mode, 0o664, "{what}: {name} has mode {mode:o}");
+        }
+    };
+    run(&["index", "build", "old", "--index", "shared/idx"]);
+    let idx = t.join("shared/idx");
+    chmod(&idx, 0o777);
+    assert_modes(&idx, "build");
+
+    plant(&idx, MANIFEST);
+    let r = run(&["scan", "--against", "shared/idx", "--update", "new"]);
+    assert_eq!(r["stats"]["index"]["updated_generation"], 2);
+    assert_eq!(names(&idx), index_files(&[1, 2]));
+    assert_modes(&idx, "--update");
+
+    plant(&idx, MANIFEST);
+    assert_eq!(
+        run(&["index", "compact", "--index", "shared/idx"])["written"],
+        true
+    );
+    assert_eq!(names(&idx), index_files(&[3]));
+    assert_modes(&idx, "index compact");
+
+    fs::remove_file(t.join("old/b.txt")).unwrap();
+    plant(&idx, MANIFEST);
+    assert_eq!(
+        run(&["index", "prune", "--index", "shared/idx"])["removed"],
+        1
+    );
+    assert_eq!(names(&idx), index_files(&[3, 4]));
+    assert_modes(&idx, "index prune");
+
+    // A format-1 index whose one file is planted so.
+    let v1 = t.join("shared/v1");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/index-v1/index.dfx"
+    );
+    fs::copy(fixture, v1.join("index.dfx")).unwrap();
+    plant(&v1, "index.dfx");
+    assert_eq!(
+        run(&["index", "upgrade", "--index", "shared/v1"])["written"],
+        true
+    );
+    assert_eq!(names(&v1), index_files(&[1]));
+    assert_modes(&v1, "index upgrade");
 }
