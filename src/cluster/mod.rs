@@ -36,7 +36,7 @@ pub struct Material<'a> {
 }
 
 /// The clusters of the verified `pairs`, in order of their first member: connected components,
-/// or with `--cluster strict` components split so that every member is verified against its
+/// or with `--cluster strict` components split so that every duplicate is verified against its
 /// representative. Members whose material cannot be read again add to `errors`.
 pub fn form(
     cfg: &Config,

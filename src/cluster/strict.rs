@@ -3,9 +3,11 @@
 //! Connected components chain: A ~ B and B ~ C put A with C even when A and C share little.
 //! Strict clustering visits a component's documents in `--keep` order; each joins the first
 //! representative it matches (verified at the threshold, the same check as the scan's), or
-//! becomes a representative itself. So every member of a strict cluster is verified against
-//! its representative, which is the cluster's most preferred document. Only documents of one
-//! component can match, so components are split, never merged.
+//! becomes a representative itself. So every duplicate of a strict cluster is verified against
+//! its representative, which is the cluster's most preferred document. A document left alone
+//! although it has a verified partner joins its partner's cluster as a linked member (see
+//! `link_orphans`). Only documents of one component can match, so components are split, never
+//! merged.
 
 use crate::cluster::representative::{self, Facts};
 use crate::cluster::{Cluster, Found, Material};
@@ -65,8 +67,9 @@ pub fn clusters<'a>(
 }
 
 /// Splits one component, given in `--keep` order, into strict clusters (singletons dropped).
-/// `matches(rep, doc)` is the verification check; each cluster's pairs form a star around its
-/// representative, which comes first in `members` only if it is also first in path order.
+/// `matches(partner, doc)` is the verification check; each cluster's pairs are a star around its
+/// representative, which comes first in `members` only if it is also first in path order, and
+/// one pair for each linked member ([`link_orphans`]).
 pub fn split_component(
     ordered: &[u32],
     mut matches: impl FnMut(u32, u32) -> Option<Score>,
@@ -74,30 +77,22 @@ pub fn split_component(
     let mut groups: Vec<(u32, Vec<Pair>)> = Vec::new();
     for &doc in ordered {
         let joined = groups.iter_mut().find_map(|(rep, pairs)| {
-            let Score {
-                similarity,
-                distance,
-            } = matches(*rep, doc)?;
-            pairs.push(Pair {
-                lo: (*rep).min(doc),
-                hi: (*rep).max(doc),
-                similarity,
-                distance,
-                exact: false,
-            });
+            pairs.push(pair(*rep, doc, matches(*rep, doc)?));
             Some(())
         });
         if joined.is_none() {
             groups.push((doc, Vec::new()));
         }
     }
+    link_orphans(&mut groups, &mut matches);
     groups
         .into_iter()
         .filter(|(_, pairs)| !pairs.is_empty())
         .map(|(rep, pairs)| {
-            let mut members: Vec<u32> = pairs.iter().map(|p| p.lo + p.hi - rep).collect();
+            let mut members: Vec<u32> = pairs.iter().flat_map(|p| [p.lo, p.hi]).collect();
             members.push(rep);
             members.sort_unstable();
+            members.dedup();
             let mut star: Vec<(usize, usize, Pair)> = pairs
                 .into_iter()
                 .map(|p| {
@@ -118,6 +113,53 @@ pub fn split_component(
         .collect()
 }
 
+fn pair(x: u32, y: u32, score: Score) -> Pair {
+    Pair {
+        lo: x.min(y),
+        hi: x.max(y),
+        similarity: score.similarity,
+        distance: score.distance,
+        exact: false,
+    }
+}
+
+/// Gives each orphan, a document left alone by the greedy pass, to the cluster of its best
+/// verified partner, with that pair as its evidence.
+///
+/// Every document of a component has a verified partner, but an orphan's partners were all
+/// taken as duplicates of representatives it is below the threshold to (it would have joined a
+/// partner that represents, and a partner visited after it would have joined it). Dropped, it
+/// would appear nowhere in the report, though it has been seen before: `--against` asks exactly
+/// that. Joined to its partner's cluster it is not verified against the representative, so the
+/// report lists it as `linked`, never as a duplicate to remove. Its partner is the duplicate it
+/// matches with the highest similarity, ties to the lowest id: the strongest evidence, and not
+/// an accident of which duplicate was checked first. Orphans match no other orphan (the later
+/// would have joined the earlier), so one pass over the duplicates finds every partner. That
+/// costs an orphan a check per duplicate of its component; as a representative in the greedy
+/// pass it already cost every later document one.
+fn link_orphans(
+    groups: &mut [(u32, Vec<Pair>)],
+    matches: &mut impl FnMut(u32, u32) -> Option<Score>,
+) {
+    // Only duplicates can be partners: an orphan was checked against every representative (as
+    // one itself, or as a document visiting them), and matched none.
+    let taken: Vec<(usize, u32)> = (groups.iter().enumerate())
+        .flat_map(|(g, (rep, pairs))| pairs.iter().map(move |p| (g, p.lo + p.hi - rep)))
+        .collect();
+    let orphans: Vec<u32> = (groups.iter())
+        .filter(|(_, pairs)| pairs.is_empty())
+        .map(|&(rep, _)| rep)
+        .collect();
+    for orphan in orphans {
+        let best = (taken.iter())
+            .filter_map(|&(g, d)| Some((g, d, matches(d, orphan)?)))
+            .min_by(|x, y| (y.2.similarity.total_cmp(&x.2.similarity)).then(x.1.cmp(&y.1)));
+        if let Some((g, partner, score)) = best {
+            groups[g].1.push(pair(partner, orphan, score));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,13 +172,13 @@ mod tests {
             _ => None,
         };
         let split = split_component(&[0, 1, 2], sim);
-        assert_eq!(
-            split.len(),
-            1,
-            "2 is alone: its only match, 1, is not a representative"
-        );
+        assert_eq!(split.len(), 1);
         assert_eq!(split[0].representative, 0);
-        assert_eq!(split[0].cluster.members, vec![0, 1]);
+        // 2's only match, 1, is not a representative: 2 joins 1's cluster through that pair.
+        assert_eq!(split[0].cluster.members, vec![0, 1, 2]);
+        let pairs: Vec<(usize, usize)> =
+            split[0].cluster.pairs.iter().map(|p| (p.0, p.1)).collect();
+        assert_eq!(pairs, [(0, 1), (1, 2)]);
 
         // Visiting 1 first (another --keep order), it takes both ends.
         let split = split_component(&[1, 0, 2], sim);
@@ -172,5 +214,39 @@ mod tests {
             }
             assert_eq!(c.pairs.len(), c.members.len() - 1);
         }
+    }
+
+    #[test]
+    fn an_orphan_joins_the_cluster_of_its_most_similar_partner_ties_to_the_lowest_id() {
+        // 0 and 1 represent (0 ≁ 1); 2 joins 0, 3 and 4 join 1; 5 matches 2, 3 and 4 only.
+        let score = |sim: [f64; 3]| {
+            move |a: u32, b: u32| match (a.min(b), a.max(b)) {
+                (0, 2) | (1, 3) | (1, 4) => Some(Score::of(0.9)),
+                (2, 5) => Some(Score::of(sim[0])),
+                (3, 5) => Some(Score::of(sim[1])),
+                (4, 5) => Some(Score::of(sim[2])),
+                _ => None,
+            }
+        };
+        let linked_to = |sim: [f64; 3]| {
+            let split = split_component(&[0, 1, 2, 3, 4, 5], score(sim));
+            assert_eq!(split.len(), 2);
+            let holder: Vec<&Found> = (split.iter())
+                .filter(|f| f.cluster.members.contains(&5))
+                .collect();
+            assert_eq!(holder.len(), 1, "{split:?}");
+            let c = &holder[0].cluster;
+            assert_eq!(c.pairs.len(), c.members.len() - 1);
+            let partner: Vec<u32> = (c.pairs.iter())
+                .filter(|p| p.2.hi == 5)
+                .map(|p| p.2.lo)
+                .collect();
+            assert_eq!(partner.len(), 1, "{c:?}");
+            (holder[0].representative, partner[0])
+        };
+        assert_eq!(linked_to([0.81, 0.85, 0.83]), (1, 3));
+        assert_eq!(linked_to([0.85, 0.81, 0.83]), (0, 2));
+        assert_eq!(linked_to([0.82, 0.85, 0.85]), (1, 3));
+        assert_eq!(linked_to([0.85, 0.85, 0.85]), (0, 2));
     }
 }

@@ -1,8 +1,7 @@
 //! Cluster records: clusters of document ids → the report's clusters, with each cluster's
-//! representative (`--keep`), its duplicates (and, for components, its linked members) with
-//! their similarity to it, and with `--pairs` the evidence for every pair. Pure apart from
-//! re-reading shingle sets (and, with `--verify edit`, token sequences) when a verdict or
-//! `--pairs` needs them.
+//! representative (`--keep`), its duplicates (and its linked members) with their similarity to
+//! it, and with `--pairs` the evidence for every pair. Pure apart from re-reading shingle sets
+//! (and, with `--verify edit`, token sequences) when a verdict or `--pairs` needs them.
 
 use rayon::prelude::*;
 
@@ -37,8 +36,9 @@ pub struct Inputs<'a> {
 /// The cluster records, in the order given; sets that cannot be read again add to `errors`.
 ///
 /// A cluster needs its members' sets (or token sequences) loaded again for `--pairs` evidence,
-/// and for a member that is not a direct pair of the representative (a component's chain):
-/// it is a duplicate only once verified against the representative.
+/// and for a member that is not a direct pair of the representative (a component's chain, or a
+/// strict cluster's linked member): it is a duplicate only once verified against the
+/// representative.
 pub fn cluster_records(
     inputs: &Inputs,
     clusters: &[Found],

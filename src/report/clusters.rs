@@ -27,9 +27,9 @@ pub struct ClusterOut {
     /// The members verified against the representative (at the threshold, by the active
     /// verification), in path order: the files a user could remove in favour of it.
     pub duplicates: Vec<DuplicateOut>,
-    /// `--cluster components`: the other members, joined to the cluster through a chain of
-    /// other members but not verified against the representative; never safe to remove in its
-    /// favour. Written only when not empty.
+    /// The other members, joined to the cluster through a chain of other members (with
+    /// `--cluster strict`, a document whose partners were all taken) but not verified against
+    /// the representative; never safe to remove in its favour. Written only when not empty.
     pub linked: Vec<DuplicateOut>,
     /// The documents, in path order.
     pub members: Vec<MemberOut>,

@@ -1,10 +1,10 @@
 //! `--format text`: the report for people reading in a terminal. One block per cluster, the
-//! representative first (`keep`), then each duplicate with its similarity to it (`dup`), then,
-//! with `--cluster components`, the members only linked to it through others (`link`); unreadable
-//! inputs and a one-line summary at the end. With `--containment` each duplicate shows how much
-//! of it is contained in the representative. With `--pairs`, each verified pair follows (`pair`),
-//! with its evidence. Names are escaped like warnings, so a file name cannot drive the
-//! terminal. Colour only when asked (`--color`, decided in config).
+//! representative first (`keep`), then each duplicate with its similarity to it (`dup`), then
+//! the members only linked to it through others (`link`); unreadable inputs and a one-line
+//! summary at the end. With `--containment` each duplicate shows how much of it is contained in
+//! the representative. With `--pairs`, each verified pair follows (`pair`), with its evidence.
+//! Names are escaped like warnings, so a file name cannot drive the terminal. Colour only when
+//! asked (`--color`, decided in config).
 
 use std::io::{self, Write};
 

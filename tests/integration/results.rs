@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::util::{chain, cluster_paths, dots, edit, text, word_jaccard, TestDir};
+use super::util::{
+    assert_well_formed_clusters, chain, cluster_paths, dots, edit, text, word_jaccard, TestDir,
+};
 
 fn duplicate_paths(cluster: &Value) -> Vec<String> {
     cluster["duplicates"]
@@ -323,8 +325,10 @@ fn the_default_removal_list_holds_only_documents_verified_against_their_represen
     let c = &report["clusters"][0];
     assert_eq!(c["representative"]["path"], "./b.txt");
     assert_eq!(duplicate_paths(c), dots(&["a.txt", "c.txt"]));
-    // d is ~ c only, and c is taken: d stays, in no cluster.
+    // d is ~ c only, and c is taken: d is linked to b's cluster through c, never a duplicate.
     assert_eq!(report["stats"]["clusters"], 1);
+    assert_eq!(c["linked"][0]["path"], "./d.txt");
+    assert_eq!(c["linked"].as_array().unwrap().len(), 1);
     assert_duplicates_reach_the_threshold(&t, &report, 0.8);
 
     for keep in [
@@ -442,4 +446,169 @@ fn strict_cannot_be_asked_of_containment_which_defaults_to_components() {
         "{}",
         r.stderr
     );
+}
+
+/// a ~ b ~ c with a ≁ c, at exact word-5 Jaccard 276/316 (a, b: 4 words of 300 edited, each
+/// changing 5 of the 296 shingles), 266/326 (b, c: 6 more words) and 246/346 (a, c), and an
+/// unrelated document. Strict clustering in path order makes a a representative and b its
+/// duplicate; c is below the threshold to a, and b, its only partner, is taken.
+fn taken_partner(t: &TestDir, dir: &str) -> [String; 3] {
+    let a = text(191, 300);
+    let b = edit(&a, &[20, 60, 100, 140]);
+    let c = edit(&b, &[170, 190, 210, 230, 250, 270]);
+    // The premise, computed independently of dupfind.
+    assert_eq!(word_jaccard(&a, &b, 5), 276.0 / 316.0);
+    assert_eq!(word_jaccard(&b, &c, 5), 266.0 / 326.0);
+    assert_eq!(word_jaccard(&a, &c, 5), 246.0 / 346.0);
+    t.write(format!("{dir}/a.txt"), &a)
+        .write(format!("{dir}/b.txt"), &b)
+        .write(format!("{dir}/c.txt"), &c)
+        .write(format!("{dir}/other.txt"), text(192, 300));
+    [a, b, c]
+}
+
+/// documents, clusters, unique_documents, exact_copies, near_copies.
+fn document_counts(report: &Value) -> Vec<u64> {
+    let s = &report["stats"];
+    [
+        "documents",
+        "clusters",
+        "unique_documents",
+        "exact_copies",
+        "near_copies",
+    ]
+    .iter()
+    .map(|k| s[k].as_u64().unwrap())
+    .collect()
+}
+
+#[test]
+fn a_document_whose_only_partner_was_taken_is_linked_to_its_cluster() {
+    let t = TestDir::new();
+    taken_partner(&t, "in");
+    let args = ["scan", "--keep", "first", "--pairs", "in"];
+    let first = t.run(&args);
+    assert_eq!(first.code(), 0, "{}", first.stderr);
+    let report = first.json();
+    assert_eq!(report["params"]["cluster"], "strict");
+    assert_eq!(
+        cluster_paths(&report),
+        vec![vec!["in/a.txt", "in/b.txt", "in/c.txt"]]
+    );
+    let c = &report["clusters"][0];
+    assert_eq!(c["representative"]["path"], "in/a.txt");
+    assert_eq!(duplicate_paths(c), ["in/b.txt"]);
+    assert_eq!(c["duplicates"][0]["similarity"], 276.0 / 316.0);
+    // c is reported, never as a duplicate: linked, at its exact similarity to a.
+    let linked = c["linked"].as_array().unwrap();
+    assert_eq!(linked.len(), 1, "{c}");
+    assert_eq!(linked[0]["path"], "in/c.txt");
+    assert_eq!(linked[0]["similarity"], 246.0 / 346.0);
+    assert_eq!(linked[0]["estimated"], false);
+    // The evidence: a ~ b and the verified pair b ~ c that holds c.
+    let pairs: Vec<(u64, u64, f64)> = (c["pairs"].as_array().unwrap().iter())
+        .map(|p| {
+            let (a, b) = (p["a"].as_u64().unwrap(), p["b"].as_u64().unwrap());
+            assert_eq!(p["jaccard"], p["similarity"], "{p}");
+            (a, b, p["similarity"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(pairs, [(0, 1, 276.0 / 316.0), (1, 2, 266.0 / 326.0)]);
+    assert_eq!(c["min_similarity"], 266.0 / 326.0);
+    assert_well_formed_clusters(&report);
+    assert_eq!(document_counts(&report), [4, 1, 1, 0, 2]);
+
+    let text = t.run(&["scan", "--keep", "first", "--format", "text", "in"]);
+    assert!(
+        text.stdout.contains("  link  in/c.txt  0.711\n"),
+        "{}",
+        text.stdout
+    );
+
+    // Never removable: not in the paths list, kept by the dataset.
+    let paths = t.run(&["scan", "-q", "--keep", "first", "--format", "paths", "in"]);
+    assert_eq!(paths.stdout, "in/b.txt\n");
+    let r = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "in"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let kept: Vec<String> = (fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap())
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].to_string())
+        .collect();
+    assert_eq!(
+        kept,
+        [r#""in/a.txt""#, r#""in/c.txt""#, r#""in/other.txt""#]
+    );
+
+    // The same bytes whatever the thread count.
+    let one = t.run(&[&args[..], &["-j", "1"]].concat());
+    let two = t.run(&[&args[..], &["-j", "2"]].concat());
+    assert_eq!(one.stdout, first.stdout);
+    assert_eq!(two.stdout, first.stdout);
+}
+
+#[test]
+fn a_new_document_whose_indexed_partner_was_taken_is_linked_to_it() {
+    // The index holds a and its duplicate b ([`taken_partner`]); the new documents are c (~ b
+    // only) and m (one word of a edited: ~ a and ~ b, ≁ c). An indexed document represents its
+    // cluster, so a does, with b, and m joins it; c, new and seen before as b's near-copy, must
+    // be reported with b as its evidence.
+    let t = TestDir::new();
+    let [a, _, c] = taken_partner(&t, "old");
+    fs::remove_file(t.join("old/c.txt")).unwrap();
+    let m = edit(&a, &[2]);
+    assert!(word_jaccard(&m, &c, 5) < 0.8);
+    t.write("new/c.txt", &c).write("new/m.txt", &m);
+    let built = t.run(&["index", "build", "old", "--index", "idx"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let args = [
+        "scan",
+        "new",
+        "--against",
+        "idx",
+        "--pairs",
+        "--keep",
+        "first",
+    ];
+    let first = t.run(&args);
+    assert_eq!(first.code(), 0, "{}", first.stderr);
+    let report = first.json();
+    assert_eq!(
+        cluster_paths(&report),
+        vec![vec!["old/a.txt", "old/b.txt", "new/c.txt", "new/m.txt"]],
+        "indexed members first"
+    );
+    let cl = &report["clusters"][0];
+    assert_eq!(cl["representative"]["path"], "old/a.txt");
+    assert_eq!(duplicate_paths(cl), ["old/b.txt", "new/m.txt"]);
+    let linked = cl["linked"].as_array().unwrap();
+    assert_eq!(linked.len(), 1, "{cl}");
+    assert_eq!(linked[0]["path"], "new/c.txt");
+    assert_eq!(linked[0]["similarity"], 246.0 / 346.0);
+    // Its evidence is its pair with the indexed b (members 1 and 2).
+    let held: Vec<&Value> = (cl["pairs"].as_array().unwrap().iter())
+        .filter(|p| p["b"] == 2)
+        .collect();
+    assert_eq!(held.len(), 1, "{cl}");
+    assert_eq!(held[0]["a"], 1);
+    assert_eq!(held[0]["jaccard"], 266.0 / 326.0);
+    assert_well_formed_clusters(&report);
+    // Counted over the new documents: a represents, so m and c are both near copies.
+    assert_eq!(document_counts(&report), [2, 1, 0, 0, 2]);
+    let paths = t.run(&[
+        "scan",
+        "new",
+        "--against",
+        "idx",
+        "--keep",
+        "first",
+        "--format",
+        "paths",
+    ]);
+    assert_eq!(paths.stdout, "new/m.txt\n", "{}", paths.stderr);
+    for j in ["1", "2"] {
+        assert_eq!(
+            t.run(&[&args[..], &["-j", j]].concat()).stdout,
+            first.stdout
+        );
+    }
 }
