@@ -15,6 +15,24 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import corpus  # noqa: E402  (the generator beside this file)
 
+sys.path.insert(0, os.path.join(ROOT, "contrib", "staged"))
+import workfiles  # noqa: E402  (the work-file contract the engines share)
+
+
+def comparable_summary(data):
+    """A summary's JSON with what differs between two attempts of the same task left out (the
+    attempt id, the files' CRC-32s: another writer's Parquet bytes differ), after checking its
+    seal. Everything else — the run, place, digest, the attempts it consumed, the counts — must
+    be the same whoever wrote it."""
+    why = workfiles.check_seal(data if isinstance(data, bytes) else data.encode())
+    assert why is None, why
+    summary = __import__("json").loads(data)
+    summary.pop("seal")
+    lineage = summary["lineage"]
+    lineage.pop("attempt")
+    lineage["files"] = sorted(lineage["files"])
+    return summary
+
 
 @pytest.fixture(scope="session")
 def dupfind():

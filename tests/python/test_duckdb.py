@@ -8,7 +8,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, comparable_summary, run
 
 GROUP = os.path.join(ROOT, "contrib", "duckdb", "group.py")
 
@@ -31,11 +31,11 @@ def buckets(work):
     rows = []
     for path in sorted(glob.glob(os.path.join(work, "group", "part-*.parquet"))):
         meta = pq.read_metadata(path).metadata
-        assert b"dupfind.run" in meta, f"{path} has no dupfind.run"
+        assert b"dupfind.run" in meta and b"dupfind.lineage" in meta, f"{path} has no lineage"
         for r in pq.read_table(path).to_pylist():
             rows.append((os.path.basename(path), r["table"], r["key"], tuple(r["docs"]),
                          tuple(r["aux"])))
-    summaries = {os.path.basename(p): open(p).read()
+    summaries = {os.path.basename(p): comparable_summary(open(p, "rb").read())
                  for p in glob.glob(os.path.join(work, "group", "part-*.json"))}
     return sorted(rows), summaries
 
@@ -98,3 +98,39 @@ def test_duckdb_refuses_an_unsigned_run(dupfind, docs, tmp_path):
                           stdin=subprocess.DEVNULL, check=False)
     assert proc.returncode != 0
     assert b"shard 1 has not been signed" in proc.stderr, proc.stderr
+
+
+def test_duckdb_refuses_misplaced_or_damaged_key_files_and_its_groups_go_stale(dupfind, docs,
+                                                                               tmp_path):
+    """The DuckDB group step checks each key file's lineage and CRC-32 as `stage group` does,
+    and a shard signed again after it grouped makes its summary stale for `stage report`."""
+    import shutil
+    import subprocess
+
+    work = tmp_path / "work"
+    signed(dupfind, work, docs, 2, 2, [])
+
+    def group():
+        return subprocess.run([sys.executable, GROUP, "--work", str(work)], capture_output=True,
+                              stdin=subprocess.DEVNULL, check=False)
+
+    a = work / "sign" / "shard-000000.keys-000000.parquet"
+    b = work / "sign" / "shard-000000.keys-000001.parquet"
+    saved = a.read_bytes()
+    shutil.copyfile(b, a)
+    proc = group()
+    assert proc.returncode != 0
+    assert b"was written for stage sign, shard 0, partition 1, not stage sign, shard 0, " \
+           b"partition 0: it is misplaced" in proc.stderr, proc.stderr
+    flipped = bytearray(saved)
+    flipped[len(flipped) // 3] ^= 0x10
+    a.write_bytes(bytes(flipped))
+    proc = group()
+    assert proc.returncode != 0 and b"is damaged: its CRC-32 is" in proc.stderr, proc.stderr
+    a.write_bytes(saved)
+    assert group().returncode == 0
+    # Shard 1 signed again (a retried task) after DuckDB grouped its keys.
+    stage(dupfind, "sign", work, "--shard", "1/2")
+    status = subprocess.run([dupfind, "stage", "status", "--work", str(work), "--todo", "group"],
+                            capture_output=True, stdin=subprocess.DEVNULL, check=True)
+    assert status.stdout == b"0\n1\n"
