@@ -179,7 +179,8 @@ pub struct ScanArgs {
 
     /// strict or components [default: strict; components with --containment].
     ///
-    /// strict: every member verified against its cluster's representative; components: every
+    /// strict: every duplicate verified against its cluster's representative (a document whose
+    /// partners were all taken is listed as `linked`); components: every
     /// document linked by a chain of verified pairs, for exploring groups (members not verified
     /// against the representative are listed as `linked`, never as `duplicates`).
     #[arg(long, value_enum, help_heading = OUTPUT)]

@@ -343,7 +343,7 @@ fn assert_cluster_schema(c: &Value, simhash: bool, extra: &[&str]) {
     }
     assert_member_schema(&c["representative"], &[], &[]);
     let duplicates = c["duplicates"].as_array().unwrap();
-    // `linked` (components only) is written only when not empty; with `duplicates` it
+    // `linked` is written only when not empty; with `duplicates` it
     // lists every member but the representative.
     let linked = c.get("linked").map_or(&[][..], |l| l.as_array().unwrap());
     assert!(c.get("linked").is_none() || !linked.is_empty(), "{c}");
