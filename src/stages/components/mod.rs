@@ -19,7 +19,6 @@
 
 mod buckets;
 mod copies;
-mod forest;
 mod ids;
 mod spill;
 mod write;
@@ -27,6 +26,8 @@ mod write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+
+use crate::pairs::UnionFind;
 
 use super::files::{self, Output};
 use super::group::GroupSummary;
@@ -37,7 +38,6 @@ use super::summary::ComponentsSummary;
 
 use buckets::{GroupFile, Merge};
 use copies::Copies;
-use forest::Forest;
 use ids::{Ids, IdsBuilder};
 use spill::Spill;
 use write::{AssignRows, BucketRows, CopyRows, Sink};
@@ -78,23 +78,23 @@ pub fn components(work: &Path) -> Result<()> {
     };
     let copies = Copies::read(work, &plan, &groups)?;
     let (ids, largest_bucket) = candidates(&run, &copies)?;
-    let mut forest = Forest::new(ids.as_slice().len() as u32);
+    let mut sets = UnionFind::new(ids.as_slice().len());
     for_each_band(&run, &copies, |units| {
         let mut prev = index(&ids, units[0])?;
         for &d in &units[1..] {
             let i = index(&ids, d)?;
-            forest.union(prev, i);
+            sets.union(prev, i);
             prev = i;
         }
         Ok(())
     })?;
     // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
     // bucketed documents are in sets of two or more yet.
-    let largest_component = Some(forest.largest()).filter(|&s| s >= 2).unwrap_or(0);
+    let largest_component = Some(sets.largest()).filter(|&s| s >= 2).unwrap_or(0);
     for &(c, u) in copies.pairs() {
-        forest.union(index(&ids, u)?, index(&ids, c)?);
+        sets.union(index(&ids, u)?, index(&ids, c)?);
     }
-    let (part_of, components) = forest.deal(plan.parts);
+    let (part_of, components) = sets.deal(plan.parts);
     let dealt = Dealt {
         copies: &copies,
         ids: &ids,
