@@ -38,6 +38,14 @@ impl Messages {
         self.line("warning", msg);
     }
 
+    /// Warns about each input error, as `path[:line]: why`.
+    pub fn warn_errors(&self, errors: &[InputError]) {
+        for e in errors {
+            let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+            self.warn(&format!("{}{line}: {}", display_path(&e.path), e.error));
+        }
+    }
+
     /// `dupfind: note: …` on stderr, with `--verbose` only.
     pub fn note(&self, msg: &str) {
         if self.verbose {

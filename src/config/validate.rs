@@ -230,6 +230,7 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
         max_depth: args.max_depth,
         extensions: extensions(&args.extension)?,
         defer_metadata: true,
+        stat_deferred: false,
     })
 }
 

@@ -66,6 +66,10 @@ pub struct WalkOptions {
     /// part of walking a tree of small files; hard links are then found when read (see
     /// [`crate::ingest`]).
     pub defer_metadata: bool,
+    /// Stat every file all the same (the staged pipeline's plan needs every inode), but where
+    /// the metadata would have been deferred, leave the size limits to the read as well, so
+    /// that a file over `--max-size` is skipped, and warned about, where `scan` skips it.
+    pub stat_deferred: bool,
 }
 
 /// Which files are read as dumps (many documents): JSON Lines, or Parquet (a dump that starts
@@ -305,7 +309,8 @@ fn admit_pending(w: &mut Walker, opts: &WalkOptions, several: bool, defer: bool)
     }
     debug_assert!(pending.is_sorted(), "the walk is in path order");
     w.out.files.reserve(pending.len());
-    if defer && !pending.par_iter().any(|p| opts.dumps.is_dump(p)) {
+    let stat = opts.stat_deferred;
+    if defer && !stat && !pending.par_iter().any(|p| opts.dumps.is_dump(p)) {
         // Built in parallel: at 10k files this loop took 2 ms on one thread, mostly taking
         // each name apart to look for a dump and first touching the entries' pages.
         w.out.files.par_extend(
@@ -313,7 +318,7 @@ fn admit_pending(w: &mut Walker, opts: &WalkOptions, several: bool, defer: bool)
                 .into_par_iter()
                 .map(FileEntry::with_deferred_metadata),
         );
-    } else if defer {
+    } else if defer && !stat {
         // Only dumps are stat-ed (their size sizes the set cache and goes into their records'
         // reports); there are few, so one at a time. A vector of every file's metadata, mostly
         // empty, would be 160 bytes a file.
@@ -329,7 +334,7 @@ fn admit_pending(w: &mut Walker, opts: &WalkOptions, several: bool, defer: bool)
         let metas: Vec<std::io::Result<std::fs::Metadata>> =
             pending.par_iter().map(std::fs::metadata).collect();
         for (path, meta) in pending.into_iter().zip(metas) {
-            w.admit(path, meta);
+            w.admit_sized(path, meta, !defer);
         }
     }
 }

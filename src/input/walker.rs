@@ -261,6 +261,16 @@ impl<'a> Walker<'a> {
 
     /// Dedups a regular file by inode and applies the size limits.
     pub(super) fn admit(&mut self, path: PathBuf, meta: std::io::Result<std::fs::Metadata>) {
+        self.admit_sized(path, meta, true);
+    }
+
+    /// [`Walker::admit`], applying the size limits only when `sized` (else the read does).
+    pub(super) fn admit_sized(
+        &mut self,
+        path: PathBuf,
+        meta: std::io::Result<std::fs::Metadata>,
+        sized: bool,
+    ) {
         let meta = match meta {
             Ok(m) => m,
             Err(e) => {
@@ -289,12 +299,12 @@ impl<'a> Walker<'a> {
             }
         }
         let size = meta.len();
-        if size < self.opts.min_size {
+        if sized && size < self.opts.min_size {
             self.out.skipped.too_short += 1;
             return;
         }
         let dump = self.opts.dumps.is_dump(&path);
-        if size > self.opts.max_size && !dump {
+        if sized && size > self.opts.max_size && !dump {
             if id != (0, 0) && !self.too_large.insert(id) {
                 return; // another name of a file already skipped and warned about
             }

@@ -105,12 +105,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     };
     let clusters = build::cluster_records(&inputs, &found, &mut late_errors);
     // Members read again for strict clusters and cluster records fail after verification's own
-    // warnings: said on stderr too, as every unreadable input is.
-    for e in &late_errors {
-        let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
-        let path = crate::messages::display_path(&e.path);
-        cfg.messages.warn(&format!("{path}{line}: {}", e.error));
-    }
+    // warnings: said on stderr too, as every unreadable input is (`stage verify` says them the
+    // same way).
+    cfg.messages.warn_errors(&late_errors);
     if let Some(dir) = &cfg.dataset {
         late_errors.extend(write_dataset(
             cfg, &engine, &corpus, &found, &clusters, dir,

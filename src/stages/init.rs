@@ -60,9 +60,10 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
     refuse_unsupported(&cfg)?;
-    // Every shard must see the same entries, one per inode: the walk stats every file. The work
-    // directory is never an input, even inside a root.
-    cfg.walk.defer_metadata = false;
+    // Every shard must see the same entries, one per inode: the walk stats every file, leaving
+    // the size limits where scan's walk would have left them (to the read, which warns in
+    // document order). The work directory is never an input, even inside a root.
+    cfg.walk.stat_deferred = true;
     if cfg.stdin {
         anyhow::bail!("`-` (standard input) cannot be staged: every stage reads the inputs again");
     }
@@ -85,7 +86,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         cwd: path_to_b64(&cwd),
         shards,
         parts,
-        shard_starts: shard_starts(&files, shards),
+        shard_starts: shard_starts(&files, shards, cfg.walk.max_size),
         options,
         dataset,
         digest: String::new(),
@@ -128,8 +129,11 @@ fn refuse_unsupported(cfg: &Config) -> Result<()> {
 
 /// Where each shard's inputs start (and the end last): cuts at about equal bytes, never empty
 /// unless there are fewer inputs than shards.
-fn shard_starts(files: &[FileEntry], shards: u32) -> Vec<u64> {
-    let total: u128 = files.iter().map(|f| u128::from(f.size.max(1))).sum();
+/// Where each shard starts: cut at about equal bytes, a file counted as at most `max_size`
+/// (one over it is skipped when read).
+fn shard_starts(files: &[FileEntry], shards: u32, max_size: u64) -> Vec<u64> {
+    let weight = |f: &FileEntry| u128::from(f.size.clamp(1, max_size.max(1)));
+    let total: u128 = files.iter().map(weight).sum();
     let mut starts = vec![0u64];
     let mut seen: u128 = 0;
     let mut next = 1u128;
@@ -138,7 +142,7 @@ fn shard_starts(files: &[FileEntry], shards: u32) -> Vec<u64> {
             starts.push(i as u64);
             next += 1;
         }
-        seen += u128::from(f.size.max(1));
+        seen += weight(f);
     }
     while starts.len() < shards as usize + 1 {
         starts.push(files.len() as u64);
@@ -288,12 +292,19 @@ mod tests {
 
     #[test]
     fn shards_cut_the_inputs_at_about_equal_bytes() {
-        assert_eq!(shard_starts(&files(&[10; 8]), 4), [0, 2, 4, 6, 8]);
+        assert_eq!(shard_starts(&files(&[10; 8]), 4, u64::MAX), [0, 2, 4, 6, 8]);
         // One large dump takes a shard of its own.
-        assert_eq!(shard_starts(&files(&[100, 1, 1, 1, 1]), 2), [0, 1, 5]);
+        assert_eq!(
+            shard_starts(&files(&[100, 1, 1, 1, 1]), 2, u64::MAX),
+            [0, 1, 5]
+        );
         // Fewer inputs than shards: the last shards are empty.
-        assert_eq!(shard_starts(&files(&[5, 5]), 4), [0, 1, 1, 2, 2]);
-        assert_eq!(shard_starts(&files(&[]), 3), [0, 0, 0, 0]);
-        assert_eq!(shard_starts(&files(&[7; 5]), 1), [0, 5]);
+        assert_eq!(shard_starts(&files(&[5, 5]), 4, u64::MAX), [0, 1, 1, 2, 2]);
+        assert_eq!(shard_starts(&files(&[]), 3, u64::MAX), [0, 0, 0, 0]);
+        assert_eq!(shard_starts(&files(&[7; 5]), 1, u64::MAX), [0, 5]);
+        // A file over --max-size (skipped when read) weighs what --max-size allows: it no
+        // longer takes a shard of its own.
+        assert_eq!(shard_starts(&files(&[1000, 10, 10]), 2, u64::MAX), [0, 1, 3]);
+        assert_eq!(shard_starts(&files(&[1000, 10, 10]), 2, 10), [0, 2, 3]);
     }
 }

@@ -108,6 +108,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         &candidates,
     );
     let mut errors = verified.errors.clone();
+    let late = errors.len();
     let material = cluster::Material {
         judge: &judge,
         engine: &engine,
@@ -122,6 +123,9 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         retained: &verified.retained,
     };
     let clusters = build::cluster_records(&inputs, &found, &mut errors);
+    // The members read again for strict clusters and cluster records that failed: said on
+    // stderr as `scan` says them, after verification's own warnings (partition by partition).
+    cfg.messages.warn_errors(&errors[late..]);
     let summary = VerifySummary {
         lineage,
         part,

@@ -21,20 +21,26 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
     .concat();
     let r = t.run(&init);
     assert_eq!(r.code(), 0, "init {args:?}: {}", r.stderr);
-    let each = |stage: &str, flag: &str, n: u32| {
+    // What every stage said on stderr, in the order a driver runs them.
+    let mut said = r.stderr;
+    let each = |said: &mut String, stage: &str, flag: &str, n: u32| {
         for i in 0..n {
             let index = format!("{i}/{n}");
             let r = t.run(&["stage", stage, "--work", work, flag, &index]);
             assert_eq!(r.code(), 0, "{stage} {index} {args:?}: {}", r.stderr);
+            *said += &r.stderr;
         }
     };
-    each("sign", "--shard", shards);
-    each("group", "--part", parts);
+    each(&mut said, "sign", "--shard", shards);
+    each(&mut said, "group", "--part", parts);
     let r = t.run(&["stage", "components", "--work", work]);
     assert_eq!(r.code(), 0, "components {args:?}: {}", r.stderr);
-    each("route", "--shard", shards);
-    each("verify", "--part", parts);
-    t.run(&["stage", "report", "--work", work])
+    said += &r.stderr;
+    each(&mut said, "route", "--shard", shards);
+    each(&mut said, "verify", "--part", parts);
+    let mut report = t.run(&["stage", "report", "--work", work]);
+    report.stderr = said + &report.stderr;
+    report
 }
 
 /// Asserts that the staged pipeline at each (shards, parts) prints what `scan` prints with
@@ -64,6 +70,11 @@ fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u32)]) {
             r.stdout == scan.stdout,
             "{args:?} at {shards} shards, {parts} parts: the report differs from scan's\n{}",
             first_difference(&scan.stdout, &r.stdout)
+        );
+        assert!(
+            r.stderr == scan.stderr,
+            "{args:?} at {shards} shards, {parts} parts: the stages' stderr differs from scan's\n{}",
+            first_difference(&scan.stderr, &r.stderr)
         );
     }
 }
@@ -605,4 +616,44 @@ fn group_files_written_with_large_lists_by_another_engine_are_read() {
         "{}",
         first_difference(&scan.stdout, &r.stdout)
     );
+}
+
+#[test]
+fn staged_warnings_equal_scans_for_unreadable_oversized_and_unreadable_again_members() {
+    let t = TestDir::new();
+    corpus(&t);
+    // Unreadable: corrupt gzip streams, in several shards.
+    for d in 0..5 {
+        t.write(
+            format!("c/d{d}/broken.txt.gz"),
+            b"\x1f\x8b\x08\x00not deflate at all",
+        );
+    }
+    // Over --max-size.
+    t.write("c/d1/huge.txt", text(4000, 700_000));
+    t.write("c/d3/huger.txt", text(4001, 800_000));
+    // Two copies too large to read again as sets under --max-memory (described as a cluster),
+    // though small enough to sketch: about 2.7 MB of text, 33 bytes a byte as char sets
+    // (tests/integration/memory.rs has the arithmetic).
+    let big = text(13, 500_000);
+    t.write("c/d0/big-a.txt", &big)
+        .write("c/d4/big-b.txt", &big);
+    let args = [
+        "--max-size",
+        "3500000",
+        "--shingle",
+        "char",
+        "--max-memory",
+        "64M",
+        "c",
+    ];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    for said in [
+        "c/d2/broken.txt.gz: gzip stream is corrupt",
+        "c/d3/huger.txt: skipped, ",
+        "to read again and compare as a set",
+    ] {
+        assert!(scan.stderr.contains(said), "{said}: {}", scan.stderr);
+    }
+    assert_same_as_scan(&t, &args, &[(1, 1), (2, 2), (3, 2)]);
 }
