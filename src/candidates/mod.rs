@@ -6,16 +6,16 @@
 pub mod buckets;
 pub mod containment;
 pub mod identical;
+pub mod keys;
 pub mod lsh;
 
 use rayon::prelude::*;
 
 use crate::config::{Config, MethodConfig};
 use crate::ingest::corpus::Corpus;
-use crate::sketch::simhash;
 
 use buckets::Buckets;
-use lsh::band_key;
+use keys::Keying;
 
 /// The candidates of a scan.
 pub struct Candidates {
@@ -74,6 +74,7 @@ pub fn find(cfg: &Config, corpus: &Corpus, units: &[u32]) -> Candidates {
 
 fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
     let (sigs, lanes, docs) = (&corpus.sigs, corpus.lanes, &corpus.docs);
+
     let tables = match &cfg.method {
         MethodConfig::MinHash {
             containment: true,
@@ -93,37 +94,39 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
             }
             return (c.tables, c.implausible);
         }
-        // Bands are keyed and sorted side by side: each table's counting sort is serial.
-        MethodConfig::MinHash { banding, .. } => (0..banding.bands)
-            .into_par_iter()
-            .map(|band| {
-                let r = banding.rows;
-                let entries = units
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, &u)| {
-                        if let Some(&ahead) = units.get(i + PREFETCH_AHEAD) {
-                            // A band's pass reads 24 bytes of each 512-byte signature, a
-                            // stride the hardware prefetchers did not follow.
-                            crate::cpu::prefetch(&sigs[ahead as usize * lanes + band * r]);
-                        }
-                        let start = u as usize * lanes + band * r;
-                        (band_key(band, &sigs[start..start + r]), u)
-                    })
-                    .collect();
-                Buckets::from_keys(entries)
-            })
-            .collect(),
-        MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance)
-            .into_par_iter()
-            .map(|piece| {
-                let entries = units
-                    .par_iter()
-                    .map(|&u| (simhash::piece_key(piece, docs[u as usize].fingerprint), u))
-                    .collect();
-                Buckets::from_keys(entries)
-            })
-            .collect(),
+        method => {
+            let keying = Keying::of(method);
+            let (pieces, rows) = match &keying {
+                Keying::Pieces(_) => (true, 0),
+                Keying::Bands { rows, .. } => (false, *rows),
+            };
+            // Tables are keyed and sorted side by side: each table's counting sort is serial.
+            (0..keying.tables())
+                .into_par_iter()
+                .map(|t| {
+                    let entries = units
+                        .par_iter()
+                        .enumerate()
+                        .map(|(i, &u)| {
+                            let u = u as usize;
+                            if pieces {
+                                return (keying.key(t, &[], docs[u].fingerprint), u as u32);
+                            }
+                            if let Some(&ahead) = units.get(i + PREFETCH_AHEAD) {
+                                // A band's pass reads 24 bytes of each 512-byte signature, a
+                                // stride the hardware prefetchers did not follow.
+                                crate::cpu::prefetch(&sigs[ahead as usize * lanes + t * rows]);
+                            }
+                            (
+                                keying.key(t, &sigs[u * lanes..(u + 1) * lanes], 0),
+                                u as u32,
+                            )
+                        })
+                        .collect();
+                    Buckets::from_keys(entries)
+                })
+                .collect()
+        }
     };
     (tables, 0)
 }

@@ -304,7 +304,10 @@ mod tests {
         assert_eq!(shard_starts(&files(&[7; 5]), 1, u64::MAX), [0, 5]);
         // A file over --max-size (skipped when read) weighs what --max-size allows: it no
         // longer takes a shard of its own.
-        assert_eq!(shard_starts(&files(&[1000, 10, 10]), 2, u64::MAX), [0, 1, 3]);
+        assert_eq!(
+            shard_starts(&files(&[1000, 10, 10]), 2, u64::MAX),
+            [0, 1, 3]
+        );
         assert_eq!(shard_starts(&files(&[1000, 10, 10]), 2, 10), [0, 2, 3]);
     }
 }

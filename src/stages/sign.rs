@@ -17,13 +17,12 @@ use arrow_array::builder::Int64Builder;
 use arrow_array::RecordBatch;
 
 use crate::candidates::identical;
-use crate::candidates::lsh::band_key;
+use crate::candidates::keys::Keying;
 use crate::config::{Config, MethodConfig};
 use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Outcome;
 use crate::sketch::minhash::mix64;
-use crate::sketch::simhash;
 
 use super::columns::{arc, batch, key_to_i64};
 use super::docs::{self, DocRow};
@@ -203,6 +202,7 @@ fn write_keys(
         });
     };
     let lanes = corpus.lanes;
+    let keying = Keying::of(&cfg.method);
     for &d in texts {
         let hash = corpus.docs[d].hash;
         push(
@@ -214,25 +214,12 @@ fn write_keys(
         if canon[d] as usize != d {
             continue;
         }
-        match &cfg.method {
-            MethodConfig::MinHash { banding, .. } => {
-                let sig = &corpus.sigs[d * lanes..(d + 1) * lanes];
-                for band in 0..banding.bands {
-                    let r = banding.rows;
-                    push(
-                        band as i32,
-                        band_key(band, &sig[band * r..(band + 1) * r]),
-                        id(d),
-                        0,
-                    );
-                }
-            }
-            MethodConfig::SimHash { max_distance, .. } => {
-                let fp = corpus.docs[d].fingerprint;
-                for (i, piece) in simhash::pieces(*max_distance).into_iter().enumerate() {
-                    push(i as i32, simhash::piece_key(piece, fp), id(d), 0);
-                }
-            }
+        let (sig, fp) = (
+            &corpus.sigs[d * lanes..(d + 1) * lanes],
+            corpus.docs[d].fingerprint,
+        );
+        for t in 0..keying.tables() {
+            push(t as i32, keying.key(t, sig, fp), id(d), 0);
         }
     }
     let mut written = Vec::with_capacity(rows.len());

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidates::buckets::Buckets;
 use crate::candidates::identical::Identical;
+use crate::candidates::keys::Keying;
 use crate::candidates::Candidates;
 use crate::cluster;
 use crate::config::{Config, MethodConfig};
@@ -22,7 +23,6 @@ use crate::ingest::worker::{DocResult, Outcome};
 use crate::pairs::Pair;
 use crate::report::build;
 use crate::sketch::bottomk::Sketches;
-use crate::sketch::simhash;
 use crate::verify::{self, Judge};
 
 use super::columns::{column, key_from_i64, Int64Lists};
@@ -296,10 +296,7 @@ fn candidates_of(
     part: u32,
     local: &impl Fn(i64) -> Result<u32>,
 ) -> Result<Candidates> {
-    let tables = match &cfg.method {
-        MethodConfig::MinHash { banding, .. } => banding.bands,
-        MethodConfig::SimHash { max_distance, .. } => simhash::pieces(*max_distance).len(),
-    };
+    let tables = Keying::of(&cfg.method).tables();
     let mut entries: Vec<Vec<(u64, u32)>> = vec![Vec::new(); tables];
     let path = part_path(work, part);
     let place = Place::once("components").with_part(part);
