@@ -22,8 +22,8 @@
 //!
 //! `pairs` holds what the middle stages share (document ids, pairs, scores, union-find); `cpu`
 //! the run-time CPU features; `budget` the memory budget (`--max-memory`); `varint` LEB128
-//! integers (the index's sets, Parquet footers); `messages` what goes to stderr; `exit` the exit
-//! codes. Only
+//! integers (the index's sets, Parquet footers); `token` fresh tokens (temporary names, ids);
+//! `messages` what goes to stderr; `exit` the exit codes. Only
 //! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
 //! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
 //! binary calls [`run`], the benches and tests call [`api`], and the fuzz targets (`fuzz/`) and
@@ -52,6 +52,7 @@ mod report;
 mod scan;
 mod sketch;
 mod stages;
+mod token;
 mod varint;
 mod verify;
 

@@ -9,17 +9,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use serde::Serialize;
+use anyhow::Result;
 
-use crate::index::commit::{sweep, Pending, LOCK};
+use crate::index::commit::{unchanged, Locked, Summary, Writer};
 use crate::index::dir::IndexDir;
-use crate::index::manifest::Manifest;
-use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::{Plan, SegmentWriter, Written};
-use crate::index::segment::{data_name, table_name};
-use crate::index::update::{entry_of, mode_of, place};
-use crate::messages::{display_path, Messages};
+use crate::index::upgrade::upgrade_alone;
 
 /// Segments an update may leave before it merges some.
 pub const AUTO_COMPACT_AFTER: usize = 16;
@@ -43,20 +39,54 @@ pub fn auto_pick(index: &Opened) -> Vec<usize> {
     picks
 }
 
-/// Writes segment `number` holding the live documents of `index`'s segments at `picks` (less
-/// `also_removed`), with the tombstones they hold for segments not merged.
-pub fn merge(
+/// `dupfind index compact`: every segment merged into one.
+pub fn compact(path: &Path) -> Result<Summary> {
+    let (locked, index) = Locked::open(path)?;
+    if index.manifest.is_none() {
+        // A format-1 index is one file already; upgrading it makes it one segment.
+        return upgrade_alone(index, locked, &HashSet::new());
+    }
+    let segs = index.segments();
+    let removed = segs.iter().map(|s| u64::from(s.docs())).sum::<u64>() - index.live();
+    let clean = segs.len() <= 1 && removed == 0 && segs.iter().all(|s| s.tombstones().is_empty());
+    if clean {
+        return Ok(unchanged(&index));
+    }
+    let mut w = locked.next()?;
+    let picks: Vec<usize> = (0..segs.len()).collect();
+    let documents = merge_into(&mut w, &index, &picks, &HashSet::new())?;
+    w.commit(documents, removed)
+}
+
+/// Merges the segments of `index` at `picks` (less `also_removed`) into one new segment of the
+/// generation `w` writes, in their place; returns its documents.
+pub fn merge_into(
+    w: &mut Writer,
+    index: &Opened,
+    picks: &[usize],
+    also_removed: &HashSet<DocRef>,
+) -> Result<u64> {
+    let plan = w.plan(Vec::new())?;
+    let merged = merge(index, w.dir(), picks, plan, also_removed)?;
+    let documents = merged.docs;
+    let numbers: Vec<u64> = picks
+        .iter()
+        .map(|&p| index.segments()[p].number())
+        .collect();
+    w.replace(&numbers, merged)?;
+    Ok(documents)
+}
+
+/// Writes the segment `plan` gives, holding the live documents of `index`'s segments at
+/// `picks` (less `also_removed`), their dictionaries, and the tombstones they hold for segments
+/// not merged.
+fn merge(
     index: &Opened,
     dir: &IndexDir,
     picks: &[usize],
-    number: u64,
-    mode: Option<u32>,
+    plan: Plan,
     also_removed: &HashSet<DocRef>,
 ) -> Result<Written> {
-    let m = index
-        .manifest
-        .as_ref()
-        .context("a format-1 index has no segments to merge")?;
     let segs = index.segments();
     let picked: HashSet<u64> = picks.iter().map(|&p| segs[p].number()).collect();
     let live: HashSet<u64> = segs.iter().map(|s| s.number()).collect();
@@ -85,13 +115,9 @@ pub fn merge(
     tombstones.sort_unstable();
     tombstones.dedup();
     let plan = Plan {
-        number,
-        index_id: m.index_id,
-        lanes: lanes_of(&m.params),
-        keying: index.keying.clone(),
         dicts,
         tombstones,
-        mode,
+        ..plan
     };
     let mut writer = SegmentWriter::new(dir, plan)?;
     for &p in picks {
@@ -110,126 +136,4 @@ pub fn merge(
         })?;
     }
     writer.finish()
-}
-
-/// Puts `merged` (whose number `next` gave) in `next` in place of the segments at `picks`
-/// (where the first of them was); returns the file names that are then no longer named.
-pub fn replace(
-    next: &mut Manifest,
-    index: &Opened,
-    picks: &[usize],
-    merged: &Written,
-) -> Vec<String> {
-    let numbers: HashSet<u64> = picks
-        .iter()
-        .map(|&p| index.segments()[p].number())
-        .collect();
-    let at = next
-        .segments
-        .iter()
-        .position(|s| numbers.contains(&s.number))
-        .unwrap_or(next.segments.len());
-    next.segments.retain(|s| !numbers.contains(&s.number));
-    next.segments
-        .insert(at.min(next.segments.len()), entry_of(merged));
-    let mut names: Vec<u64> = numbers.into_iter().collect();
-    names.sort_unstable();
-    names
-        .into_iter()
-        .flat_map(|n| [data_name(n), table_name(n)])
-        .collect()
-}
-
-/// What `index compact`, `index prune` and `index upgrade` print.
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    /// The generation the index is at now.
-    pub generation: u64,
-    /// True when a new generation was written.
-    pub written: bool,
-    /// Its segments now.
-    pub segments: usize,
-    /// Its documents now.
-    pub documents: u64,
-    /// Documents removed by this command.
-    pub removed: u64,
-    /// Bytes written.
-    pub bytes_written: u64,
-}
-
-/// Opens the index in `path` for a writer: the directory, its lock, and the index as it is
-/// under the lock, with what killed writers left swept away (also when the command then finds
-/// nothing to write: a compaction killed after its commit leaves a clean index and the files
-/// of the generation before it).
-pub fn open_locked(path: &Path) -> Result<(IndexDir, std::fs::File, Opened)> {
-    let dir = IndexDir::open(path)?.with_context(|| {
-        format!(
-            "{} is not a dupfind index (no such directory)",
-            display_path(path)
-        )
-    })?;
-    let lock = dir.lock(LOCK)?;
-    let index = Opened::open_in(dir.try_clone()?)?;
-    sweep(&dir, index.manifest.as_ref(), &Messages::default())?;
-    Ok((dir, lock, index))
-}
-
-/// `dupfind index compact`: every segment merged into one.
-pub fn compact(path: &Path) -> Result<Summary> {
-    let (dir, lock, index) = open_locked(path)?;
-    let Some(m) = index.manifest.clone() else {
-        // A format-1 index is one file already; upgrading it makes it one segment.
-        return crate::index::upgrade::upgrade_alone(index, dir, lock, &HashSet::new());
-    };
-    let segs = index.segments();
-    let removed = segs.iter().map(|s| u64::from(s.docs())).sum::<u64>() - index.live();
-    let clean = segs.len() <= 1 && removed == 0 && segs.iter().all(|s| s.tombstones().is_empty());
-    if clean {
-        return Ok(Summary {
-            generation: m.generation,
-            written: false,
-            segments: segs.len(),
-            documents: index.live(),
-            removed: 0,
-            bytes_written: 0,
-        });
-    }
-    let mode = mode_of(&dir)?;
-    let picks: Vec<usize> = (0..segs.len()).collect();
-    let mut next = Manifest {
-        generation: m.next_generation()?,
-        ..m
-    };
-    let number = next.take_segment(&dir)?;
-    let merged = merge(&index, &dir, &picks, number, mode, &HashSet::new())?;
-    place(&dir, &merged)?;
-    let obsolete = replace(&mut next, &index, &picks, &merged);
-    let written = vec![merged.name.clone(), merged.table_name.clone()];
-    let summary = Summary {
-        generation: next.generation,
-        written: true,
-        segments: next.segments.len(),
-        documents: merged.docs,
-        removed,
-        bytes_written: merged.written,
-    };
-    let pending = Pending::new(dir, lock, &next, mode, written, obsolete, merged.written)?;
-    let bytes = pending.bytes;
-    pending.commit()?;
-    Ok(Summary {
-        bytes_written: bytes,
-        ..summary
-    })
-}
-
-/// The generation a command left, when it wrote nothing.
-pub fn unchanged(index: &Opened) -> Summary {
-    Summary {
-        generation: index.generation,
-        written: false,
-        segments: index.segments().len(),
-        documents: index.live(),
-        removed: 0,
-        bytes_written: 0,
-    }
 }

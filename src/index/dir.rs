@@ -17,14 +17,15 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
 use rustix::fs::{self as rfs, AtFlags, FileType, FlockOperation, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use crate::messages::display_path;
+use crate::token::fresh_token;
 
 /// An open index directory.
 pub struct IndexDir {
@@ -279,19 +280,26 @@ pub fn new_file_mode(like: Option<u32>) -> u32 {
     like.map_or(0o666, |m| (m & 0o666) | 0o600)
 }
 
-/// A token for a temporary name: different for every call in a process and, through the process
-/// id and the clock, across processes. Unpredictability is not what keeps the name safe (the
-/// exclusive create is); it only makes a planted name unlikely to be hit.
-pub(crate) fn fresh_token() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut seed = [0u8; 24];
-    seed[..8].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
-    seed[8..16].copy_from_slice(&nanos.to_le_bytes());
-    seed[16..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    xxhash_rust::xxh3::xxh3_64(&seed)
+/// Bytes read at a time to take a file's checksum.
+const SUM_BUFFER: usize = 1 << 20;
+
+/// The xxh3-64 of a whole file of `len` bytes, read a block at a time.
+pub fn sum_file(file: &File, len: u64) -> std::io::Result<u64> {
+    sum_range(file, 0, len)
+}
+
+/// The xxh3-64 of `len` bytes of `file` from `at`, read a block at a time.
+pub fn sum_range(file: &File, at: u64, len: u64) -> std::io::Result<u64> {
+    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
+    let mut buf = vec![0u8; SUM_BUFFER.min(len as usize)];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(SUM_BUFFER as u64) as usize;
+        file.read_exact_at(&mut buf[..n], at + done)?;
+        h.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(h.digest())
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::index::open::Opened;
-use crate::index::prune::{survey, Prunable};
-use crate::index::segment::write::sum_file;
+use crate::index::dir::sum_file;
+use crate::index::gone::{survey, Prunable};
+use crate::index::open::{DocRef, Opened};
 use crate::index::store::{self, IndexParams};
 use crate::messages::display_path;
 
@@ -80,7 +80,7 @@ fn describe(index: &Opened) -> Result<Info> {
                 s.verify()?;
                 verify_table(index, &e.table, e.table_bytes, e.table_sum)?;
                 let removed = (0..s.docs())
-                    .filter(|&row| index.is_dead(crate::index::open::DocRef { seg: i as u32, row }))
+                    .filter(|&row| index.is_dead(DocRef { seg: i as u32, row }))
                     .count() as u64;
                 bytes += e.bytes + e.table_bytes;
                 segments.push(SegmentInfo {

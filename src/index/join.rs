@@ -22,17 +22,18 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use crate::config::{Config, IndexUse, MethodConfig};
-use crate::index::open::{lanes_of, DocRef, Opened};
+use crate::index::open::{DocRef, Opened};
 use crate::index::segment::layout::{BlobRef, Row};
 use crate::index::store::{self, Entry, IndexParams};
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome, StoredSets};
-use crate::input::walk::{FileEntry, Record};
+use crate::input::walk::FileEntry;
 use crate::messages::display_path;
 use crate::sketch::bottomk::Sketches;
 use crate::sketch::shingle::Shingler;
 
-use super::paths::{from_mtime_ns, mtime_ns, path_from_bytes, path_key};
+use super::gone::is_gone;
+use super::paths::{entry_as_file, from_mtime_ns, mtime_ns, path_from_bytes, path_key};
 
 /// What verification needs to derive an indexed document's set.
 #[derive(Clone, Debug)]
@@ -167,15 +168,9 @@ impl Joined {
     }
 }
 
-/// Opens the index (unless it is being created), checks its parameters and splits `files`
-/// into those to read and those the index holds unchanged.
+/// Opens the index, checks its parameters and splits `files` into those to read and those
+/// the index holds unchanged.
 pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
-    if against.create {
-        // Refused before the scan, not after it.
-        crate::index::update::check_fresh(&against.dir)
-            .with_context(|| format!("cannot build an index in {}", display_path(&against.dir)))?;
-        return Ok(Joined::none(files));
-    }
     let index = Opened::open(&against.dir)
         .with_context(|| format!("cannot use index {}", display_path(&against.dir)))?;
     store::check_compatible(&index.params, &index_params(cfg))
@@ -311,7 +306,7 @@ pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus>
             blob: row.blob,
         });
     }
-    debug_assert!(lanes_of(&index.params) == 0 || lanes == lanes_of(&index.params));
+    debug_assert!(index.params.lanes() == 0 || lanes == index.params.lanes());
     joined.sets = Some(Arc::new(IndexedSets {
         index,
         docs: stored,
@@ -348,18 +343,6 @@ impl<'a> Presence<'a> {
     }
 }
 
-/// True when nothing is at `path` any more (a path that cannot be looked at, for want of
-/// permission, is not taken for gone).
-pub fn is_gone(path: &Path) -> bool {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => false,
-        Err(e) => matches!(
-            e.kind(),
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-        ),
-    }
-}
-
 fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
     let stored = path_from_bytes(&e.path);
     // Shown relative to the working directory when inside it, like the inputs; else absolute.
@@ -368,32 +351,4 @@ fn file_entry(e: &Entry, cwd: Option<&Path>) -> FileEntry {
         _ => stored,
     };
     entry_as_file(e, path, e.bytes, from_mtime_ns(e.ctime_ns))
-}
-
-/// An indexed document as the walk's entry for it, under `path`, with `size` and `changed`
-/// (the join and the document table each take their own).
-pub(crate) fn entry_as_file(
-    e: &Entry,
-    path: std::path::PathBuf,
-    size: u64,
-    changed: Option<std::time::SystemTime>,
-) -> FileEntry {
-    FileEntry {
-        path,
-        aliases: Vec::new(),
-        size,
-        id: (e.dev, e.inode),
-        modified: from_mtime_ns(e.mtime_ns),
-        changed,
-        dump: false,
-        record: e.line.map(|line| {
-            Box::new(Record {
-                line,
-                id: e.id.clone(),
-                file_size: e.size,
-                at: None,
-            })
-        }),
-        deferred: false,
-    }
 }

@@ -238,7 +238,7 @@ pub fn write_temp(dir: &IndexDir, m: &Manifest, mode: Option<u32>) -> Result<Str
 pub fn new_index_id() -> u128 {
     use std::hash::{BuildHasher, Hasher};
     let mut a = std::collections::hash_map::RandomState::new().build_hasher();
-    a.write_u64(crate::index::dir::fresh_token());
+    a.write_u64(crate::token::fresh_token());
     let mut b = std::collections::hash_map::RandomState::new().build_hasher();
     b.write_u64(a.finish());
     (u128::from(a.finish()) << 64) | u128::from(b.finish())

@@ -4,17 +4,26 @@
 //! ones take part, found through sorted keys on disk); updated after the report is delivered,
 //! by one new segment.
 //!
-//! - `dir`: the directory, opened safely (no symbolic link followed, no FIFO waited on);
-//! - `manifest`, `segment/` (layout, writer, document table), `keys`, `codec`: the format;
-//! - `open`: an open generation; `lookup`: the documents the new ones can meet;
-//! - `join`: an index joined to a scan; `update`: the next generation; `commit`: making it live;
-//! - `compact`, `prune`, `upgrade` (format 1 → 2), `info`: the `dupfind index` commands;
-//! - `store/`: format 1, read (and written by tests).
+//! The files depend one way, each only on those listed before it:
+//!
+//! - the format: `dir` (the directory, opened safely: no symbolic link followed, no FIFO waited
+//!   on), `codec` (stored contents), `store/` (format 1, read; and the `Entry` and
+//!   `IndexParams` both formats share), `paths` (how files and times are stored), `keys`,
+//!   `segment/` (layout, document table, writer), `manifest`;
+//! - the readers: `open` (an open generation), `lookup` (the documents the new ones can meet),
+//!   `gone` (documents whose files are gone), `join` (an index joined to a scan), `info`;
+//! - the writers: `sweep` (what killed writers left), `commit` (the one write path: lock,
+//!   sweep, segments, manifest, commit), `add` (a segment's new documents), then the writers
+//!   themselves, `upgrade` (format 1 → 2), `compact`, `prune`, `update` (the next generation of
+//!   a scan's index);
+//! - this file, which the scan calls.
 
+mod add;
 pub mod codec;
 mod commit;
 pub mod compact;
 pub mod dir;
+mod gone;
 pub mod info;
 pub mod join;
 mod keys;
@@ -25,12 +34,13 @@ mod paths;
 pub mod prune;
 pub mod segment;
 pub mod store;
+mod sweep;
 #[cfg(test)]
 mod testing;
 pub mod update;
 pub mod upgrade;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 pub use commit::Pending;
 
@@ -39,14 +49,23 @@ use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{Engine, StoredSets};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
-use crate::report::IndexStats;
+use crate::report::{IndexStats, Updated};
 
+use add::NewDocs;
 use join::Joined;
-use update::{NewDocs, Prepared};
+use update::Prepared;
 
-/// Joins the index `cfg` names to the walked `files`: with none, every file is to be read.
+/// Joins the index `cfg` names to the walked `files`: with none, or one `index build` is to
+/// create, every file is to be read.
 pub fn join(cfg: &Config, files: Vec<FileEntry>) -> Result<Joined> {
     match &cfg.against {
+        Some(index) if index.create => {
+            // Refused before the scan, not after it.
+            sweep::check_fresh(&index.dir).with_context(|| {
+                format!("cannot build an index in {}", display_path(&index.dir))
+            })?;
+            Ok(Joined::none(files))
+        }
         Some(index) => join::join(index, cfg, files),
         None => Ok(Joined::none(files)),
     }
@@ -77,29 +96,19 @@ impl Joined {
     }
 }
 
-/// What an update did.
-pub struct Updated {
-    /// The generation the update makes live once the report is delivered; None when nothing
-    /// was written (the update failed, or nothing had changed).
-    pub written: Option<u64>,
-    /// New documents left out because their content could not be read again, and the reason
-    /// the update failed, if it did.
-    pub errors: Vec<InputError>,
-    /// The generation written, to commit after the report.
-    pub pending: Option<Pending>,
-}
-
 /// With `--update` or `index build`: writes the next generation (a segment of the new
 /// documents, the tombstones of those they supersede), pending until the report is
-/// delivered; None when the scan does not update an index.
+/// delivered, and what the report says of it; None when the scan does not update an index.
 pub fn update(
     cfg: &Config,
     engine: &Engine,
     corpus: &Corpus,
     canon: &[u32],
     joined: &Joined,
-) -> Option<Updated> {
-    let index = cfg.against.as_ref().filter(|a| a.update)?;
+) -> (Option<Updated>, Option<Pending>) {
+    let Some(index) = cfg.against.as_ref().filter(|a| a.update) else {
+        return (None, None);
+    };
     let new = NewDocs {
         cfg,
         engine,
@@ -142,9 +151,5 @@ pub fn update(
             (None, None)
         }
     };
-    Some(Updated {
-        written,
-        errors,
-        pending,
-    })
+    (Some(Updated { written, errors }), pending)
 }

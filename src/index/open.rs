@@ -454,7 +454,7 @@ struct Pinned {
 
 fn open_segments(dir: &IndexDir, m: Manifest, manifest_bytes: u64) -> Result<(Pinned, Source)> {
     let keying = Keying::of(&m.params);
-    let lanes = lanes_of(&m.params);
+    let lanes = m.params.lanes();
     if !keying.fits(lanes) {
         bail!(
             "{}: corrupt manifest: its bands do not fit in its signatures",
@@ -533,15 +533,6 @@ impl Legacy {
             .flatten()
             .filter_map(|&i| Some((DocRef { seg: 0, row: i }, self.row(i)?)))
             .collect()
-    }
-}
-
-/// Signature values per document under `params`.
-pub fn lanes_of(params: &IndexParams) -> usize {
-    if params.method == "simhash" {
-        0
-    } else {
-        params.num_perm as usize
     }
 }
 

@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::index::store::Entry;
+use crate::input::walk::{FileEntry, Record};
+
 /// Nanoseconds since the epoch (negative before it; 0 when the platform has no time).
 pub fn mtime_ns(t: Option<SystemTime>) -> i128 {
     match t {
@@ -48,4 +51,32 @@ pub(super) fn path_bytes(p: &Path) -> Vec<u8> {
 pub(super) fn path_from_bytes(b: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     PathBuf::from(std::ffi::OsStr::from_bytes(b))
+}
+
+/// An indexed document as the walk's entry for it, under `path`, with `size` and `changed`
+/// (the join and the document table each take their own).
+pub(super) fn entry_as_file(
+    e: &Entry,
+    path: PathBuf,
+    size: u64,
+    changed: Option<SystemTime>,
+) -> FileEntry {
+    FileEntry {
+        path,
+        aliases: Vec::new(),
+        size,
+        id: (e.dev, e.inode),
+        modified: from_mtime_ns(e.mtime_ns),
+        changed,
+        dump: false,
+        record: e.line.map(|line| {
+            Box::new(Record {
+                line,
+                id: e.id.clone(),
+                file_size: e.size,
+                at: None,
+            })
+        }),
+        deferred: false,
+    }
 }

@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use crate::index::codec::BlobKind;
-use crate::index::commit::{Pending, LOCK};
+use crate::index::commit::Locked;
 use crate::index::dir::IndexDir;
-use crate::index::manifest::Manifest;
-use crate::index::segment::write::{Plan, SegmentWriter};
+use crate::index::manifest::{self, Manifest};
+use crate::index::segment::write::SegmentWriter;
 use crate::index::store::{Entry, IndexParams};
-use crate::index::update::{entry_of, place};
+use crate::messages::Messages;
 
 /// MinHash with 8 values in 4 bands of 2: small, and what `IndexParams::check` accepts.
 pub fn params() -> IndexParams {
@@ -52,26 +52,23 @@ fn document(i: u64) -> (Entry, String) {
 /// Builds an index in `path` (made if missing) of one segment per element of `sizes`, each
 /// of that many documents, committed as generation 1.
 pub fn index(path: &Path, sizes: &[u64]) -> Manifest {
-    let dir = IndexDir::create(path).unwrap();
-    let lock = dir.lock(LOCK).unwrap();
-    let mut m = Manifest::fresh(params(), 1);
-    let mut written = Vec::new();
+    let locked = Locked::create(path, &Messages::default()).unwrap();
+    let mut w = locked.fresh(params(), 1);
     let mut next_doc = 0;
     for &n in sizes {
-        let plan = Plan::next(&mut m, &dir, Vec::new(), None).unwrap();
-        let mut w = SegmentWriter::new(&dir, plan).unwrap();
+        let plan = w.plan(Vec::new()).unwrap();
+        let mut segment = SegmentWriter::new(w.dir(), plan).unwrap();
         for i in next_doc..next_doc + n {
             let (entry, content) = document(i);
-            w.add(&entry, BlobKind::Plain, None, content.as_bytes())
+            segment
+                .add(&entry, BlobKind::Plain, None, content.as_bytes())
                 .unwrap();
         }
         next_doc += n;
-        let w = w.finish().unwrap();
-        place(&dir, &w).unwrap();
-        written.extend([w.name.clone(), w.table_name.clone()]);
-        m.segments.push(entry_of(&w));
+        let segment = segment.finish().unwrap();
+        w.add(segment).unwrap();
     }
-    let pending = Pending::new(dir, lock, &m, None, written, Vec::new(), 0).unwrap();
-    pending.commit().unwrap();
-    m
+    w.finish().unwrap().commit().unwrap();
+    let dir = IndexDir::open(path).unwrap().unwrap();
+    manifest::read(&dir).unwrap().unwrap()
 }

@@ -5,7 +5,6 @@ use crate::candidates::identical::Identical;
 use crate::cluster::Found;
 use crate::config::Config;
 use crate::exit::ExitCode;
-use crate::index::Updated;
 use crate::ingest::corpus::{Corpus, Outcomes};
 use crate::ingest::SignSummary;
 use crate::input::walk::WalkSkips;
@@ -21,6 +20,16 @@ pub struct WalkCounts {
     /// Entries seen but not kept.
     pub skipped: WalkSkips,
     /// Entries that could not be read.
+    pub errors: Vec<InputError>,
+}
+
+/// What an index update (`--update`, `index build`) adds to the report.
+pub struct Updated {
+    /// The generation the update makes live once the report is delivered; None when nothing
+    /// was written (the update failed, or nothing had changed).
+    pub written: Option<u64>,
+    /// New documents left out because their content could not be read again, and the reason
+    /// the update failed, if it did.
     pub errors: Vec<InputError>,
 }
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::config::OutputFormat;
 
-pub use assemble::{assemble, finish, Parts, WalkCounts};
+pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };

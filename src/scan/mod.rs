@@ -113,8 +113,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             cfg, &engine, &corpus, &found, &clusters, dir,
         )?);
     }
-    let mut updated = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
-    let pending = updated.as_mut().and_then(|u| u.pending.take());
+    let (updated, pending) = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
     let (report, code) = report::assemble(
         cfg,

@@ -151,7 +151,7 @@ impl Lineage {
                 stage: place.stage.to_string(),
                 shard: place.shard,
                 part: place.part,
-                attempt: format!("{:016x}", crate::index::dir::fresh_token()),
+                attempt: format!("{:016x}", crate::token::fresh_token()),
                 digest: digest.to_string(),
             },
             files: BTreeMap::new(),

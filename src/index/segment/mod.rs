@@ -174,7 +174,7 @@ impl Segment {
                 span.len
             );
         }
-        let sum = write::sum_range(&self.file, span.offset, span.len)
+        let sum = crate::index::dir::sum_range(&self.file, span.offset, span.len)
             .with_context(|| format!("reading {}", display_path(&self.path)))?;
         if sum != span.sum {
             bail!("checksum mismatch in the {s:?} section");

@@ -18,8 +18,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 
-use crate::index::join::entry_as_file;
-use crate::index::paths::{from_mtime_ns, path_from_bytes};
+use crate::index::paths::{entry_as_file, from_mtime_ns, path_from_bytes};
 use crate::index::store::Entry;
 use crate::stages::columns::{arc, time_parts};
 use crate::stages::docs::{to_batch, DocRow};

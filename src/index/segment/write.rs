@@ -20,10 +20,8 @@ use anyhow::{bail, Context, Result};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::index::codec::BlobKind;
-use crate::index::dir::IndexDir;
+use crate::index::dir::{sum_file, IndexDir};
 use crate::index::keys::Keying;
-use crate::index::manifest::Manifest;
-use crate::index::open::lanes_of;
 use crate::index::store::Entry;
 
 use super::layout::{
@@ -62,27 +60,6 @@ pub struct Plan {
     /// The mode of the manifest its files join ([`crate::index::dir::new_file_mode`]; None:
     /// 0666 less the umask).
     pub mode: Option<u32>,
-}
-
-impl Plan {
-    /// The next segment of the index `m` describes, in `dir`, removing `tombstones`; its
-    /// number is taken from `m` ([`Manifest::take_segment`]).
-    pub fn next(
-        m: &mut Manifest,
-        dir: &IndexDir,
-        tombstones: Vec<(u64, u32)>,
-        mode: Option<u32>,
-    ) -> Result<Plan> {
-        Ok(Plan {
-            number: m.take_segment(dir)?,
-            index_id: m.index_id,
-            lanes: lanes_of(&m.params),
-            keying: Keying::of(&m.params),
-            dicts: Vec::new(),
-            tombstones,
-            mode,
-        })
-    }
 }
 
 /// A segment written and synced under temporary names.
@@ -587,25 +564,6 @@ fn copy(from: &File, len: u64, out: &mut Stream) -> std::io::Result<()> {
         at += n as u64;
     }
     Ok(())
-}
-
-/// The xxh3-64 of a whole file of `len` bytes, read a block at a time.
-pub fn sum_file(file: &File, len: u64) -> std::io::Result<u64> {
-    sum_range(file, 0, len)
-}
-
-/// The xxh3-64 of `len` bytes of `file` from `at`, read a block at a time.
-pub fn sum_range(file: &File, at: u64, len: u64) -> std::io::Result<u64> {
-    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
-    let mut buf = vec![0u8; BUFFER.min(len as usize)];
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(BUFFER as u64) as usize;
-        file.read_exact_at(&mut buf[..n], at + done)?;
-        h.update(&buf[..n]);
-        done += n as u64;
-    }
-    Ok(h.digest())
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ pub(super) fn read_section(
     sum: u64,
 ) -> Result<Vec<u8>> {
     let shown = || format!("reading {}", crate::messages::display_path(path));
-    let hashed = crate::index::segment::write::sum_range(file, at, len).with_context(shown)?;
+    let hashed = crate::index::dir::sum_range(file, at, len).with_context(shown)?;
     if hashed != sum {
         bail!(
             "{}: corrupt index: checksum mismatch in the section at byte {at}",

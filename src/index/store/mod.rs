@@ -130,6 +130,15 @@ pub struct Record {
 const FINGERPRINT_BITS: u32 = 64;
 
 impl IndexParams {
+    /// Signature values per document.
+    pub fn lanes(&self) -> usize {
+        if self.method == "simhash" {
+            0
+        } else {
+            self.num_perm as usize
+        }
+    }
+
     /// Refuses parameters no dupfind writes. The keys are cut with them before any segment is
     /// read (one table per band or SimHash piece), so a forged index declaring billions of bands
     /// would be an allocation of that size, not an error.

@@ -15,6 +15,7 @@ use super::util::{cluster_members, cluster_paths, clusters, edit, text, word_jac
 mod against;
 mod damage;
 mod format1;
+mod imports;
 mod kill;
 mod lifecycle;
 mod paths;

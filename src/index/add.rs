@@ -1,0 +1,181 @@
+//! The documents of a new segment: a scan's new documents (`--update`, `index build`), their
+//! contents read again in batches, checked against the content hashes of the first pass and
+//! compressed, with a zstd dictionary inherited from the index or trained on the first batch;
+//! after those a writer carries over (an upgrade's).
+
+use anyhow::Result;
+use rayon::prelude::*;
+
+use crate::config::{Config, MethodConfig};
+use crate::index::codec::{self, BlobKind, Packer};
+use crate::index::dir::IndexDir;
+use crate::index::paths::{mtime_ns, path_key};
+use crate::index::segment::write::{Plan, SegmentWriter, Written};
+use crate::index::store::Entry;
+use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
+use crate::input::walk::FileEntry;
+use crate::messages::InputError;
+
+/// New documents read again together, at most.
+const BATCH_DOCS: usize = 1024;
+/// Bytes of new documents read again together, at most (one larger document is a batch of
+/// its own).
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// The scan's new documents, as an update writes them.
+pub struct NewDocs<'a> {
+    pub cfg: &'a Config,
+    pub engine: &'a Engine,
+    /// Every document of the scan: indexed ones first.
+    pub files: &'a [FileEntry],
+    pub docs: &'a [DocResult],
+    pub sigs: &'a [u32],
+    pub lanes: usize,
+    /// For each document, the document holding its content's signature.
+    pub canon: &'a [u32],
+    /// The first new document.
+    pub first_new: u32,
+}
+
+/// A document's blob and its kind, or why its content could not be read again.
+type Packed = Result<(BlobKind, Vec<u8>), String>;
+
+impl NewDocs<'_> {
+    /// The new documents with text, in document order.
+    pub fn ids(&self) -> Vec<u32> {
+        (self.first_new..self.files.len() as u32)
+            .filter(|&d| {
+                matches!(
+                    self.docs[d as usize].outcome,
+                    Outcome::Sketched | Outcome::Duplicate
+                )
+            })
+            .collect()
+    }
+
+    fn entry(&self, d: u32) -> Entry {
+        let f = &self.files[d as usize];
+        let canon = self.canon[d as usize] as usize;
+        let doc = &self.docs[d as usize];
+        let (line, id, size) = match &f.record {
+            Some(r) => (Some(r.line), r.id.clone(), r.file_size),
+            None => (None, None, f.size),
+        };
+        let signature = match &self.cfg.method {
+            MethodConfig::MinHash { .. } => {
+                self.sigs[canon * self.lanes..(canon + 1) * self.lanes].to_vec()
+            }
+            MethodConfig::SimHash { .. } => Vec::new(),
+        };
+        Entry {
+            path: path_key(&f.path),
+            line,
+            id,
+            size,
+            bytes: doc.bytes,
+            mtime_ns: mtime_ns(f.modified),
+            ctime_ns: mtime_ns(f.changed),
+            dev: f.id.0,
+            inode: f.id.1,
+            content_hash: doc.hash,
+            signature,
+            simhash: self.docs[canon].fingerprint,
+        }
+    }
+
+    /// Batches of at most [`BATCH_DOCS`] documents and [`BATCH_BYTES`] bytes.
+    fn batches(&self, ids: &[u32]) -> Vec<Vec<u32>> {
+        let mut out: Vec<Vec<u32>> = Vec::new();
+        let mut bytes = 0u64;
+        for &d in ids {
+            let n = self.docs[d as usize].bytes;
+            match out.last_mut() {
+                Some(b) if b.len() < BATCH_DOCS && bytes + n <= BATCH_BYTES => {
+                    b.push(d);
+                    bytes += n;
+                }
+                _ => {
+                    out.push(vec![d]);
+                    bytes = n;
+                }
+            }
+        }
+        out
+    }
+
+    /// The contents of `batch`, read again in parallel (each checked against its hash).
+    fn contents(&self, batch: &[u32]) -> Vec<(u32, Result<Vec<u8>, String>)> {
+        batch
+            .par_iter()
+            .map_init(
+                || DocWorker::new(self.engine),
+                |w, &d| {
+                    let doc = &self.docs[d as usize];
+                    (d, w.content(d, &self.files[d as usize], doc.hash))
+                },
+            )
+            .collect()
+    }
+}
+
+/// Writes a segment: `carry` adds documents first (an upgrade's), then `new`'s documents
+/// `ids`. The dictionary is `inherited`, or trained on the first batch when there is none.
+/// New documents that cannot be read again are left out and listed in `failed`.
+pub fn write_segment(
+    dir: &IndexDir,
+    mut plan: Plan,
+    inherited: Option<Vec<u8>>,
+    new: Option<(&NewDocs, &[u32])>,
+    carry: impl FnOnce(&mut SegmentWriter) -> Result<()>,
+    failed: &mut Vec<InputError>,
+) -> Result<Written> {
+    let batches = new.map_or(Vec::new(), |(n, ids)| n.batches(ids));
+    let mut first = new.zip(batches.first()).map(|((n, _), b)| n.contents(b));
+    let dict = inherited.or_else(|| {
+        let samples: Vec<&[u8]> = first
+            .iter()
+            .flatten()
+            .filter_map(|(_, c)| c.as_deref().ok())
+            .scan(0usize, |total, c| {
+                *total += c.len();
+                (*total <= codec::SAMPLE_BYTES).then_some(c)
+            })
+            .collect();
+        codec::train(&samples)
+    });
+    plan.dicts = dict.iter().cloned().collect();
+    let cdict = dict.as_deref().map(codec::cdict);
+    let mut writer = SegmentWriter::new(dir, plan)?;
+    carry(&mut writer)?;
+    let Some((new, _)) = new else {
+        return writer.finish();
+    };
+    for (i, batch) in batches.iter().enumerate() {
+        let contents = match (i, first.take()) {
+            (0, Some(c)) => c,
+            _ => new.contents(batch),
+        };
+        let packed: Vec<(u32, Packed)> = contents
+            .into_par_iter()
+            .map_init(
+                || Packer::new(cdict.as_ref()),
+                |p, (d, content)| {
+                    let blob = content.and_then(|c| p.pack(&c).map_err(|e| format!("{e:#}")));
+                    (d, blob)
+                },
+            )
+            .collect();
+        for (d, blob) in packed {
+            match blob {
+                Ok((kind, bytes)) => {
+                    let dict = (kind == BlobKind::Zstd && cdict.is_some()).then_some(0);
+                    writer.add(&new.entry(d), kind, dict, &bytes)?;
+                }
+                Err(reason) => {
+                    failed.push(new.files[d as usize].error(None, format!("not indexed: {reason}")))
+                }
+            }
+        }
+    }
+    writer.finish()
+}
