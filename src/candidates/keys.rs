@@ -40,6 +40,14 @@ impl Keying {
         }
     }
 
+    /// True when signatures of `lanes` values can be keyed (the bands fit in them).
+    pub fn fits(&self, lanes: usize) -> bool {
+        match self {
+            Keying::Bands { bands, rows } => bands.checked_mul(*rows).is_some_and(|n| n <= lanes),
+            Keying::Pieces(_) => true,
+        }
+    }
+
     /// The key of table `t` for a document with MinHash signature `sig` (all its values) and
     /// SimHash fingerprint `fingerprint`; each keying reads only its own.
     #[inline]
@@ -63,6 +71,7 @@ mod tests {
         let k = Keying::Bands { bands: 3, rows: 4 };
         assert_eq!(k.key(1, &sig, 99), band_key(1, &sig[4..8]));
         assert_eq!(k.key(1, &sig, 0), k.key(1, &sig, 99));
+        assert!(k.fits(12) && !k.fits(11));
         let p = Keying::Pieces(simhash::pieces(3));
         assert_eq!(
             p.key(2, &[], 0xABCD),

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::index::keys::IndexKeying;
 use crate::index::manifest::{self, Manifest, MANIFEST};
 use crate::index::open::Opened;
 use crate::index::segment::data_name;
@@ -107,7 +108,7 @@ fn check(path: &Path) {
             "live documents walked and counted differ"
         );
     }
-    let tables = index.keying.tables();
+    let tables = index.keying.table_ids();
     let mut keys = Vec::new();
     let mut shingler = Shingler::new(ShingleKind::Word, 5);
     for (d, row) in &sample {
@@ -115,7 +116,7 @@ fn check(path: &Path) {
         let again = index.row(*d).ok();
         assert_eq!(again.as_ref(), Some(row), "a row read again differs");
         keys.clear();
-        index.keying.keys(&row.entry, &mut keys);
+        index.keying.entry_keys(&row.entry, &mut keys);
         for (&table, &key) in tables.iter().zip(&keys) {
             for (_, hit) in index.lookup(table, &[key]).into_iter().flatten() {
                 let _ = index.row(hit);

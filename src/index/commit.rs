@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::index::dir::IndexDir;
-use crate::index::keys::Keying;
+use crate::index::keys::{IndexKeying, Keying};
 use crate::index::manifest::{self, Manifest, SegmentEntry, MANIFEST};
 use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::{Plan, Written};
@@ -187,7 +187,7 @@ impl Writer {
             number: self.next.take_segment(&self.staged.dir)?,
             index_id: self.next.index_id,
             lanes: self.next.params.lanes(),
-            keying: Keying::of(&self.next.params),
+            keying: Keying::for_index(&self.next.params),
             dicts: Vec::new(),
             tombstones,
             mode: self.mode,

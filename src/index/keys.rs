@@ -5,7 +5,6 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::candidates::lsh::band_key;
 use crate::index::store::{Entry, IndexParams};
 use crate::sketch::simhash;
 
@@ -16,18 +15,24 @@ pub const PATH: u32 = 0xFFFF_FF01;
 /// Table of device and inode hashes.
 pub const INODE: u32 = 0xFFFF_FF02;
 
-/// How documents are keyed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Keying {
-    /// `bands` bands of `rows` signature values.
-    Bands { bands: usize, rows: usize },
-    /// SimHash pieces (shift, width).
-    Pieces(Vec<(u32, u32)>),
+pub use crate::candidates::keys::Keying;
+
+/// What an index adds to the keying of its similarity tables (bands or pieces, cut as `scan`
+/// cuts them): the parameters it was built with, and the content, path and inode tables.
+pub trait IndexKeying {
+    /// The keying of an index with `params`.
+    fn for_index(params: &IndexParams) -> Keying;
+    /// The table ids, increasing: bands or pieces from 0, then the content, path and inode
+    /// tables.
+    fn table_ids(&self) -> Vec<u32>;
+    /// The keys of `e`, one per table in [`IndexKeying::table_ids`] order, appended to `out`.
+    fn entry_keys(&self, e: &Entry, out: &mut Vec<u64>);
+    /// The band (or piece) keys of `e` alone, appended to `out`.
+    fn similarity_keys(&self, e: &Entry, out: &mut Vec<u64>);
 }
 
-impl Keying {
-    /// The keying of an index with `params`.
-    pub fn of(params: &IndexParams) -> Keying {
+impl IndexKeying for Keying {
+    fn for_index(params: &IndexParams) -> Keying {
         if params.method == "simhash" {
             Keying::Pieces(simhash::pieces(params.max_distance))
         } else {
@@ -38,51 +43,21 @@ impl Keying {
         }
     }
 
-    /// Bands or pieces.
-    pub fn similarity_tables(&self) -> usize {
-        match self {
-            Keying::Bands { bands, .. } => *bands,
-            Keying::Pieces(p) => p.len(),
-        }
-    }
-
-    /// The table ids, increasing: bands or pieces from 0, then the content, path and inode
-    /// tables.
-    pub fn tables(&self) -> Vec<u32> {
-        let mut t: Vec<u32> = (0..self.similarity_tables() as u32).collect();
+    fn table_ids(&self) -> Vec<u32> {
+        let mut t: Vec<u32> = (0..self.tables() as u32).collect();
         t.extend([CONTENT, PATH, INODE]);
         t
     }
 
-    /// True when signatures of `lanes` values can be keyed (the bands fit in them).
-    pub fn fits(&self, lanes: usize) -> bool {
-        match self {
-            Keying::Bands { bands, rows } => bands.checked_mul(*rows).is_some_and(|n| n <= lanes),
-            Keying::Pieces(_) => true,
-        }
-    }
-
-    /// The keys of `e`, one per table in [`Keying::tables`] order, appended to `out`.
-    pub fn keys(&self, e: &Entry, out: &mut Vec<u64>) {
+    fn entry_keys(&self, e: &Entry, out: &mut Vec<u64>) {
         self.similarity_keys(e, out);
         out.push(content_key(e.content_hash));
         out.push(path_key(&e.path));
         out.push(inode_key(e.dev, e.inode));
     }
 
-    /// The band (or piece) keys of `e` alone, appended to `out`.
-    pub fn similarity_keys(&self, e: &Entry, out: &mut Vec<u64>) {
-        match self {
-            Keying::Bands { bands, rows } => {
-                for b in 0..*bands {
-                    let values = e.signature.get(b * rows..(b + 1) * rows).unwrap_or(&[]);
-                    out.push(band_key(b, values));
-                }
-            }
-            Keying::Pieces(pieces) => {
-                out.extend(pieces.iter().map(|&p| simhash::piece_key(p, e.simhash)));
-            }
-        }
+    fn similarity_keys(&self, e: &Entry, out: &mut Vec<u64>) {
+        out.extend((0..self.tables()).map(|t| self.key(t, &e.signature, e.simhash)));
     }
 }
 

@@ -14,26 +14,17 @@ use std::collections::{HashMap, HashSet};
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::config::{Config, MethodConfig};
-use crate::index::keys::{content_key, Keying, CONTENT};
+use crate::config::Config;
+use crate::index::keys::{content_key, IndexKeying, Keying, CONTENT};
 use crate::index::open::{DocRef, Opened};
 use crate::index::segment::layout::Row;
 use crate::index::store::Entry;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Outcome;
-use crate::sketch::simhash;
 
 /// How a scan under `cfg` keys documents.
 pub fn keying_of(cfg: &Config) -> Keying {
-    match &cfg.method {
-        MethodConfig::MinHash { banding, .. } => Keying::Bands {
-            bands: banding.bands,
-            rows: banding.rows,
-        },
-        MethodConfig::SimHash { max_distance, .. } => {
-            Keying::Pieces(simhash::pieces(*max_distance))
-        }
-    }
+    Keying::of(&cfg.method)
 }
 
 /// The live indexed documents (not `superseded`) that share a band key, SimHash piece or
@@ -122,7 +113,7 @@ struct Queries {
 
 impl Queries {
     fn of(keying: &Keying, new: &Corpus) -> Queries {
-        let mut tables = vec![HashSet::new(); keying.similarity_tables()];
+        let mut tables = vec![HashSet::new(); keying.tables()];
         let mut hashes = HashSet::new();
         let mut keys = Vec::new();
         let lanes = new.lanes;

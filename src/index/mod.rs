@@ -26,7 +26,7 @@ pub mod dir;
 mod gone;
 pub mod info;
 pub mod join;
-mod keys;
+pub(crate) mod keys;
 mod lookup;
 pub mod manifest;
 pub mod open;

@@ -19,7 +19,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::index::codec::{self, BlobKind};
 use crate::index::dir::IndexDir;
-use crate::index::keys::{self, Keying};
+use crate::index::keys::{self, IndexKeying, Keying};
 use crate::index::manifest::{self, Manifest};
 use crate::index::segment::layout::{BlobRef, Row};
 use crate::index::segment::Segment;
@@ -143,7 +143,7 @@ impl Opened {
             format: m.format,
             generation: m.generation,
             identity: m.identity,
-            keying: Keying::of(&m.params),
+            keying: Keying::for_index(&m.params),
             params: m.params,
             manifest: m.manifest,
             manifest_bytes: m.manifest_bytes,
@@ -237,7 +237,7 @@ impl Opened {
         };
         let t = self
             .keying
-            .tables()
+            .table_ids()
             .iter()
             .position(|&id| id == table)
             .context("no such key table")?;
@@ -453,7 +453,7 @@ struct Pinned {
 }
 
 fn open_segments(dir: &IndexDir, m: Manifest, manifest_bytes: u64) -> Result<(Pinned, Source)> {
-    let keying = Keying::of(&m.params);
+    let keying = Keying::for_index(&m.params);
     let lanes = m.params.lanes();
     if !keying.fits(lanes) {
         bail!(

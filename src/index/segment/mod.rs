@@ -19,7 +19,7 @@ use zstd_safe::DDict;
 
 use crate::index::codec;
 use crate::index::dir::IndexDir;
-use crate::index::keys::Keying;
+use crate::index::keys::{IndexKeying, Keying};
 use crate::messages::display_path;
 
 use layout::{
@@ -110,7 +110,7 @@ impl Segment {
                 "its number or signature length is not the manifest's".into(),
             ));
         }
-        let tables = keying.tables();
+        let tables = keying.table_ids();
         if header.tables as usize != tables.len() {
             return Err(corrupt(
                 "it has another number of key tables than the index".into(),

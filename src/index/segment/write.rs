@@ -21,7 +21,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::index::codec::BlobKind;
 use crate::index::dir::{sum_file, IndexDir};
-use crate::index::keys::Keying;
+use crate::index::keys::{IndexKeying, Keying};
 use crate::index::store::Entry;
 
 use super::layout::{
@@ -178,7 +178,7 @@ impl<'a> SegmentWriter<'a> {
         let rows = Stream::new(scratch("rows")?, 0);
         let strings = Stream::new(scratch("strings")?, 0);
         let sets = Stream::new(file.try_clone().context("opening a segment")?, HEADER_LEN);
-        let tables = plan.keying.tables().len();
+        let tables = plan.keying.table_ids().len();
         let table_copy = table_file.try_clone().context("opening a segment")?;
         Ok(SegmentWriter {
             dir,
@@ -256,7 +256,7 @@ impl<'a> SegmentWriter<'a> {
             .write(entry.id.as_deref().unwrap_or("").as_bytes())
             .map_err(io)?;
         self.key_buf.clear();
-        self.plan.keying.keys(entry, &mut self.key_buf);
+        self.plan.keying.entry_keys(entry, &mut self.key_buf);
         for (table, &k) in self.keys.iter_mut().zip(&self.key_buf) {
             table.push((k, self.count));
         }
@@ -341,7 +341,7 @@ impl<'a> SegmentWriter<'a> {
             spans[Section::Rows as usize].len,
             docs * row_width(self.plan.lanes) as u64
         );
-        let tables = self.plan.keying.tables();
+        let tables = self.plan.keying.table_ids();
         let (mut fences, mut directory) = (Vec::new(), Vec::new());
         let runs = self.runs.as_ref().map(|r| &r.file);
         for ((id, keys), spans) in tables.iter().zip(&mut self.keys).zip(&self.run_spans) {
@@ -644,7 +644,7 @@ mod tests {
             let mut keys = Vec::new();
             for i in 0..n {
                 keys.clear();
-                keying.keys(&entry(i), &mut keys);
+                keying.entry_keys(&entry(i), &mut keys);
                 for (t, &k) in keys.iter().enumerate() {
                     let mut out = Vec::new();
                     seg.lookup(t, &[k], &mut out).unwrap();
