@@ -4,7 +4,8 @@
 //! this order; ARCHITECTURE.md draws it):
 //!
 //! ```text
-//! cli → config        command line → validated Config (clap stops at config/validate.rs, app.rs)
+//! cli → config        command line → validated Config (clap stops at config/validate.rs, app.rs),
+//!                     with what is derived from it once (banding, containment scheme)
 //! input/              roots → sorted files, one per inode; their bytes (walk, read, readahead,
 //!                     decompress, jsonl, spill)
 //! index/              an incremental index joined before the first pass, updated after
@@ -23,7 +24,8 @@
 //! `pairs` holds what the middle stages share (document ids, pairs, scores, union-find); `cpu`
 //! the run-time CPU features; `budget` the memory budget (`--max-memory`); `varint` LEB128
 //! integers (the index's sets, Parquet footers); `token` fresh tokens (temporary names, ids);
-//! `messages` what goes to stderr; `exit` the exit codes. Only
+//! `messages` what goes to stderr; `exit` the exit codes; `sink` where the report goes. No
+//! top-level module imports one that imports it back (a test checks). Only
 //! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
 //! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
 //! binary calls [`run`], the benches and tests call [`api`], and the fuzz targets (`fuzz/`) and
@@ -50,6 +52,7 @@ mod messages;
 mod pairs;
 mod report;
 mod scan;
+mod sink;
 mod sketch;
 mod stages;
 mod token;
@@ -65,7 +68,8 @@ pub use deliver::is_broken_pipe;
 #[doc(hidden)]
 pub mod api {
     pub use crate::candidates::buckets::Buckets;
-    pub use crate::candidates::lsh::{band_key, Banding, RECALL_WEIGHT};
+    pub use crate::candidates::keys::band_key;
+    pub use crate::config::banding::{Banding, RECALL_WEIGHT};
     pub use crate::index::info::{info as index_info, Info as IndexInfo};
     pub use crate::index::store::Index;
     pub use crate::input::read::{decode, Decoded};

@@ -1,13 +1,13 @@
 //! Candidates: signatures → the pairs worth verifying. Byte-identical documents are grouped
 //! first ([`identical`]), so only one document per distinct content (a *unit*) is bucketed: by
-//! LSH band ([`lsh`]), by SimHash piece, or, with `--containment`, per pair of size classes
-//! ([`containment`]). A bucket ([`buckets`]) holds the documents sharing a key in one table.
+//! LSH band or SimHash piece ([`keys`]; the banding is chosen in [`crate::config::banding`]),
+//! or, with `--containment`, per pair of size classes ([`containment`]). A bucket
+//! ([`buckets`]) holds the documents sharing a key in one table.
 
 pub mod buckets;
 pub mod containment;
 pub mod identical;
 pub mod keys;
-pub mod lsh;
 
 use rayon::prelude::*;
 
@@ -32,6 +32,18 @@ pub struct Candidates {
     /// Documents in the largest candidate component (documents linked through shared buckets):
     /// verification loads a component whole, and its checks can grow with its square.
     pub largest_component: u64,
+}
+
+impl Candidates {
+    /// Every document a candidate or in a byte-identical group with another (`identical`),
+    /// unsorted, with repeats: what verification may read again.
+    pub fn compared(&self, identical: &identical::Identical) -> Vec<u32> {
+        let mut w: Vec<u32> = (self.tables.iter())
+            .flat_map(|t| t.docs().iter().copied())
+            .collect();
+        w.extend(identical.pairs.iter().map(|p| p.lo));
+        w
+    }
 }
 
 /// The sizes of the largest bucket and of the largest candidate component of `tables`, over

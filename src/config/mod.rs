@@ -3,12 +3,14 @@
 //! before any file is touched); `inputs` reads what the command line points at (a file list,
 //! globs). Nothing below `app` sees the command line itself.
 
+pub mod banding;
+pub mod containment;
 pub(crate) mod inputs;
 mod validate;
 
 use std::path::PathBuf;
 
-use crate::candidates::lsh::Banding;
+use crate::config::banding::Banding;
 use crate::input::jsonl::JsonlOptions;
 use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
@@ -193,7 +195,7 @@ pub struct Config {
     /// Output format.
     pub format: OutputFormat,
     /// Where the report goes (standard output or `-o`), and the files never scanned for it.
-    pub sink: crate::report::sink::Sink,
+    pub sink: crate::sink::Sink,
     /// Colour in the text format.
     pub color: bool,
     /// How verified pairs become clusters.

@@ -33,7 +33,7 @@ fn defaults_are_the_documented_ones() {
             containment,
             ..
         } => {
-            // The recall-tuned banding for 0.8 at K = 128 (see `lsh::Banding::choose`).
+            // The recall-tuned banding for 0.8 at K = 128 (see `banding::Banding::choose`).
             assert_eq!((banding.bands, banding.rows), (19, 6));
             assert!(banding_chosen);
             assert_eq!((threshold, report_threshold), (0.8, 0.8));

@@ -10,11 +10,11 @@ use super::{
     ClusterMode, Config, IndexUse, KeepPolicy, MethodConfig, OutputFormat, Verify,
     DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
-use crate::candidates::lsh::{Banding, RECALL_WEIGHT};
 use crate::cli::{
     ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
     VerifyArg,
 };
+use crate::config::banding::{Banding, RECALL_WEIGHT};
 use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
@@ -60,7 +60,7 @@ impl Config {
         output_conflicts(&args)?;
         stdin_conflicts(&args)?;
         let walk = walk_options(&args)?;
-        let sink = crate::report::sink::Sink::new(args.output.as_deref())?;
+        let sink = crate::sink::Sink::new(args.output.as_deref())?;
         let to_terminal = sink.is_terminal();
         color_applies(&args, to_terminal)?;
         Ok(Config {
@@ -376,10 +376,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     };
     let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
         Some(given) => (given, false),
-        None if args.containment => (
-            crate::candidates::containment::Scheme::new(t, k).offsets[0],
-            true,
-        ),
+        None if args.containment => (super::containment::Scheme::new(t, k).offsets[0], true),
         None => {
             // Checking documents makes a false candidate cheap, so favour recall.
             let weight = if verify == Verify::Estimate {

@@ -6,7 +6,7 @@
 //! values, [`render_text`] writes them for a terminal, and the JSON is [`Explanation`]
 //! serialized. It reads no files and knows of the corpus only its size (`--docs`).
 
-use crate::candidates::lsh::{estimate_floor, Banding, RECALL_WEIGHT};
+use crate::config::banding::{estimate_floor, Banding, RECALL_WEIGHT};
 use crate::config::MAX_NUM_PERM;
 use crate::sketch::simhash;
 use anyhow::{bail, Result};

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::candidates::lsh::Banding;
+use crate::config::banding::Banding;
 
 /// What to explain: the parameters of a scan.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::candidates::lsh::band_key;
+use crate::candidates::keys::band_key;
 use crate::sketch::minhash::{MinHasher, SketchKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -22,8 +22,6 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::candidates::identical::Identical;
-use crate::candidates::Candidates;
 use crate::config::{Config, MethodConfig, Verify};
 use crate::ingest::set_cache::SetCache;
 use crate::ingest::worker::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher, StoredSets};
@@ -152,14 +150,14 @@ pub fn sign(
 }
 
 /// Makes the texts of the new dump records that the rest of the scan reads again available
-/// ([`spill_records`]): those of candidates and byte-identical groups when verification or
-/// `--pairs` needs texts, every new record when an index is updated.
+/// ([`spill_records`]): those of the documents `compared` gives (the candidates and
+/// byte-identical groups) when verification or `--pairs` needs texts, every new record when an
+/// index is updated.
 pub fn keep_record_texts(
     cfg: &Config,
     engine: &Engine,
     corpus: &Corpus,
-    candidates: &Candidates,
-    identical: &Identical,
+    compared: impl FnOnce() -> Vec<u32>,
 ) -> anyhow::Result<()> {
     let (files, first_new) = (&corpus.files, corpus.first_new);
     let updating = cfg.against.as_ref().is_some_and(|a| a.update);
@@ -173,11 +171,7 @@ pub fn keep_record_texts(
         // Every new record goes into the index with its set.
         new_records().map(|d| d as u32).collect()
     } else {
-        let mut w: Vec<u32> = (candidates.tables.iter())
-            .flat_map(|t| t.docs().iter().copied())
-            .collect();
-        w.extend(identical.pairs.iter().map(|p| p.lo));
-        w
+        compared()
     };
     wanted.retain(|&d| d >= first_new);
     wanted.sort_unstable();

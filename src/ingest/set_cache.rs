@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use crate::candidates::lsh::Banding;
+use crate::config::banding::Banding;
 use crate::sketch::minhash::splitmix64;
 
 /// Bytes of shingle sets kept from the first pass.
@@ -48,7 +48,7 @@ impl SetCache {
 
     /// The bitmap bit of a band: the top bits of a sum of its values times odd multipliers. Its
     /// values are MinHash values, uniform already, so this spreads bands as well as
-    /// [`crate::candidates::lsh::band_key`]'s chain of mixes at a fraction of the cost (about a tenth of a
+    /// [`crate::candidates::keys::band_key`]'s chain of mixes at a fraction of the cost (about a tenth of a
     /// default run's first pass went into computing band keys here); a collision only costs a
     /// wrong guess.
     fn bit(&self, band: usize, values: &[u32]) -> u64 {

@@ -13,7 +13,6 @@ mod clusters;
 mod model;
 pub mod params;
 pub mod paths;
-pub mod sink;
 mod text;
 
 use std::io::Write;

@@ -66,7 +66,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
     let identical = identical::group(&mut corpus);
     let candidates = candidates::find(cfg, &corpus, &identical.units);
-    ingest::keep_record_texts(cfg, &engine, &corpus, &candidates, &identical)?;
+    ingest::keep_record_texts(cfg, &engine, &corpus, || candidates.compared(&identical))?;
 
     let kept = corpus.take_kept_sets();
     let judge = Judge {

@@ -7,7 +7,7 @@
 //! signature, fingerprint and material (set, tokens) of `d`'s content.
 
 use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
-use crate::candidates::lsh::{estimate_floor, Banding};
+use crate::config::banding::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
 use crate::ingest::worker::DocResult;
 use crate::pairs::{DocId, Score};

@@ -67,7 +67,7 @@ const FIRST_CHECKPOINT: usize = 64;
 /// merge reaches first) at m = 64, 128, 256, … By Hoeffding's bound (which holds for sampling
 /// without replacement), a pair with containment C ≥ t has fewer than m·(t − ε) of them in the
 /// larger set with probability at most exp(−2mε²); ε is chosen so that over every checkpoint
-/// that stays below [`crate::candidates::lsh::PREFILTER_MISS`], the miss chance the estimate prefilter
+/// that stays below [`crate::config::banding::PREFILTER_MISS`], the miss chance the estimate prefilter
 /// already allows. Unrelated texts about 0.4 contained are so rejected after about 100
 /// elements instead of a third of the set; a pair that passes every checkpoint gets the exact
 /// containment.
@@ -94,7 +94,7 @@ fn containment_merge(a: &[u64], b: &[u64], threshold: f64, sampled: bool) -> Opt
         return None;
     }
     // ln(checkpoints / miss chance) / 2: m·ε² at every checkpoint.
-    let spread = (CHECKPOINTS / crate::candidates::lsh::PREFILTER_MISS).ln() / 2.0;
+    let spread = (CHECKPOINTS / crate::config::banding::PREFILTER_MISS).ln() / 2.0;
     let mut checkpoint = if sampled {
         FIRST_CHECKPOINT
     } else {

@@ -4,7 +4,7 @@
 //! dropped.
 //!
 //! A candidate the signatures rule out (the estimate prefilter, see
-//! [`crate::candidates::lsh::estimate_floor`]) is rejected without its sets; a document with no
+//! [`crate::config::banding::estimate_floor`]) is rejected without its sets; a document with no
 //! plausible partner in any of its buckets is never loaded.
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
-use crate::candidates::lsh::band_key;
+use crate::candidates::keys::band_key;
 use crate::sketch::minhash::{estimate, mix64};
 
 use super::{class, plausible, Candidates, Scheme, PAIRS_PER_TABLE};
@@ -57,7 +57,7 @@ pub fn candidates(
         .offsets
         .first()
         .copied()
-        .unwrap_or(crate::candidates::lsh::Banding { bands: 0, rows: 1 });
+        .unwrap_or(crate::config::banding::Banding { bands: 0, rows: 1 });
     let specs: Vec<(u32, usize, usize)> = (1u32..)
         .zip(scheme.offsets.iter().skip(1))
         .flat_map(|(d, b)| (0..b.bands).map(move |band| (d, band, b.rows)))
@@ -238,7 +238,7 @@ fn salted(key: u64, lower_class: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidates::lsh::Banding;
+    use crate::config::banding::Banding;
     use crate::sketch::minhash::splitmix64;
 
     /// The candidate pairs: those of offset 0's buckets (one size class each, the documents in

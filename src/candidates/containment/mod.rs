@@ -8,11 +8,11 @@
 //!
 //! So documents are put in geometric size classes, class c holding the sets of 2^c to
 //! 2^(c+1) − 1 distinct shingles, and each class is banded against itself and the
-//! [`MAX_OFFSET`] classes above it. For classes d apart, q < 2^(d+1); capped at the documented
+//! [`MAX_OFFSET`](crate::config::containment::MAX_OFFSET) classes above it. For classes d apart, q < 2^(d+1); capped at the documented
 //! range [`MAX_RATIO`], that gives the lowest Jaccard J*_d of a pair at the threshold, and
 //! offset d takes the longest bands (r rows, ⌊K/r⌋ bands) for which such a pair is a candidate
-//! with probability at least [`TARGET_RECALL`] (or r = 1 when none is). A pair with q ≤
-//! [`MAX_RATIO`] has classes at most [`MAX_OFFSET`] apart (2^(d−1) < q), so
+//! with probability at least [`TARGET_RECALL`](crate::config::containment::TARGET_RECALL) (or r = 1 when none is). A pair with q ≤
+//! [`MAX_RATIO`] has classes at most [`MAX_OFFSET`](crate::config::containment::MAX_OFFSET) apart (2^(d−1) < q), so
 //! [`Scheme::recall`], the least of the offsets' candidate probabilities at J*_d, bounds its
 //! chance of being a candidate from below.
 //!
@@ -37,125 +37,16 @@
 mod gather;
 
 use crate::candidates::buckets::Buckets;
-use crate::candidates::lsh::{estimate_floor, Banding};
+use crate::config::banding::estimate_floor;
 
+pub use crate::config::containment::{class, jaccard_floor, Scheme, MAX_RATIO};
 pub use gather::candidates;
-
-/// The size ratio |B| / |A| up to which the recall bound holds: an excerpt down to 10 % of its
-/// source.
-pub const MAX_RATIO: f64 = 10.0;
-
-/// How many size classes apart two documents may be and still be banded together: the largest
-/// d with 2^(d−1) < [`MAX_RATIO`]. Documents further apart (q > 2^(d+1) = 32) are never
-/// candidates.
-pub const MAX_OFFSET: u32 = 4;
-
-/// The least chance the chosen bands give a pair at the threshold (within [`MAX_RATIO`]) of
-/// becoming a candidate, when K allows it.
-pub const TARGET_RECALL: f64 = 0.999;
-
-/// The size class of a set of `size` distinct shingles: ⌊log₂ size⌋.
-pub fn class(size: u64) -> u32 {
-    63 - size.max(1).leading_zeros()
-}
-
-/// The lowest Jaccard similarity of a pair with containment `t` and size ratio `q` ≥ 1.
-pub fn jaccard_floor(t: f64, q: f64) -> f64 {
-    t / (1.0 + q - t)
-}
 
 /// Containment of the smaller set in the larger implied by Jaccard `j` and the two sizes
 /// (|A∩B| = j·(|A| + |B|) / (1 + j)), at most 1.
 pub fn containment_from_jaccard(j: f64, a: u64, b: u64) -> f64 {
     let small = a.min(b).max(1) as f64;
     (j * (a + b) as f64 / ((1.0 + j) * small)).min(1.0)
-}
-
-/// The banding of each class offset for a threshold and signature length.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Scheme {
-    /// Containment threshold t.
-    pub threshold: f64,
-    /// Banding for classes d apart, d = 0 ..= [`MAX_OFFSET`].
-    pub offsets: Vec<Banding>,
-}
-
-impl Scheme {
-    /// The scheme for containment threshold `t` and `k` signature values.
-    pub fn new(t: f64, k: usize) -> Scheme {
-        let offsets = (0..=MAX_OFFSET)
-            .map(|d| {
-                let j = Self::worst_jaccard(t, d);
-                (1..=k.max(1))
-                    .rev()
-                    .map(|rows| Banding {
-                        bands: k / rows,
-                        rows,
-                    })
-                    .find(|b| b.candidate_probability(j) >= TARGET_RECALL)
-                    .unwrap_or(Banding {
-                        bands: k.max(1),
-                        rows: 1,
-                    })
-            })
-            .collect();
-        Scheme {
-            threshold: t,
-            offsets,
-        }
-    }
-
-    /// J*_d: the lowest Jaccard of a pair at the threshold whose classes are `d` apart and whose
-    /// size ratio is within [`MAX_RATIO`] (q < 2^(d+1)).
-    pub fn worst_jaccard(t: f64, d: u32) -> f64 {
-        jaccard_floor(t, f64::from(1u32 << (d + 1)).min(MAX_RATIO))
-    }
-
-    /// The least candidate probability of a pair at the threshold with a size ratio up to
-    /// [`MAX_RATIO`]: the recall bound of the candidates.
-    pub fn recall(&self) -> f64 {
-        self.offsets
-            .iter()
-            .zip(0..)
-            .map(|(b, d)| b.candidate_probability(Self::worst_jaccard(self.threshold, d)))
-            .fold(1.0, f64::min)
-    }
-
-    #[cfg(test)]
-    /// The chance that a pair at the threshold with size ratio `q` becomes a candidate, given
-    /// how many classes apart it is (0 beyond [`MAX_OFFSET`]).
-    pub fn candidate_probability(&self, q: f64, offset: u32) -> f64 {
-        self.offsets.get(offset as usize).map_or(0.0, |b| {
-            b.candidate_probability(jaccard_floor(self.threshold, q))
-        })
-    }
-
-    /// The scan's note on stderr: the banding and the recall it gives.
-    pub fn describe(&self) -> String {
-        let bandings: Vec<String> = self
-            .offsets
-            .iter()
-            .map(|b| format!("{}×{}", b.bands, b.rows))
-            .collect();
-        format!(
-            "threshold {} (containment): sets in size classes 2^c to 2^(c+1), each banded against \
-             the {MAX_OFFSET} classes above it (bands×rows per class offset 0..{MAX_OFFSET}: {}); a \
-             pair at the threshold with a size ratio up to {MAX_RATIO} becomes a candidate with \
-             probability at least {:.4}",
-            self.threshold,
-            bandings.join(", "),
-            self.recall()
-        )
-    }
-
-    /// The band (of the pair's class offset) in which two signatures agree, the one that made
-    /// the pair a candidate.
-    pub fn first_band(&self, sizes: (u64, u64), sigs: (&[u32], &[u32])) -> Option<usize> {
-        let offset = class(sizes.0).abs_diff(class(sizes.1));
-        let b = self.offsets.get(offset as usize)?;
-        let r = b.rows;
-        (0..b.bands).find(|i| sigs.0[i * r..(i + 1) * r] == sigs.1[i * r..(i + 1) * r])
-    }
 }
 
 /// The exact-verification prefilter: false when the signature estimate `estimate` (of `k`
@@ -218,6 +109,8 @@ pub fn largest_first(members: &mut [u32], size: impl Fn(u32) -> u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::banding::Banding;
+    use crate::config::containment::{MAX_OFFSET, TARGET_RECALL};
     use crate::sketch::minhash::splitmix64;
 
     #[test]

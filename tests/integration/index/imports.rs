@@ -1,4 +1,5 @@
-//! The index's source depends one way: no file of `src/index` imports one that imports it back
+//! The source depends one way: no top-level module imports one that imports it back; no file
+//! of `src/index` imports one that imports it back
 //! (through any chain), and no module the index imports imports the index. Read from the
 //! `crate::` and `super::` paths of each file's code, its tests left out.
 
@@ -190,4 +191,47 @@ fn index_files_import_each_other_one_way_and_no_module_they_import_imports_the_i
             );
         }
     }
+}
+
+/// The crate's top-level modules (each `src/*.rs` file or `src/*/` folder but `lib.rs` and
+/// `main.rs`), each with the top-level modules its code names.
+fn top_level_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for entry in fs::read_dir(src()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let uses = out.entry(name.clone()).or_default();
+        for rel in files_of(&name) {
+            for p in paths_in(&code(&src().join(&rel)), &module_of(&rel)) {
+                if let Some(top) = p.first().filter(|t| **t != name) {
+                    uses.insert(top.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_top_level_module_imports_one_that_imports_it_back() {
+    let imports = top_level_imports();
+    assert!(
+        imports["scan"].contains("candidates") && imports["stages"].contains("verify"),
+        "{imports:?}"
+    );
+    let mut both = Vec::new();
+    for (a, uses) in &imports {
+        for b in uses {
+            if a < b && imports.get(b).is_some_and(|u| u.contains(a)) {
+                both.push(format!("{a} ↔ {b}"));
+            }
+        }
+    }
+    assert!(
+        both.is_empty(),
+        "top-level modules that import each other: {both:?}"
+    );
 }
