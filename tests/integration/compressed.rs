@@ -38,6 +38,13 @@ pub(super) fn lz4(data: &[u8]) -> Vec<u8> {
 
 type Encoder = fn(&[u8]) -> Vec<u8>;
 
+/// (path, error) of each error in a report.
+fn errors(report: &Value) -> Vec<(&str, &str)> {
+    (report["errors"].as_array().unwrap().iter())
+        .map(|e| (e["path"].as_str().unwrap(), e["error"].as_str().unwrap()))
+        .collect()
+}
+
 /// Each format: its name in messages, its usual suffix, its encoder.
 const FORMATS: [(&str, &str, Encoder); 4] = [
     ("bzip2", "bz2", bzip2),
@@ -167,12 +174,7 @@ fn two_lzma_streams_joined_are_an_input_error_not_a_copy_of_the_first() {
     let r = run.json();
     assert_eq!(r["stats"]["documents"], 1, "{r}");
     assert_eq!(r["clusters"], json!([]), "{r}");
-    let errors: Vec<(&str, &str)> = r["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["path"].as_str().unwrap(), e["error"].as_str().unwrap()))
-        .collect();
+    let errors = errors(&r);
     let trailing = "lzma stream is corrupt or truncated: data follows the end of its stream, \
                     and a .lzma file holds one stream (`xz -d` calls it corrupt too)";
     assert_eq!(
@@ -239,12 +241,7 @@ fn a_format_recognised_but_not_read_is_a_warning_and_an_input_error() {
     assert_eq!(r["stats"]["skipped"]["binary"], 0);
     assert_eq!(r["stats"]["documents"], 2);
     assert_eq!(r["clusters"].as_array().unwrap().len(), 1);
-    let errors: Vec<(&str, &str)> = r["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["path"].as_str().unwrap(), e["error"].as_str().unwrap()))
-        .collect();
+    let errors = errors(&r);
     assert_eq!(
         errors,
         [

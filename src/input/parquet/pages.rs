@@ -282,10 +282,7 @@ impl Compact<'_> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::io::Seek;
-
     use arrow_array::{ArrayRef, RecordBatch, StringArray};
-    use parquet::arrow::ArrowWriter;
     use parquet::basic::{Compression, Encoding};
     use parquet::file::properties::{WriterProperties, WriterVersion};
 
@@ -295,13 +292,7 @@ mod tests {
     fn write(texts: Vec<String>, props: WriterProperties) -> File {
         let column: ArrayRef = Arc::new(StringArray::from(texts));
         let batch = RecordBatch::try_from_iter([("text", column)]).unwrap();
-        let mut file = tempfile::tempfile().unwrap();
-        let mut w =
-            ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        file.rewind().unwrap();
-        file
+        super::super::tests::written(&batch, props)
     }
 
     /// The census of the file's first column chunk.

@@ -28,6 +28,11 @@ fn parquet(batch: &RecordBatch, group: usize) -> File {
         .set_write_batch_size(2)
         .set_compression(Compression::SNAPPY)
         .build();
+    written(batch, props)
+}
+
+/// `batch` written to a temporary file with `props`, the file at its start.
+pub(super) fn written(batch: &RecordBatch, props: WriterProperties) -> File {
     let mut file = tempfile::tempfile().unwrap();
     let mut w =
         ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), Some(props)).unwrap();
@@ -214,13 +219,7 @@ fn a_batch_of_dictionary_rows_is_sized_by_the_text_they_decode_to() {
         .set_dictionary_page_size_limit(4 << 20)
         .set_compression(Compression::ZSTD(Default::default()))
         .build();
-    let mut file = tempfile::tempfile().unwrap();
-    let mut w =
-        ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    file.rewind().unwrap();
-    let dump = ParquetDump::open(file, &opts("text", "id", 1 << 20)).unwrap();
+    let dump = ParquetDump::open(written(&batch, props), &opts("text", "id", 1 << 20)).unwrap();
     let mut reader = dump.reader(0, Leaves::TextAndId, None).unwrap();
     // Two rows, a mebibyte of text: the footer's sizes made it all 200 at once.
     assert_eq!(reader.next().unwrap().unwrap().num_rows(), 2);
