@@ -82,26 +82,6 @@ const FIXED_COST: u64 = 4 * RETAINED as u64;
 /// what a worker holds between documents stays within the fixed cost it is charged.
 pub const RETAINED: usize = 1 << 20;
 
-/// The most a decoder of each compressed format holds, at the decoder window (zstd) and
-/// dictionary (xz, lzma) limit in force.
-pub fn decoder_cost(format: crate::input::decompress::Compression) -> u64 {
-    use crate::input::decompress::Compression as C;
-    let window = crate::input::decompress::window_limit();
-    match format {
-        C::None => 0,
-        // A 32 KiB window and the inflate state.
-        C::Gzip => 256 << 10,
-        // 900 kB blocks, decoded into about 4.5 bytes each.
-        C::Bzip2 => 8 << 20,
-        // Blocks of up to 4 MiB, the compressed one and its output.
-        C::Lz4 => 16 << 20,
-        // The window or dictionary and a block of output.
-        C::Zstd | C::Xz | C::Lzma => window.saturating_add(1 << 20),
-        // Recognised but not read: nothing is decoded.
-        _ => 0,
-    }
-}
-
 /// The largest window a zstd frame may declare, and the largest dictionary an xz or lzma stream
 /// may, under a budget of `limit`: an eighth of it as a power of two, from 1 MiB to 128 MiB
 /// (libzstd's own default limit, and what `zstd -d` accepts without `--long`).

@@ -59,7 +59,8 @@ impl Config {
         };
         output_conflicts(&args)?;
         stdin_conflicts(&args)?;
-        let walk = walk_options(&args)?;
+        let max_memory = args.max_memory.unwrap_or_else(crate::budget::default_limit);
+        let walk = walk_options(&args, max_memory)?;
         let sink = crate::sink::Sink::new(args.output.as_deref())?;
         let to_terminal = sink.is_terminal();
         color_applies(&args, to_terminal)?;
@@ -76,7 +77,7 @@ impl Config {
             method,
             seed: args.seed,
             threads: args.threads.map(|t| t as usize),
-            max_memory: args.max_memory.unwrap_or_else(crate::budget::default_limit),
+            max_memory,
             // People at a terminal get text; a pipe or a file gets JSON, as scripts expect.
             format: match args.format {
                 Some(Format::Json) => OutputFormat::Json,
@@ -184,7 +185,7 @@ fn value_name(v: impl clap::ValueEnum) -> String {
 }
 
 /// What to walk: the roots (or `.`), the `--files-from` list (read now), the filters.
-fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
+fn walk_options(args: &ScanArgs, max_memory: u64) -> Result<WalkOptions> {
     if args.unrestricted > 2 {
         bail!(
             "-u at most twice: -u is --no-ignore, -uu adds --hidden (binary files are never \
@@ -227,6 +228,7 @@ fn walk_options(args: &ScanArgs) -> Result<WalkOptions> {
         skip_dirs,
         hidden: args.hidden || args.unrestricted >= 2,
         no_ignore: args.no_ignore || args.unrestricted >= 1,
+        max_memory: Some(max_memory),
         max_depth: args.max_depth,
         extensions: extensions(&args.extension)?,
         defer_metadata: true,

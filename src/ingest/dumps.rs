@@ -10,9 +10,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::budget;
-
-use crate::input::decompress::{open_stream, Compression};
+use crate::input::decompress::{decoder_cost, open_stream, Compression};
 use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::parquet::{self, ParquetDump, Row};
 use crate::input::spill::InDumps;
@@ -57,9 +55,7 @@ impl Ingest<'_> {
         // it: their own costs must fit in what it leaves.
         let decoder = match &opened {
             Opened::Jsonl(_, true) => 0,
-            _ => {
-                budget::decoder_cost(Compression::Zstd).max(budget::decoder_cost(Compression::Lz4))
-            }
+            _ => decoder_cost(Compression::Zstd).max(decoder_cost(Compression::Lz4)),
         };
         let _pinned = match self.engine.budget.pin(decoder + 3 * BATCH_BYTES as u64) {
             Ok(g) => g,

@@ -359,7 +359,7 @@ impl<'a> DocWorker<'a> {
         }
         // While decompressing: the compressed bytes, the decoder and up to --max-size of output.
         let decoding = (self.buf.len() as u64)
-            .saturating_add(budget::decoder_cost(format))
+            .saturating_add(crate::input::decompress::decoder_cost(format))
             .saturating_add(self.engine.limits.max);
         grant.resize(decoding).map_err(over)?;
         let raw = std::io::Cursor::new(std::mem::take(&mut self.buf));

@@ -4,10 +4,10 @@
 //! number of concatenated members), zstd (`28 b5 2f fd`, any number of frames, skippable
 //! frames skipped, content checksums checked: see `decompress/zstd.rs`), bzip2 (`BZh`, any
 //! number of streams), xz (`fd 37 7a 58 5a 00`, concatenated streams) and legacy .lzma (`5d 00
-//! 00`, as `file` recognises it), both with a memory limit (`decompress/xz.rs`), and lz4 frames
-//! (`04 22 4d 18`, `decompress/lz4.rs`). A few formats are recognised but not read (Unix
-//! `compress`, lzip, lzop, lz4's legacy format): opening one is an error that names it, not a
-//! binary file. Anything else passes through as it is. A corrupt or truncated stream is an
+//! 00`, as `file` recognises it; one stream, and bytes after it an error, as `xz -d` has it),
+//! both with a memory limit (`decompress/xz.rs`), and lz4 frames (`04 22 4d 18`,
+//! `decompress/lz4.rs`). A few formats are recognised but not read (Unix `compress`, lzip,
+//! lzop, lz4's legacy format): opening one is an error that names it, not a binary file. Anything else passes through as it is. A corrupt or truncated stream is an
 //! `io::Error` naming the format, never a panic. The module knows nothing of lines or records
 //! (see [`crate::input::jsonl`]); it only bounds how much it decompresses when asked to
 //! ([`read_limited`]).
@@ -194,6 +194,26 @@ impl<R: Read> Read for Labelled<R> {
             }
             _ => e,
         })
+    }
+}
+
+/// The most a decoder of each compressed format holds (charged to the memory budget), at the decoder window (zstd) and
+/// dictionary (xz, lzma) limit in force.
+pub fn decoder_cost(format: Compression) -> u64 {
+    use Compression as C;
+    let window = window_limit();
+    match format {
+        C::None => 0,
+        // A 32 KiB window and the inflate state.
+        C::Gzip => 256 << 10,
+        // 900 kB blocks, decoded into about 4.5 bytes each.
+        C::Bzip2 => 8 << 20,
+        // Blocks of up to 4 MiB, the compressed one and its output.
+        C::Lz4 => 16 << 20,
+        // The window or dictionary and a block of output.
+        C::Zstd | C::Xz | C::Lzma => window.saturating_add(1 << 20),
+        // Recognised but not read: nothing is decoded.
+        _ => 0,
     }
 }
 
@@ -449,12 +469,18 @@ mod tests {
         for (format, encode) in MORE {
             assert_eq!(read_stream(encode(TWO)), (format, read(TWO)), "{format:?}");
             assert_eq!(decompress(encode(b"")).1.unwrap(), b"", "{format:?}");
-            if format == Compression::Lzma {
-                // One stream per file: the format has no way to say where one ends.
-                continue;
-            }
             let (first, second) = TWO.split_at(10);
             let joined = [encode(first), encode(second)].concat();
+            if format == Compression::Lzma {
+                // One stream per file, as `xz -d` reads it: what follows is damage, not ignored.
+                let e = decompress(joined).1.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidData, "{e}");
+                assert!(
+                    e.to_string().contains("data follows the end of its stream"),
+                    "{e}"
+                );
+                continue;
+            }
             assert_eq!(read_stream(joined), (format, read(TWO)), "{format:?}");
         }
         // Large enough for several blocks (bzip2's hold 100 KiB at -1, lz4's 64 KiB).

@@ -43,6 +43,9 @@ pub struct WalkOptions {
     pub hidden: bool,
     /// Leave ignore files unread (`--no-ignore`).
     pub no_ignore: bool,
+    /// The memory budget (`--max-memory`): the ignore files that apply to one directory may
+    /// take half of it (see `walk_rules.rs`). None: no limit.
+    pub max_memory: Option<u64>,
     /// Walk at most this many levels below each root (0: the roots alone).
     pub max_depth: Option<usize>,
     /// Keep only files whose name ends in one of these extensions (lowercase, no dot), possibly
@@ -276,14 +279,7 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     let split = defer && rayon::current_num_threads() > 1 && opts.max_depth.is_none_or(|d| d >= 2);
     for (root, canonical, is_dir) in roots {
         let mut errors = Vec::new();
-        let rules = Rules::for_root(
-            root,
-            &canonical,
-            is_dir,
-            (opts.hidden, !opts.no_ignore),
-            msgs,
-            &mut errors,
-        );
+        let rules = Rules::for_root(root, &canonical, is_dir, opts, msgs, &mut errors);
         w.out.errors.extend(errors);
         w.walk_root(root, &canonical_roots, split, rules);
     }

@@ -12,7 +12,10 @@
 //!
 //! Matchers are `ignore`'s `Gitignore`, the one ripgrep uses; the walk stays walkdir's. One
 //! [`Rules`] stack per walker: the ancestors of the root, then one level per directory from the
-//! root down to the entries being judged.
+//! root down to the entries being judged. A matcher takes kilobytes a pattern (a regex for each
+//! one with wildcards), so the ignore files that apply to one directory may take at most half of
+//! `--max-memory` together, estimated before they are built ([`pattern_cost`]); one that would
+//! take more is an input error naming it, and its patterns are not applied.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -22,6 +25,8 @@ use std::sync::Arc;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 
+use crate::budget::human;
+use crate::input::walk::WalkOptions;
 use crate::messages::{display_path, io_reason, InputError, Messages};
 
 /// Git refuses ignore files larger than this (100 MB); so do we, which bounds the memory one
@@ -52,6 +57,8 @@ struct Level {
     /// For an ancestor of the root: the root's canonical path below it, which entries' paths
     /// are matched under.
     above: Option<PathBuf>,
+    /// What its matchers take, about ([`pattern_cost`]).
+    cost: u64,
 }
 
 impl Level {
@@ -70,6 +77,8 @@ pub(super) struct Rules {
     /// The root's ancestors (`above` of them), then one level per directory entered.
     levels: Vec<Arc<Level>>,
     above: usize,
+    /// What the ignore files of the levels in force may take together.
+    limit: u64,
 }
 
 impl Rules {
@@ -78,22 +87,23 @@ impl Rules {
         root: &Path,
         canonical: &Path,
         is_dir: bool,
-        (hidden, ignore): (bool, bool),
+        opts: &WalkOptions,
         msgs: &Messages,
         errors: &mut Vec<InputError>,
     ) -> Rules {
         let mut rules = Rules {
-            hidden,
-            ignore,
+            hidden: opts.hidden,
+            ignore: !opts.no_ignore,
             levels: Vec::new(),
             above: 0,
+            limit: opts.max_memory.map_or(u64::MAX, |m| m / 2),
         };
-        if !ignore || !is_dir {
+        if !rules.ignore || !is_dir {
             return rules;
         }
         let ancestors: Vec<&Path> = canonical.ancestors().skip(1).collect();
         for dir in ancestors.into_iter().rev() {
-            let mut level = read_level(dir, msgs, errors);
+            let mut level = rules.read_level(dir, msgs, errors);
             if !level.is_empty() {
                 level.above = canonical.strip_prefix(dir).ok().map(Path::to_path_buf);
             }
@@ -117,7 +127,43 @@ impl Rules {
             return;
         }
         self.levels.truncate(self.above + depth);
-        self.levels.push(Arc::new(read_level(dir, msgs, errors)));
+        let level = self.read_level(dir, msgs, errors);
+        self.levels.push(Arc::new(level));
+    }
+
+    /// The ignore files of `dir`, within what the levels in force leave of the limit.
+    fn read_level(&self, dir: &Path, msgs: &Messages, errors: &mut Vec<InputError>) -> Level {
+        let mut held: u64 = self.levels.iter().map(|l| l.cost).sum();
+        let mut load = |path: &Path| {
+            let (gi, cost) = load(path, (held, self.limit), msgs, errors)?;
+            held += cost;
+            Some((gi, cost))
+        };
+        let git_dir = dir.join(".git");
+        let git_meta = std::fs::metadata(&git_dir).ok();
+        let dot = load(&dir.join(".ignore"));
+        let git = load(&dir.join(".gitignore"));
+        let exclude = git_meta.as_ref().and_then(|meta| {
+            let common = if meta.is_file() {
+                common_dir(dir, &git_dir)?
+            } else {
+                git_dir
+            };
+            load(&common.join("info").join("exclude"))
+        });
+        let cost = [&dot, &git, &exclude]
+            .iter()
+            .flat_map(|f| f.as_ref())
+            .map(|f| f.1)
+            .sum();
+        Level {
+            dot: dot.map(|f| f.0),
+            git: git.map(|f| f.0),
+            exclude: exclude.map(|f| f.0),
+            has_git: git_meta.is_some(),
+            above: None,
+            cost,
+        }
     }
 
     /// Judges the entry `rel` (its path below the root, `depth` ≥ 1 components) whose
@@ -178,27 +224,6 @@ impl Rules {
     }
 }
 
-/// The ignore files of `dir`.
-fn read_level(dir: &Path, msgs: &Messages, errors: &mut Vec<InputError>) -> Level {
-    let git_dir = dir.join(".git");
-    let git_meta = std::fs::metadata(&git_dir).ok();
-    let exclude = git_meta.as_ref().and_then(|meta| {
-        let common = if meta.is_file() {
-            common_dir(dir, &git_dir)?
-        } else {
-            git_dir
-        };
-        load(&common.join("info").join("exclude"), msgs, errors)
-    });
-    Level {
-        dot: load(&dir.join(".ignore"), msgs, errors),
-        git: load(&dir.join(".gitignore"), msgs, errors),
-        exclude,
-        has_git: git_meta.is_some(),
-        above: None,
-    }
-}
-
 /// The repository directory that holds `info/exclude` for a `.git` file (a worktree's or a
 /// submodule's): its `gitdir: ` line, then that directory's `commondir` when it has one (as git
 /// resolves it; ripgrep reads no exclude file when there is none).
@@ -249,43 +274,109 @@ fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
-/// The patterns of the ignore file `path`, if it exists and has any. One that cannot be read is
-/// an input error (its files might be scanned against its wishes); a bad pattern, a warning.
-fn load(path: &Path, msgs: &Messages, errors: &mut Vec<InputError>) -> Option<Gitignore> {
+/// The patterns of the ignore file `path`, if it exists and has any, with what their matcher
+/// takes. One that cannot be read, or whose matcher would take more than `limit` beside the
+/// `held` bytes of the ignore files above it, is an input error (its files might be scanned
+/// against its wishes); a bad pattern, a warning.
+fn load(
+    path: &Path,
+    (held, limit): (u64, u64),
+    msgs: &Messages,
+    errors: &mut Vec<InputError>,
+) -> Option<(Gitignore, u64)> {
+    let mut refuse = |error: String| {
+        msgs.warn(&format!("{}: {error}", display_path(path)));
+        errors.push(InputError {
+            path: path.to_path_buf(),
+            line: None,
+            error,
+        });
+    };
     let bytes = match read_bounded(path) {
         Ok(b) => b?,
         Err(e) => {
-            let error = io_reason(&e);
-            msgs.warn(&format!("{}: {error}", display_path(path)));
-            errors.push(InputError {
-                path: path.to_path_buf(),
-                line: None,
-                error,
-            });
+            refuse(io_reason(&e));
             return None;
         }
     };
+    let path_len = path.as_os_str().len();
+    let (patterns, cost) = (lines(&bytes).map(|(_, l)| pattern_cost(l, path_len)))
+        .filter(|&c| c > 0)
+        .fold((0u64, 0u64), |(n, sum), c| (n + 1, sum.saturating_add(c)));
+    if held.saturating_add(cost) > limit {
+        refuse(over_limit(patterns, cost, held, limit));
+        return None;
+    }
     // Patterns are matched against paths relative to their directory; an absolute root is
     // never a prefix of those, so `Gitignore` strips nothing from them.
     let mut builder = GitignoreBuilder::new("/");
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line = match i {
-            0 => line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line),
-            _ => line,
-        };
+    for (i, line) in lines(&bytes) {
         if let Err(e) = builder.add_line(Some(path.to_path_buf()), &String::from_utf8_lossy(line)) {
             msgs.warn(&format!("{}:{}: {e}", display_path(path), i + 1));
         }
     }
     match builder.build() {
         Ok(gi) if gi.is_empty() => None,
-        Ok(gi) => Some(gi),
+        Ok(gi) => Some((gi, cost)),
         Err(e) => {
             msgs.warn(&format!("{}: {e}", display_path(path)));
             None
         }
     }
+}
+
+/// The lines of an ignore file, numbered from 0, without their `\r` and the first without a
+/// byte-order mark.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    bytes.split(|&b| b == b'\n').enumerate().map(|(i, line)| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match i {
+            0 => (i, line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line)),
+            _ => (i, line),
+        }
+    })
+}
+
+/// About what the matcher of one line of an ignore file in `path_len` bytes of path takes, at
+/// most (0 for a blank line or a comment). Measured with `ignore` 0.4.34 (a process's peak over
+/// 10,000 to 100,000 patterns of one shape): a pattern without wildcards is kept as a string
+/// (1.7 KB for `dir12/file000345.txt`, 20 KB for 400 bytes: 64 bytes a byte bounds it); one
+/// with wildcards compiles to a regex (9 KB for `**/foo12/*000345.log`, 57 KB for 400 bytes
+/// and a `*`, 87 KB for a hundred `*`, 53 KB for a hundred `?`): 160 bytes a byte and 1.5 KiB a
+/// wildcard bound those. Each also keeps its file's path.
+fn pattern_cost(line: &[u8], path_len: usize) -> u64 {
+    if line.trim_ascii().is_empty() || line.first() == Some(&b'#') {
+        return 0;
+    }
+    let len = line.len() as u64;
+    let wildcards = line
+        .iter()
+        .filter(|b| matches!(b, b'*' | b'?' | b'[' | b'{'))
+        .count() as u64;
+    let matcher = match wildcards {
+        0 => 64 * len,
+        n => 160 * len + 1536 * n,
+    };
+    4096 + path_len as u64 + matcher
+}
+
+/// Why an ignore file's patterns are not applied, and what to do.
+fn over_limit(patterns: u64, cost: u64, held: u64, limit: u64) -> String {
+    let above = match held {
+        0 => String::new(),
+        _ => format!(
+            " ({} with the ignore files above it)",
+            human(held.saturating_add(cost))
+        ),
+    };
+    format!(
+        "an ignore file of {patterns} patterns, which need about {} of memory to match{above}, \
+         more than the ignore files of a directory may take under --max-memory ({}, half of \
+         it); its patterns are not applied: raise --max-memory, or pass --no-ignore to read \
+         no ignore file",
+        human(cost),
+        human(limit)
+    )
 }
 
 #[cfg(test)]
@@ -298,6 +389,7 @@ mod tests {
             ignore: true,
             levels: levels.into_iter().map(Arc::new).collect(),
             above,
+            limit: u64::MAX,
         }
     }
 
@@ -372,5 +464,21 @@ mod tests {
         let mut shown = rules(vec![Level::default()], 0, true);
         assert_eq!(shown.judge(Path::new(".env"), 1, false), Verdict::Keep);
         assert_eq!(shown.judge(Path::new(".git"), 1, true), Verdict::Hidden);
+    }
+
+    #[test]
+    fn a_pattern_costs_more_with_wildcards_and_nothing_as_a_comment() {
+        assert_eq!(pattern_cost(b"", 10), 0);
+        assert_eq!(pattern_cost(b"   ", 10), 0);
+        assert_eq!(pattern_cost(b"# a comment", 10), 0);
+        // A fixed part and the path, then 64 bytes a byte without wildcards.
+        assert_eq!(pattern_cost(b"target", 10), 4096 + 10 + 6 * 64);
+        // 160 bytes a byte and 1.5 KiB a wildcard with them.
+        assert_eq!(
+            pattern_cost(b"**/dir7/*000001.log", 0),
+            4096 + 19 * 160 + 3 * 1536
+        );
+        let lines: Vec<(usize, &[u8])> = lines(b"\xef\xbb\xbfa\r\nb\n").collect();
+        assert_eq!(lines, [(0, &b"a"[..]), (1, b"b"), (2, b"")]);
     }
 }

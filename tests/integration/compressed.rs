@@ -38,6 +38,13 @@ pub(super) fn lz4(data: &[u8]) -> Vec<u8> {
 
 type Encoder = fn(&[u8]) -> Vec<u8>;
 
+/// (path, error) of each error in a report.
+fn errors(report: &Value) -> Vec<(&str, &str)> {
+    (report["errors"].as_array().unwrap().iter())
+        .map(|e| (e["path"].as_str().unwrap(), e["error"].as_str().unwrap()))
+        .collect()
+}
+
 /// Each format: its name in messages, its usual suffix, its encoder.
 const FORMATS: [(&str, &str, Encoder); 4] = [
     ("bzip2", "bz2", bzip2),
@@ -149,6 +156,63 @@ fn a_truncated_file_of_each_format_is_an_input_error_naming_it() {
     assert!(r["stats"]["documents"].as_u64().unwrap() >= 1, "{r}");
 }
 
+/// A .lzma file holds one stream: `xz -d` calls a second one joined to it corrupt, and so
+/// must dupfind, or the file reads as an exact copy of its first stream's text and the second's
+/// only copy is listed for removal.
+#[test]
+fn two_lzma_streams_joined_are_an_input_error_not_a_copy_of_the_first() {
+    let t = TestDir::new();
+    let (a, b) = (text(640, 300), text(641, 300));
+    t.write("a.txt", &a);
+    t.write(
+        "ab.txt.lzma",
+        [lzma(a.as_bytes()), lzma(b.as_bytes())].concat(),
+    );
+    t.write("a0.txt.lzma", [lzma(a.as_bytes()), vec![0; 8]].concat());
+    let run = t.run(&["scan", "."]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 1, "{r}");
+    assert_eq!(r["clusters"], json!([]), "{r}");
+    let errors = errors(&r);
+    let trailing = "lzma stream is corrupt or truncated: data follows the end of its stream, \
+                    and a .lzma file holds one stream (`xz -d` calls it corrupt too)";
+    assert_eq!(
+        errors,
+        [("./a0.txt.lzma", trailing), ("./ab.txt.lzma", trailing)]
+    );
+    for path in ["./a0.txt.lzma", "./ab.txt.lzma"] {
+        assert!(run.stderr.contains(path), "{}", run.stderr);
+    }
+}
+
+/// xz streams joined are read whole, padding of a multiple of four bytes between and after
+/// them skipped, as `xz -d` reads them; any other bytes after a stream are an error.
+#[test]
+fn joined_xz_streams_are_read_whole_and_trailing_garbage_is_an_error() {
+    let t = TestDir::new();
+    let (a, b) = (text(642, 300), text(643, 300));
+    let (xa, xb) = (xz(a.as_bytes()), xz(b.as_bytes()));
+    t.write("ab.txt", format!("{a}{b}"));
+    t.write(
+        "ab.txt.xz",
+        [xa.clone(), vec![0; 4], xb.clone(), vec![0; 8]].concat(),
+    );
+    t.write(
+        "a-garbage.txt.xz",
+        [xa.clone(), b"garbage".to_vec()].concat(),
+    );
+    t.write("a-pad3.txt.xz", [xa, vec![0; 3]].concat());
+    let run = t.run(&["scan", "--format", "paths", "."]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    // The joined file is an exact copy of the plain file; neither damaged file is read.
+    assert_eq!(run.stdout, "./ab.txt.xz\n", "{}", run.stderr);
+    for path in ["./a-garbage.txt.xz", "./a-pad3.txt.xz"] {
+        let line = format!("{path}: xz stream is corrupt or truncated: ");
+        assert!(run.stderr.contains(&line), "{}", run.stderr);
+    }
+}
+
 #[test]
 fn max_size_bounds_the_decompressed_size_in_each_format() {
     let t = TestDir::new();
@@ -177,12 +241,7 @@ fn a_format_recognised_but_not_read_is_a_warning_and_an_input_error() {
     assert_eq!(r["stats"]["skipped"]["binary"], 0);
     assert_eq!(r["stats"]["documents"], 2);
     assert_eq!(r["clusters"].as_array().unwrap().len(), 1);
-    let errors: Vec<(&str, &str)> = r["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| (e["path"].as_str().unwrap(), e["error"].as_str().unwrap()))
-        .collect();
+    let errors = errors(&r);
     assert_eq!(
         errors,
         [

@@ -618,3 +618,70 @@ fn a_footer_declaring_more_schema_children_than_it_holds_is_refused_before_it_is
     );
     assert_eq!(report["stats"]["documents"], corpus().len());
 }
+
+/// A file of `rows` rows that all point at one dictionary entry of `entry` bytes (a few KB on
+/// disk, `rows × entry` decoded), as `rel` in `t`; the entry is returned.
+fn write_dictionary_bomb(t: &TestDir, rel: &str, rows: usize, entry: usize) -> String {
+    let base = text(680, 2000) + " ";
+    let entry: String = base.repeat(entry / base.len() + 1)[..entry].to_string();
+    let column: ArrayRef = Arc::new(StringArray::from(vec![entry.as_str(); rows]));
+    let batch = RecordBatch::try_from_iter([("text", column)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_page_size_limit(64 << 20)
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
+    let file = File::create(t.join(rel)).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    entry
+}
+
+/// Rows that decode to far more than their encoded size are decoded a few at a time (the
+/// benchmark `benches/memory.sh --cases dictbomb` measures the peak), and read in full.
+#[test]
+fn a_dictionary_bomb_is_read_whole_a_few_rows_at_a_time() {
+    let t = TestDir::new();
+    write_dictionary_bomb(&t, "d.parquet", 300, 256 << 10);
+    assert!(std::fs::metadata(t.join("d.parquet")).unwrap().len() < 64 << 10);
+    let run = t.run(&["scan", "--max-memory", "64M", "d.parquet"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], 300, "{}", run.stderr);
+    let clusters = r["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 1);
+    assert_eq!(clusters[0]["members"].as_array().unwrap().len(), 300);
+}
+
+/// A row whose dictionary entry alone is more than a decoder may hold under --max-memory (an
+/// eighth of it, and a MiB) is the memory error, naming the file; the other files are read.
+#[test]
+fn a_dictionary_entry_over_what_a_decoder_may_hold_is_an_input_error_saying_so() {
+    let t = TestDir::new();
+    write_dictionary_bomb(&t, "big.parquet", 3, 12 << 20);
+    write_corpus(&t, "good.parquet", &corpus(), ONE_GROUP);
+    let run = t.run(&["scan", "--max-memory", "64M", "."]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], corpus().len());
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], "./big.parquet");
+    let e = errors[0]["error"].as_str().unwrap();
+    assert!(
+        e.starts_with("row group 0 (rows 1-3): column \"text\": needs about 24.0 MiB of memory"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "more than --max-memory leaves a decoder (9.0 MiB, about an eighth of it); raise \
+             --max-memory"
+        ),
+        "{e}"
+    );
+    assert!(
+        run.stderr.contains("./big.parquet: row group 0"),
+        "{}",
+        run.stderr
+    );
+}

@@ -375,3 +375,88 @@ fn extension_keeps_names_ending_in_it_ignoring_case_and_compression() {
     assert_eq!(r.code(), 2);
     assert!(r.stderr.contains("an extension is"), "{}", r.stderr);
 }
+
+/// `n` patterns of `**/dirI/*N.log` (about 9 KB each once compiled) and, last, `*.skip`.
+fn many_patterns(n: usize) -> String {
+    let mut patterns: String = (0..n)
+        .map(|i| format!("**/dir{}/*{i:06}.log\n", i % 1000))
+        .collect();
+    patterns.push_str("*.skip\n");
+    patterns
+}
+
+/// (path, error) of each error in the report.
+fn errors(report: &Value) -> Vec<(String, String)> {
+    (report["errors"].as_array().unwrap().iter())
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_string();
+            (s("path"), s("error"))
+        })
+        .collect()
+}
+
+/// An ignore file whose matchers would take more than half of --max-memory is not built: an
+/// input error names it and what to do, and its patterns are not applied (its files are read,
+/// as when an ignore file cannot be read). Under a budget that holds it, it applies.
+#[test]
+fn an_ignore_file_over_half_the_memory_budget_is_an_input_error_not_applied() {
+    let t = TestDir::new();
+    t.mkdir("repo/.git");
+    t.write("repo/.gitignore", many_patterns(4000));
+    copies(&t, &["repo/a.txt", "repo/b.skip"]);
+    let r = t.run(&["scan", "--max-memory", "64M", "repo"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(cluster_paths(&report), [["repo/a.txt", "repo/b.skip"]]);
+    let want = "an ignore file of 4001 patterns, which need about 46.0 MiB of memory to match, \
+                more than the ignore files of a directory may take under --max-memory \
+                (32.0 MiB, half of it); its patterns are not applied: raise --max-memory, or \
+                pass --no-ignore to read no ignore file";
+    assert_eq!(errors(&report), [("repo/.gitignore".into(), want.into())]);
+    assert!(
+        r.stderr.contains(&format!("repo/.gitignore: {want}")),
+        "{}",
+        r.stderr
+    );
+    let (members, documents, _, ignored) = scanned(&t.run(&["scan", "--max-memory", "1G", "repo"]));
+    assert_eq!((members, documents, ignored), (vec![], json!(1), json!(1)));
+}
+
+/// The ignore files that apply to a directory count together: a nested one that fits alone but
+/// not beside its parent's is refused, and the parent's still applies.
+#[test]
+fn ignore_files_above_a_directory_count_against_the_same_half_of_the_budget() {
+    let t = TestDir::new();
+    t.mkdir("repo/.git");
+    t.write("repo/.gitignore", many_patterns(1500));
+    t.write(
+        "repo/sub/.gitignore",
+        many_patterns(1500).replace("*.skip", "*.also"),
+    );
+    copies(
+        &t,
+        &[
+            "repo/a.txt",
+            "repo/b.skip",
+            "repo/sub/c.txt",
+            "repo/sub/d.also",
+        ],
+    );
+    let r = t.run(&["scan", "--max-memory", "64M", "repo"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(
+        cluster_paths(&report),
+        [["repo/a.txt", "repo/sub/c.txt", "repo/sub/d.also"]]
+    );
+    let errors = errors(&report);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "repo/sub/.gitignore");
+    assert!(
+        errors[0].1.starts_with(
+            "an ignore file of 1501 patterns, which need about 17.3 MiB of memory to match \
+             (34.5 MiB with the ignore files above it), more than"
+        ),
+        "{errors:?}"
+    );
+}

@@ -1,6 +1,8 @@
 //! xz and legacy .lzma: a stream → its decompressed bytes, decoded by liblzma.
 //!
-//! xz streams may be concatenated (and padded), as `xz -d` reads them. The decoder's memory
+//! xz streams may be concatenated (and padded), as `xz -d` reads them. A .lzma file holds one
+//! stream: bytes after it are an error, as `xz -d` reports them, never ignored (the file would
+//! read as its first stream alone). The decoder's memory
 //! limit bounds the dictionary a header may declare: a stream that needs more is refused
 //! before anything is allocated for it, with an error saying so. Errors are `InvalidData`
 //! (`UnexpectedEof` for a stream cut short); the caller adds the format's name.
@@ -50,8 +52,11 @@ impl<R: BufRead> Decoder<R> {
 
 impl<R: BufRead> Read for Decoder<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() || self.done {
+        if buf.is_empty() {
             return Ok(0);
+        }
+        if self.done {
+            return self.after_end();
         }
         loop {
             let input = self.source.fill_buf()?;
@@ -67,7 +72,10 @@ impl<R: BufRead> Read for Decoder<R> {
             self.source.consume(used);
             if status == Status::StreamEnd {
                 self.done = true;
-                return Ok(written);
+                if written > 0 {
+                    return Ok(written);
+                }
+                return self.after_end();
             }
             if written > 0 {
                 return Ok(written);
@@ -83,6 +91,24 @@ impl<R: BufRead> Read for Decoder<R> {
                 ));
             }
         }
+    }
+}
+
+impl<R: BufRead> Decoder<R> {
+    /// The end of the input once the decoder has ended. An xz decoder (`CONCATENATED`) ends
+    /// only at the end of its input; a .lzma decoder ends with its one stream, and whatever
+    /// follows it is damage, as `xz -d` calls it: a second stream joined on would otherwise be
+    /// silently dropped.
+    fn after_end(&mut self) -> io::Result<usize> {
+        if self.source.fill_buf()?.is_empty() {
+            return Ok(0);
+        }
+        let message = format!(
+            "data follows the end of its stream, and a .{} file holds one stream \
+             (`xz -d` calls it corrupt too)",
+            self.name
+        );
+        Err(io::Error::new(ErrorKind::InvalidData, message))
     }
 }
 

@@ -11,23 +11,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-/// Thrift compact types.
-const STOP: u8 = 0;
-const BOOL_TRUE: u8 = 1;
-const BOOL_FALSE: u8 = 2;
-const BYTE: u8 = 3;
-const I16: u8 = 4;
-const I32: u8 = 5;
-const I64: u8 = 6;
-const DOUBLE: u8 = 7;
-const BINARY: u8 = 8;
-const LIST: u8 = 9;
-const SET: u8 = 10;
-const MAP: u8 = 11;
-const STRUCT: u8 = 12;
-
-/// Nesting deeper than this is no footer a writer makes (the crate's own limit is 64).
-const MAX_DEPTH: u32 = 64;
+use super::thrift::{Compact, I32, LIST, STRUCT};
 
 /// Reads the footer of `file` and checks its schema's child counts; the error says what is
 /// wrong. A file too short for a footer, or one whose footer the schema cannot be found in, is
@@ -57,7 +41,7 @@ pub fn check(file: &File) -> Result<(), String> {
 /// Checks the schema list of a serialized `FileMetaData`: every element's `num_children` is
 /// between 0 and the number of elements after it.
 pub fn check_schema(meta: &[u8]) -> Result<(), String> {
-    let mut r = Compact { b: meta, at: 0 };
+    let mut r = Compact::new(meta, "schema");
     let Some(counts) = r.schema_counts()? else {
         return Ok(());
     };
@@ -74,107 +58,7 @@ pub fn check_schema(meta: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// A reader of Thrift's compact protocol.
-struct Compact<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
 impl Compact<'_> {
-    fn byte(&mut self) -> Result<u8, String> {
-        let b = *self.b.get(self.at).ok_or("it ends inside the schema")?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn varint(&mut self) -> Result<u64, String> {
-        let (v, used) =
-            crate::varint::get(&self.b[self.at..]).ok_or("a varint cut short or over 64 bits")?;
-        self.at += used;
-        Ok(v)
-    }
-
-    fn skip_bytes(&mut self, n: u64) -> Result<(), String> {
-        let end = (self.at as u64)
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len() as u64)
-            .ok_or("a length past its end")?;
-        self.at = end as usize;
-        Ok(())
-    }
-
-    /// A list or set header: its length (each element takes at least a byte, so a length
-    /// beyond the bytes left is refused here) and its elements' type.
-    fn list_header(&mut self) -> Result<(u64, u8), String> {
-        let h = self.byte()?;
-        let n = match h >> 4 {
-            15 => self.varint()?,
-            n => u64::from(n),
-        };
-        if n > (self.b.len() - self.at) as u64 {
-            return Err(format!("a list of {n} elements in fewer bytes"));
-        }
-        Ok((n, h & 0x0F))
-    }
-
-    /// The next field's id and type in a struct (`last`: the previous id), or None at its end.
-    fn field(&mut self, last: i16) -> Result<Option<(i16, u8)>, String> {
-        let h = self.byte()?;
-        let ty = h & 0x0F;
-        if ty == STOP {
-            return Ok(None);
-        }
-        let id = match h >> 4 {
-            0 => zigzag(self.varint()?) as i16,
-            delta => last.wrapping_add(i16::from(delta)),
-        };
-        Ok(Some((id, ty)))
-    }
-
-    /// Skips a value of type `ty` (`in_list`: a boolean is then a byte of its own).
-    fn skip(&mut self, ty: u8, in_list: bool, depth: u32) -> Result<(), String> {
-        if depth > MAX_DEPTH {
-            return Err("nested too deeply".into());
-        }
-        match ty {
-            BOOL_TRUE | BOOL_FALSE if !in_list => Ok(()),
-            BOOL_TRUE | BOOL_FALSE | BYTE => self.skip_bytes(1),
-            I16 | I32 | I64 => self.varint().map(drop),
-            DOUBLE => self.skip_bytes(8),
-            BINARY => {
-                let n = self.varint()?;
-                self.skip_bytes(n)
-            }
-            LIST | SET => {
-                let (n, elem) = self.list_header()?;
-                (0..n).try_for_each(|_| self.skip(elem, true, depth + 1))
-            }
-            MAP => {
-                let n = self.varint()?;
-                if n == 0 {
-                    return Ok(());
-                }
-                if n > (self.b.len() - self.at) as u64 {
-                    return Err(format!("a map of {n} entries in fewer bytes"));
-                }
-                let kv = self.byte()?;
-                (0..n).try_for_each(|_| {
-                    self.skip(kv >> 4, true, depth + 1)?;
-                    self.skip(kv & 0x0F, true, depth + 1)
-                })
-            }
-            STRUCT => {
-                let mut last = 0;
-                while let Some((id, ty)) = self.field(last)? {
-                    self.skip(ty, false, depth + 1)?;
-                    last = id;
-                }
-                Ok(())
-            }
-            other => Err(format!("an unknown type {other}")),
-        }
-    }
-
     /// The `num_children` of each element of `FileMetaData`'s schema (field 2), or None when
     /// the struct has no schema field.
     fn schema_counts(&mut self) -> Result<Option<Vec<Option<i32>>>, String> {
@@ -202,7 +86,7 @@ impl Compact<'_> {
         let (mut last, mut children) = (0, None);
         while let Some((id, ty)) = self.field(last)? {
             if id == 5 && ty == I32 {
-                children = Some(zigzag(self.varint()?) as i32);
+                children = Some(self.i32()?);
             } else {
                 self.skip(ty, false, 2)?;
             }
@@ -212,13 +96,10 @@ impl Compact<'_> {
     }
 }
 
-fn zigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::thrift::STOP;
     use super::*;
 
     /// A `FileMetaData` with version 1 and a schema of elements with these child counts (each

@@ -3,8 +3,9 @@
 //!
 //! A file is opened by its footer (its schema and row groups), the text and id columns are
 //! checked against the schema once, and then only those columns are read (projection), row group
-//! by row group, a decoded batch of at most [`rows::DECODE_BYTES`] of text at a time, so a file of
-//! any size passes through a bounded amount of memory. A record's "line" is its 1-based row
+//! by row group, a decoded batch of about [`pages::DECODE_BYTES`] at a time, sized from the page
+//! headers by what the rows decode to (dictionaries included), so a file of any size passes
+//! through a bounded amount of memory. A record's "line" is its 1-based row
 //! number in the file, counting across row groups. Reading the texts of some rows again
 //! ([`ParquetDump::texts`]) decodes only the row groups that hold them, and in those only the text
 //! column. The module reads; it does not decide what a bad row costs the scan (see
@@ -13,7 +14,9 @@
 mod chunks;
 mod columns;
 mod footer;
+mod pages;
 mod rows;
+mod thrift;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -165,7 +168,7 @@ impl ParquetDump {
     }
 
     /// A reader of row group `group` (of the `leaves` asked for), a batch of about
-    /// [`rows::DECODE_BYTES`] of text at a time, of the rows `selection` picks.
+    /// [`pages::DECODE_BYTES`] decoded at a time, of the rows `selection` picks.
     fn reader(
         &self,
         group: usize,
@@ -183,6 +186,7 @@ impl ParquetDump {
         };
         let rg = self.meta.metadata().row_group(group);
         let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
+        let mut chunks = Vec::with_capacity(leaves.len());
         for &l in leaves {
             let c = rg.column(l);
             let name = || c.column_path().string();
@@ -202,16 +206,11 @@ impl ParquetDump {
                     name()
                 ));
             }
+            let chunk = pages::census(&self.file, c, start as u64, len as u64)
+                .map_err(|e| format!("column \"{}\": {e}", name()))?;
+            chunks.push(chunk);
         }
-        // Batches sized by the columns decoded: the text alone, or the whole row.
-        let sized = match leaves.len() > self.all_leaves.len() {
-            true => leaves,
-            false => &self.text_leaves,
-        };
-        let text_bytes: i64 = (sized.iter())
-            .map(|&l| rg.column(l).uncompressed_size())
-            .sum();
-        let batch = rows::batch_rows(text_bytes.max(0) as u64, rg.num_rows().max(0) as u64);
+        let batch = pages::batch_rows(&chunks, rg.num_rows().max(0) as u64)?;
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {
             let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(

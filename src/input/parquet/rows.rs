@@ -10,18 +10,6 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSe
 
 use super::{columns, guarded, Leaves, ParquetDump};
 
-/// Bytes of text one decoded batch holds, about (the row group's average row, from its footer):
-/// the decoded arrays of one batch are what a reader holds beside its current page.
-pub const DECODE_BYTES: u64 = 1 << 20;
-/// Rows of one decoded batch, at most (arrow's default).
-const DECODE_ROWS: u64 = 1024;
-
-/// Rows per decoded batch for a row group of `rows` rows whose text is `text_bytes` long.
-pub fn batch_rows(text_bytes: u64, rows: u64) -> usize {
-    let per_row = text_bytes.div_ceil(rows.max(1)).max(1);
-    (DECODE_BYTES / per_row).clamp(1, DECODE_ROWS) as usize
-}
-
 /// One row of a Parquet dump.
 #[derive(Debug)]
 pub enum Row {

@@ -28,6 +28,11 @@ fn parquet(batch: &RecordBatch, group: usize) -> File {
         .set_write_batch_size(2)
         .set_compression(Compression::SNAPPY)
         .build();
+    written(batch, props)
+}
+
+/// `batch` written to a temporary file with `props`, the file at its start.
+pub(super) fn written(batch: &RecordBatch, props: WriterProperties) -> File {
     let mut file = tempfile::tempfile().unwrap();
     let mut w =
         ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), Some(props)).unwrap();
@@ -204,12 +209,23 @@ fn reading_back_leaves_out_the_rows_of_a_damaged_row_group_only() {
     assert_eq!(got, [10, 60]);
 }
 
+/// 200 rows of one 512 KiB dictionary entry: a footer size of a few KB a row, 100 MiB decoded.
 #[test]
-fn batches_hold_about_a_mebibyte_of_text() {
-    assert_eq!(rows::batch_rows(100, 10), 1024);
-    assert_eq!(rows::batch_rows(10 << 20, 10), 1);
-    assert_eq!(rows::batch_rows(64 << 20, 512), 8);
-    assert_eq!(rows::batch_rows(0, 0), 1024);
+fn a_batch_of_dictionary_rows_is_sized_by_the_text_they_decode_to() {
+    let entry = "lorem ipsum ".repeat(512 << 10 >> 4);
+    let text: ArrayRef = Arc::new(StringArray::from(vec![entry.as_str(); 200]));
+    let batch = RecordBatch::try_from_iter([("text", text)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_page_size_limit(4 << 20)
+        .set_compression(Compression::ZSTD(Default::default()))
+        .build();
+    let dump = ParquetDump::open(written(&batch, props), &opts("text", "id", 1 << 20)).unwrap();
+    let mut reader = dump.reader(0, Leaves::TextAndId, None).unwrap();
+    // Two rows, a mebibyte of text: the footer's sizes made it all 200 at once.
+    assert_eq!(reader.next().unwrap().unwrap().num_rows(), 2);
+    let rows: Vec<Row> = dump.rows().collect();
+    assert_eq!(rows.len(), 200);
+    assert!(rows.iter().all(|r| r.text_len() == entry.len()));
 }
 
 #[test]
