@@ -12,7 +12,7 @@
 
 mod chunks;
 mod columns;
-mod footer;
+pub(crate) mod footer;
 mod rows;
 
 use std::collections::BTreeMap;
