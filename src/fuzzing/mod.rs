@@ -1,7 +1,8 @@
 //! The fuzz targets' entry points (`fuzz/`, cargo-fuzz) and what the replay test
 //! (`tests/integration/fuzz.rs`) runs every committed input through: each takes arbitrary bytes,
-//! runs one parser or decoder as dupfind runs it, and panics only where dupfind would, or where
-//! an invariant stated on the function is broken. Not a stable interface: a target is added
+//! runs one parser or decoder as dupfind runs it (`staged_work`: the staged pipeline's last
+//! stages over an edited work directory), and panics only where dupfind would, or where an
+//! invariant stated on the function is broken. Not a stable interface: a target is added
 //! here and in `fuzz/Cargo.toml`, and its inputs under `fuzz/seeds/` and `fuzz/regressions/`.
 //!
 //! Where a target needs a choice besides the bytes under test (the field paths, a size limit,
@@ -14,6 +15,7 @@ mod jsonl;
 mod parquet;
 mod segment;
 mod shingles;
+mod staged;
 
 pub use args::{globs, size_arg};
 pub use decompress::decompress;
@@ -22,13 +24,14 @@ pub use jsonl::jsonl;
 pub use parquet::parquet;
 pub use segment::index_segment;
 pub use shingles::shingles;
+pub use staged::staged_work;
 
 /// A fuzz target's entry point: one input, a panic where an invariant is broken.
 pub type Target = fn(&[u8]);
 
 /// The fuzz targets by name, as `fuzz/Cargo.toml` names them and `fuzz/seeds/` and
 /// `fuzz/regressions/` hold their inputs.
-pub const TARGETS: [(&str, Target); 8] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("jsonl", jsonl),
     ("parquet", parquet),
     ("decompress", decompress),
@@ -37,6 +40,7 @@ pub const TARGETS: [(&str, Target); 8] = [
     ("shingles", shingles),
     ("size_arg", size_arg),
     ("globs", globs),
+    ("staged_work", staged_work),
 ];
 
 /// The first byte, which picks among the target's choices, and the rest.

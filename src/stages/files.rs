@@ -329,6 +329,11 @@ pub fn read_parquet(
     let crc_file = file
         .try_clone()
         .with_context(|| format!("opening {}", display_path(path)))?;
+    // Before the crate decodes the footer, which is not yet known to be the producer's: the
+    // parquet crate reserves what its schema declares (16 GiB for 2³¹ children in 47 bytes).
+    crate::input::parquet::footer::check(&file)
+        .map_err(anyhow::Error::msg)
+        .with_context(damaged)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).with_context(damaged)?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let value = |key: &str| {

@@ -28,7 +28,7 @@ mod init;
 pub(crate) mod lineage;
 mod plan;
 mod records;
-mod report;
+pub(crate) mod report;
 mod route;
 mod sign;
 mod status;

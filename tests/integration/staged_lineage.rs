@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use super::staged::{corpus, local_driver, staged};
-use super::util::{Run, TestDir};
+use super::util::{bin, run_command, Run, TestDir};
 
 /// A staged run of the shared corpus at 2 shards and 2 partitions in `w`, and scan's report.
 fn run_ok(t: &TestDir) -> String {
@@ -190,5 +190,38 @@ fn a_flipped_bit_or_a_leftover_of_an_earlier_attempt_is_refused_by_name() {
     refused(
         &t.run(&["stage", "group", "--work", "w", "--part", "1/2"]),
         "shard-000001.json is damaged (its seal does not match its contents",
+    );
+}
+
+#[test]
+fn a_work_file_whose_footer_declares_billions_of_schema_children_is_refused_before_it_is_decoded() {
+    let t = TestDir::new();
+    run_ok(&t);
+    // The parquet fuzz target's 47-byte file whose root declares 2³¹ − 1 children, in a group
+    // file's place (fuzz/regressions/staged_work/group-file-footer-…): the parquet crate
+    // reserved 16 GiB for them before the file's lineage and CRC-32 were checked, an abort
+    // under `ulimit -v`.
+    let bad = fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/parquet/schema-num-children-i32-max"),
+    )
+    .unwrap();
+    fs::write(t.join("w/group/part-000000.parquet"), &bad[1..]).unwrap();
+    // Address space as a cgroup or a batch system limits it: a shell that becomes dupfind.
+    let mut limited = std::process::Command::new("sh");
+    limited
+        .args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
+        .arg(bin())
+        .args(["stage", "components", "--work", "w"])
+        .current_dir(t.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let r = run_command(limited);
+    refused(
+        &r,
+        "group/part-000000.parquet is damaged or truncated (not a Parquet file a stage wrote): \
+         not a readable Parquet file: corrupt footer: schema element 0 declares 2147483647 \
+         children",
     );
 }

@@ -13,7 +13,7 @@
 
 mod chunks;
 mod columns;
-mod footer;
+pub(crate) mod footer;
 mod pages;
 mod rows;
 mod thrift;
