@@ -12,6 +12,9 @@
 #          20 GB of text, 4 GiB in a batch of 1,024 rows sized by the footer's encoded size
 #   ignore a git checkout whose 6 MB .gitignore holds 270,000 `**/dirN/*N.log` patterns, about
 #          9 KB each once compiled
+#   threads sixty-four distinct 1.5 MB texts at -j4, -j8 and -j16 under 128M: a few documents in
+#          flight at a time, but every thread's malloc arena keeps what it freed unless the
+#          allocator is bounded (src/budget/allocator.rs)
 #
 #   benches/memory.sh                                 all of them, default and smaller budgets
 #   benches/memory.sh --cases "large window"          some of them
@@ -21,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cases="large window dump dictbomb ignore" work=target/bench/memory
+cases="large window dump dictbomb ignore threads" work=target/bench/memory
 while [ $# -gt 0 ]; do
     case "$1" in
         --cases) cases=$2; shift 2 ;;
@@ -59,6 +62,10 @@ elif case == "window":
             frame += struct.pack("<I", last | len(chunk) << 3)[:3] + chunk
         with open(os.path.join(out + ".tmp", "w%02d.txt.zst" % i), "wb") as f:
             f.write(frame)
+elif case == "threads":
+    for i in range(64):
+        with open(os.path.join(out + ".tmp", "t%02d.txt" % i), "w") as f:
+            f.write(words(250_000))
 elif case == "dump":
     with open(os.path.join(out + ".tmp", "records.jsonl"), "w") as f:
         for i in range(2_000_000):
@@ -142,23 +149,25 @@ PY
     mv "$2.tmp" "$2"
 }
 
-# case → threads, extra flags, budgets to try ("-" is the default budget)
-declare -A jobs=([large]=8 [window]=16 [dump]=2 [dictbomb]=2 [ignore]=2)
-declare -A flags=([large]="--shingle char" [window]="" [dump]="" [dictbomb]="" [ignore]="")
-declare -A budgets=([large]="- 1G" [window]="- 256M" [dump]="- 1G" [dictbomb]="- 256M" [ignore]="- 256M")
+# case → threads (a row for each), extra flags, budgets to try ("-" is the default budget)
+declare -A jobs=([large]=8 [window]=16 [dump]=2 [dictbomb]=2 [ignore]=2 [threads]="4 8 16")
+declare -A flags=([large]="--shingle char" [window]="" [dump]="" [dictbomb]="" [ignore]="" [threads]="")
+declare -A budgets=([large]="- 1G" [window]="- 256M" [dump]="- 1G" [dictbomb]="- 256M" [ignore]="- 256M" [threads]="128M")
 
 to_bytes() { # 1G → bytes
     python3 -c 'import sys; s=sys.argv[1]; u={"K":1,"M":2,"G":3,"T":4}; print(int(float(s[:-1])*1024**u[s[-1]]) if s[-1] in u else int(s))' "$1"
 }
 
-printf '%-9s %-7s %-8s %9s %8s %5s %10s %s\n' build case budget "RSS MiB" seconds exit documents check
+printf '%-9s %-11s %-8s %9s %8s %5s %10s %s\n' build case budget "RSS MiB" seconds exit documents check
 for c in $cases; do
     dir=$work/$c
     [ -d "$dir" ] || gen "$c" "$dir"
     for b in "${bins[@]}"; do
         name=${b%%=*} bin=${b#*=}
-        for budget in ${budgets[$c]}; do
-            args=(scan -q -j"${jobs[$c]}" ${flags[$c]} --format json "$dir")
+        for run in $(for j in ${jobs[$c]}; do printf "$j:%s " ${budgets[$c]}; done); do
+            j=${run%%:*} budget=${run#*:} row=$c
+            [ "$j" = "${jobs[$c]}" ] || row=$c-j$j
+            args=(scan -q -j"$j" ${flags[$c]} --format json "$dir")
             if [ "$budget" != - ]; then
                 # An older build without the option is not run with it.
                 "$bin" scan --help | grep -q -- --max-memory || continue
@@ -174,7 +183,7 @@ except Exception: print("-")' "$work/out.json")
             if [ "$budget" != - ]; then
                 if [ $((kb * 1024)) -le "$(to_bytes "$budget")" ]; then check=ok; else check=OVER; fi
             fi
-            printf '%-9s %-7s %-8s %9d %8.2f %5d %10s %s\n' "$name" "$c" "$budget" $((kb / 1024)) "$secs" "$code" "$docs" "$check"
+            printf '%-9s %-11s %-8s %9d %8.2f %5d %10s %s\n' "$name" "$row" "$budget" $((kb / 1024)) "$secs" "$code" "$docs" "$check"
             [ "$code" = 0 ] || sed -n '1,2s/^/          stderr: /p' "$work/err.txt" | cut -c1-160
         done
     done

@@ -12,6 +12,9 @@ use std::sync::{Condvar, Mutex};
 
 use crate::sketch::shingle::ShingleKind;
 
+mod allocator;
+pub use allocator::tune_allocator;
+
 /// The budget when `--max-memory` is not given: three quarters of the memory the process may
 /// use (physical memory, or the cgroup's limit when lower).
 pub fn default_limit() -> u64 {
@@ -112,8 +115,9 @@ pub struct Budget {
 struct Used {
     all: u64,
     /// Held by a thread that waits for the workers (a dump's reader while its records are
-    /// sketched): a worker can never have these bytes, so its cost is refused, not waited for,
-    /// when it is over what the pinned bytes leave.
+    /// sketched), or for the allocator's arenas for the budget's whole life: a worker can never
+    /// have these bytes, so its cost is refused, not waited for, when it is over what the
+    /// pinned bytes leave.
     pinned: u64,
 }
 
@@ -150,11 +154,16 @@ impl OverBudget {
 }
 
 impl Budget {
-    /// A budget of `limit` bytes.
+    /// A budget of `limit` bytes. In the binary it also fits what the allocator keeps of freed
+    /// memory to `limit`, and holds that for as long as it lives (see [`allocator`]).
     pub fn new(limit: u64) -> Budget {
+        let kept = allocator::fit(limit);
         Budget {
             limit,
-            used: Mutex::new(Used::default()),
+            used: Mutex::new(Used {
+                all: kept,
+                pinned: kept,
+            }),
             freed: Condvar::new(),
         }
     }
@@ -201,12 +210,19 @@ impl Budget {
         // Every holder but a pinned one gives its reservation back without waiting for anything
         // (a grant grows only after giving back what it held), and what is pinned is left out of
         // `room`, so this wait ends.
+        let mut waited = false;
         while used.all + bytes > self.limit {
+            waited = true;
             used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
         }
         used.all += bytes;
         if pinned {
             used.pinned += bytes;
+        }
+        drop(used);
+        if waited {
+            // The budget was full: the free memory the arenas hold is all the peak can spare.
+            allocator::release();
         }
         Ok(())
     }

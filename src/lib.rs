@@ -60,6 +60,7 @@ mod varint;
 mod verify;
 
 pub use app::run;
+pub use budget::tune_allocator;
 pub use deliver::is_broken_pipe;
 
 /// What the benches, the benchmark corpus tool and the integration tests call, exactly as
