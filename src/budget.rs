@@ -119,6 +119,9 @@ struct Used {
     /// have these bytes, so its cost is refused, not waited for, when it is over what the
     /// pinned bytes leave.
     pinned: u64,
+    /// Threads waiting for bytes to be given back: a give wakes them only when there are some,
+    /// as a wake is a system call (`futex`) even with no one to wake, one per document read.
+    waiting: u32,
 }
 
 /// A cost over the whole budget: it can never be reserved.
@@ -163,6 +166,7 @@ impl Budget {
             used: Mutex::new(Used {
                 all: kept,
                 pinned: kept,
+                waiting: 0,
             }),
             freed: Condvar::new(),
         }
@@ -213,7 +217,9 @@ impl Budget {
         let mut waited = false;
         while used.all + bytes > self.limit {
             waited = true;
+            used.waiting += 1;
             used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
+            used.waiting -= 1;
         }
         used.all += bytes;
         if pinned {
@@ -236,7 +242,9 @@ impl Budget {
         if pinned {
             used.pinned = used.pinned.saturating_sub(bytes);
         }
-        self.freed.notify_all();
+        if used.waiting > 0 {
+            self.freed.notify_all();
+        }
     }
 
     /// Bytes reserved now.
