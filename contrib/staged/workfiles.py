@@ -64,6 +64,17 @@ def place_text(stage, shard=None, part=None):
     return text
 
 
+def check_place(path, found, run, place, misplaced):
+    """Refuses a lineage or tag (`found`) of another run than `run`, or of another place than
+    `place` (stage, shard, part); `misplaced` words the second, given the two places."""
+    if found.get("run") != run:
+        raise WorkFileError(f"{path} belongs to another run (run {found.get('run')}; this work "
+                            f"directory's run is {run}): run that stage again")
+    at = (found.get("stage"), found.get("shard"), found.get("part"))
+    if at != place:
+        raise WorkFileError(f"{path} " + misplaced.format(place_text(*at), place_text(*place)))
+
+
 def read_summary(work, rel, plan, stage, shard=None, part=None, missing=""):
     """The summary `rel` (work-relative), checked: sealed, of this run, made with run.json's
     options, and written for its place."""
@@ -78,13 +89,8 @@ def read_summary(work, rel, plan, stage, shard=None, part=None, missing=""):
         raise WorkFileError(f"{path} is damaged ({why}: not the summary a stage wrote)")
     summary = json.loads(data)
     lineage = summary.get("lineage") or {}
-    if lineage.get("run") != plan["run"]:
-        raise WorkFileError(f"{path} belongs to another run (run {lineage.get('run')}; this "
-                            f"work directory's run is {plan['run']}); run that stage again")
-    found = (lineage.get("stage"), lineage.get("shard"), lineage.get("part"))
-    if found != (stage, shard, part):
-        raise WorkFileError(f"{path} was written by {place_text(*found)}, not "
-                            f"{place_text(stage, shard, part)}: it is in another task's place")
+    check_place(path, lineage, plan["run"], (stage, shard, part),
+                "was written by {}, not {}: it is in another task's place")
     if lineage.get("digest") != plan["digest"]:
         raise WorkFileError(f"{path} was made with other options than run.json's")
     return summary
@@ -118,13 +124,8 @@ def check_parquet(work, rel, producer, stage, shard=None, part=None):
     if raw is None:
         raise WorkFileError(f"{path} was not written by a dupfind stage (it has no lineage)")
     tag = json.loads(raw)
-    if tag.get("run") != lineage["run"]:
-        raise WorkFileError(f"{path} belongs to another run (run {tag.get('run')}; this work "
-                            f"directory's run is {lineage['run']}): run that stage again")
-    found = (tag.get("stage"), tag.get("shard"), tag.get("part"))
-    if found != (stage, shard, part):
-        raise WorkFileError(f"{path} was written for {place_text(*found)}, not "
-                            f"{place_text(stage, shard, part)}: it is misplaced")
+    check_place(path, tag, lineage["run"], (stage, shard, part),
+                "was written for {}, not {}: it is misplaced")
     if tag.get("attempt") != lineage["attempt"] or tag.get("digest") != lineage["digest"]:
         raise WorkFileError(f"{path} was written by another attempt of its stage than the one "
                             "whose summary is in place: run that stage again")

@@ -14,10 +14,10 @@ use crate::dataset::{self, DatasetDoc};
 use crate::ingest;
 
 use super::docs;
-use super::files::{self, Input};
+use super::files;
 use super::lineage::{Lineage, Place};
 use super::plan::Plan;
-use super::sign::docs_path;
+use super::sign::docs_input;
 use super::summary::{ErrorRec, LineageOnly};
 use super::verify::VerifySummary;
 use super::Tasks;
@@ -63,12 +63,7 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     }
     dropped.sort_unstable();
     let mut rows = Vec::new();
-    let docs_file = Input::new(
-        work,
-        docs_path(work, shard),
-        &sign.lineage,
-        Place::shard("sign", shard),
-    );
+    let docs_file = docs_input(work, shard, &sign.lineage);
     for b in files::read_parquet(&docs_file, "its shard was not signed")? {
         rows.extend(docs::from_batch(&b?)?);
     }

@@ -22,7 +22,7 @@ use super::docs::{self, DocRow};
 use super::files::{self, Input, Output};
 use super::lineage::{Lineage, Place};
 use super::plan::Plan;
-use super::sign::docs_path;
+use super::sign::docs_input;
 use super::summary::LineageOnly;
 use super::Tasks;
 
@@ -71,12 +71,7 @@ pub fn route(work: &Path, shard: u32) -> Result<()> {
     let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
     let assign = read_assign(work, &plan, &comps.lineage, shard)?;
     let mut rows = Vec::new();
-    let docs = Input::new(
-        work,
-        docs_path(work, shard),
-        &sign.lineage,
-        Place::shard("sign", shard),
-    );
+    let docs = docs_input(work, shard, &sign.lineage);
     for b in files::read_parquet(&docs, "its shard was not signed")? {
         for row in docs::from_batch(&b?)? {
             if let Ok(i) = assign.binary_search_by_key(&row.doc, |a| a.0) {

@@ -26,7 +26,7 @@ use crate::sketch::minhash::mix64;
 
 use super::columns::{arc, batch, key_to_i64};
 use super::docs::{self, DocRow};
-use super::files::{self, Output};
+use super::files::{self, Input, Output};
 use super::init::read_inputs;
 use super::lineage::{Lineage, Place, Written};
 use super::plan::Plan;
@@ -45,6 +45,16 @@ pub fn docs_path(work: &Path, shard: u32) -> PathBuf {
 }
 
 /// The keys shard `shard` gave partition `part`.
+/// Shard `shard`'s document file, written by the sign attempt `sign`, as a stage reads it.
+pub fn docs_input<'a>(work: &Path, shard: u32, sign: &'a Lineage) -> Input<'a> {
+    Input::new(
+        work,
+        docs_path(work, shard),
+        sign,
+        Place::shard("sign", shard),
+    )
+}
+
 pub fn keys_path(work: &Path, shard: u32, part: u32) -> PathBuf {
     work.join("sign")
         .join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
