@@ -17,6 +17,7 @@
 //! verify/             the judge decides every pair; sets or token sequences loaded a batch at
 //!                     a time
 //! cluster/            union-find components, strict clusters, the representative (--keep)
+//! conclude            verify → cluster → records: the one call `scan` and `stage verify` share
 //! report/             clusters → records → JSON, JSON Lines or text on stdout
 //! stages/             the same stages as separate processes over Parquet (dupfind stage …)
 //! ```
@@ -36,6 +37,7 @@ mod budget;
 mod candidates;
 pub mod cli;
 mod cluster;
+mod conclude;
 mod config;
 mod cpu;
 mod dataset;

@@ -15,14 +15,15 @@ use anyhow::Result;
 
 use crate::candidates::{self, identical};
 use crate::cluster;
+use crate::conclude::{conclude, Concluded};
 use crate::config::Config;
 use crate::exit::ExitCode;
 use crate::explain::note_banding;
 use crate::index;
 use crate::ingest::{self, corpus::Corpus};
 use crate::input::walk::{walk, Walked};
-use crate::report::{self, build, Report};
-use crate::verify::{self, Judge};
+use crate::report::{self, Report};
+use crate::verify::Judge;
 
 /// A finished scan: the report and the exit status it implies.
 pub struct ScanOutput {
@@ -78,36 +79,13 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         bottom: &corpus.bottom,
         first_new: corpus.first_new,
     };
-    let verified = verify::run(
-        cfg,
-        &judge,
-        &engine,
-        &corpus.files,
-        kept,
-        &identical,
-        &candidates,
-    );
     let skew = (candidates.largest_bucket, candidates.largest_component);
-    drop(candidates);
-    let mut late_errors = Vec::new();
-    let material = cluster::Material {
-        judge: &judge,
-        engine: &engine,
-        retained: &verified.retained,
-    };
-    let found = cluster::form(cfg, &material, &corpus, &verified.pairs, &mut late_errors);
-    let inputs = build::Inputs {
-        files: &corpus.files,
-        judge: &judge,
-        engine: &engine,
-        evidence: cfg.pairs,
-        retained: &verified.retained,
-    };
-    let clusters = build::cluster_records(&inputs, &found, &mut late_errors);
-    // Members read again for strict clusters and cluster records fail after verification's own
-    // warnings: said on stderr too, as every unreadable input is (`stage verify` says them the
-    // same way).
-    cfg.messages.warn_errors(&late_errors);
+    let Concluded {
+        verified,
+        found,
+        clusters,
+        mut late_errors,
+    } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
     if let Some(dir) = &cfg.dataset {
         late_errors.extend(write_dataset(
             cfg, &engine, &corpus, &found, &clusters, dir,

@@ -8,6 +8,7 @@ use super::*;
 use crate::config::scan_config;
 use crate::ingest::worker::Outcome;
 use crate::sketch::minhash::splitmix64;
+use crate::verify;
 
 /// `n` words of seeded text.
 fn text(seed: u64, n: usize) -> String {

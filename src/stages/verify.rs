@@ -15,15 +15,14 @@ use crate::candidates::buckets::Buckets;
 use crate::candidates::identical::Identical;
 use crate::candidates::keys::Keying;
 use crate::candidates::Candidates;
-use crate::cluster;
+use crate::conclude::{conclude, Concluded};
 use crate::config::{Config, MethodConfig};
 use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome};
 use crate::pairs::Pair;
-use crate::report::build;
 use crate::sketch::bottomk::Sketches;
-use crate::verify::{self, Judge};
+use crate::verify::Judge;
 
 use super::columns::{column, key_from_i64, Int64Lists};
 use super::components::{copies_path, part_path};
@@ -98,41 +97,20 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         bottom: &corpus.bottom,
         first_new: 0,
     };
-    let verified = verify::run(
-        &cfg,
-        &judge,
-        &engine,
-        &corpus.files,
-        kept,
-        &identical,
-        &candidates,
-    );
-    let mut errors = verified.errors.clone();
-    let late = errors.len();
-    let material = cluster::Material {
-        judge: &judge,
-        engine: &engine,
-        retained: &verified.retained,
-    };
-    let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
-    let inputs = build::Inputs {
-        files: &corpus.files,
-        judge: &judge,
-        engine: &engine,
-        evidence: cfg.pairs,
-        retained: &verified.retained,
-    };
-    let clusters = build::cluster_records(&inputs, &found, &mut errors);
-    // The members read again for strict clusters and cluster records that failed: said on
-    // stderr as `scan` says them, after verification's own warnings (partition by partition).
-    cfg.messages.warn_errors(&errors[late..]);
+    let Concluded {
+        verified,
+        found,
+        clusters,
+        late_errors,
+    } = conclude(&cfg, &judge, &engine, &corpus, kept, &identical, candidates);
+    let errors = verified.errors.iter().chain(&late_errors);
     let summary = VerifySummary {
         lineage,
         part,
         checked: verified.checked,
         passed: verified.passed,
         fallbacks: verified.fallbacks,
-        errors: errors.iter().map(ErrorRec::from).collect(),
+        errors: errors.map(ErrorRec::from).collect(),
         clusters: (found.iter().zip(&clusters))
             .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
             .collect(),
