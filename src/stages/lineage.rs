@@ -73,15 +73,20 @@ impl Place {
 
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "stage {}", self.stage)?;
-        if let Some(s) = self.shard {
-            write!(f, ", shard {s}")?;
-        }
-        if let Some(p) = self.part {
-            write!(f, ", partition {p}")?;
-        }
-        Ok(())
+        f.write_str(&place_text(self.stage, self.shard, self.part))
     }
+}
+
+/// A place in words: "stage sign, shard 0, partition 1".
+fn place_text(stage: &str, shard: Option<u32>, part: Option<u32>) -> String {
+    let mut s = format!("stage {stage}");
+    if let Some(x) = shard {
+        s += &format!(", shard {x}");
+    }
+    if let Some(x) = part {
+        s += &format!(", partition {x}");
+    }
+    s
 }
 
 /// What a Parquet work file says of itself (its key-value metadata `dupfind.lineage`).
@@ -109,14 +114,7 @@ impl Tag {
     }
 
     fn place(&self) -> String {
-        let mut s = format!("stage {}", self.stage);
-        if let Some(x) = self.shard {
-            s += &format!(", shard {x}");
-        }
-        if let Some(x) = self.part {
-            s += &format!(", partition {x}");
-        }
-        s
+        place_text(&self.stage, self.shard, self.part)
     }
 }
 

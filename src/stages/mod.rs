@@ -154,8 +154,21 @@ fn read_summary<T: Summary>(
     Ok(s)
 }
 
-/// Reads the summary of task `i` of `tasks` for the attempt `reader`, which records that it
-/// read it (and which attempt wrote it).
+/// Reads the summary of task `i` of `tasks`, checked against its place.
+fn read_task<T: Summary>(work: &Path, plan: &plan::Plan, tasks: Tasks, i: u32) -> Result<T> {
+    let path = tasks.summary(work, i);
+    read_summary(&path, &tasks.missing(plan, i), plan, tasks.place(i))
+}
+
+/// [`read_task`] for every task of `tasks`, in order.
+fn read_tasks<T: Summary>(work: &Path, plan: &plan::Plan, tasks: Tasks) -> Result<Vec<T>> {
+    (0..tasks.count(plan))
+        .map(|i| read_task(work, plan, tasks, i))
+        .collect()
+}
+
+/// [`read_task`] for the attempt `reader`, which records that it read the summary (and which
+/// attempt wrote it).
 fn consume<T: Summary>(
     work: &Path,
     plan: &plan::Plan,
@@ -163,9 +176,8 @@ fn consume<T: Summary>(
     tasks: Tasks,
     i: u32,
 ) -> Result<T> {
-    let path = tasks.summary(work, i);
-    let s: T = read_summary(&path, &tasks.missing(plan, i), plan, tasks.place(i))?;
-    reader.read(&lineage::rel(work, &path), s.lineage());
+    let s: T = read_task(work, plan, tasks, i)?;
+    reader.read(&lineage::rel(work, &tasks.summary(work, i)), s.lineage());
     Ok(s)
 }
 

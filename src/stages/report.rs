@@ -14,7 +14,7 @@ use super::dataset::DatasetSummary;
 use super::plan::Plan;
 use super::summary::{ComponentsSummary, ErrorRec, SignSummary, WalkSummary};
 use super::verify::VerifySummary;
-use super::Tasks;
+use super::{read_task, read_tasks, Tasks};
 
 /// The report of the run in `work`.
 pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
@@ -23,13 +23,12 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     // The whole chain first: a missing, misplaced, damaged or stale summary is an error naming
     // it and what to run, never part of a report.
     super::status::check(work, &plan)?;
-    let read = |tasks: Tasks, i: u32| tasks.summary(work, i);
-    let walk: WalkSummary = read_one(&plan, Tasks::Init, 0, &read)?;
-    let signs: Vec<SignSummary> = read_all(&plan, Tasks::Sign, &read)?;
-    let comps: ComponentsSummary = read_one(&plan, Tasks::Components, 0, &read)?;
-    let parts: Vec<VerifySummary> = read_all(&plan, Tasks::Verify, &read)?;
+    let walk: WalkSummary = read_task(work, &plan, Tasks::Init, 0)?;
+    let signs: Vec<SignSummary> = read_tasks(work, &plan, Tasks::Sign)?;
+    let comps: ComponentsSummary = read_task(work, &plan, Tasks::Components, 0)?;
+    let parts: Vec<VerifySummary> = read_tasks(work, &plan, Tasks::Verify)?;
     let mut stats = counts(&walk, &signs, &comps, &parts);
-    let datasets: Vec<DatasetSummary> = read_all(&plan, Tasks::Dataset, &read)?;
+    let datasets: Vec<DatasetSummary> = read_tasks(work, &plan, Tasks::Dataset)?;
     let mut errors = Vec::new();
     let all = (walk.errors.iter())
         .chain(signs.iter().flat_map(|s| &s.errors))
@@ -53,32 +52,6 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
 }
 
 /// The counts that do not depend on the clusters.
-/// The summary of task `i` of `tasks`, found at `path(tasks, i)`.
-fn read_one<T: super::Summary>(
-    plan: &Plan,
-    tasks: Tasks,
-    i: u32,
-    path: &impl Fn(Tasks, u32) -> std::path::PathBuf,
-) -> Result<T> {
-    super::read_summary(
-        &path(tasks, i),
-        &tasks.missing(plan, i),
-        plan,
-        tasks.place(i),
-    )
-}
-
-/// The summaries of every task of `tasks`, in order.
-fn read_all<T: super::Summary>(
-    plan: &Plan,
-    tasks: Tasks,
-    path: &impl Fn(Tasks, u32) -> std::path::PathBuf,
-) -> Result<Vec<T>> {
-    (0..tasks.count(plan))
-        .map(|i| read_one(plan, tasks, i, path))
-        .collect()
-}
-
 fn counts(
     walk: &WalkSummary,
     signs: &[SignSummary],

@@ -91,10 +91,9 @@ fn state_of(
     rel: &str,
     current: &HashMap<String, Option<String>>,
 ) -> State {
-    let missing = tasks.missing(plan, i);
-    let s: LineageOnly = match super::read_summary(path, &missing, plan, tasks.place(i)) {
+    let s: LineageOnly = match super::read_task(work, plan, tasks, i) {
         Ok(s) => s,
-        Err(_) if !path.exists() => return State::Missing(missing),
+        Err(_) if !path.exists() => return State::Missing(tasks.missing(plan, i)),
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
     let consumed = &s.lineage.consumed;
