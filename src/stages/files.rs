@@ -105,7 +105,7 @@ fn write_json_as<T: Serialize>(path: &Path, value: &T, pretty: bool) -> Result<(
 }
 
 /// Writes `bytes` to `path`, atomically.
-pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let pending = Pending::new(path)?;
     let mut out = pending.file();
     out.write_all(bytes)
