@@ -54,6 +54,7 @@ pub fn conclude(
         judge,
         engine,
         retained: &verified.retained,
+        known: &verified.known,
     };
     let found = cluster::form(cfg, &material, corpus, &verified.pairs, &mut late_errors);
     let inputs = build::Inputs {

@@ -14,7 +14,7 @@ use crate::ingest::worker::Engine;
 use crate::messages::InputError;
 use crate::pairs::{DocId, Pair, UnionFind};
 use crate::verify::reload::Loaded;
-use crate::verify::Judge;
+use crate::verify::{Judge, Known};
 
 /// A cluster and the member that represents it.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +33,8 @@ pub struct Material<'a> {
     pub engine: &'a Engine,
     /// Sets verification kept for clustered documents.
     pub retained: &'a Loaded,
+    /// Scores of the pairs verification passed.
+    pub known: &'a Known,
 }
 
 /// The clusters of the verified `pairs`, in order of their first member: connected components,

@@ -9,6 +9,8 @@
 //! `link_orphans`). Only documents of one component can match, so components are split, never
 //! merged.
 
+use std::borrow::Cow;
+
 use crate::cluster::representative::{self, Facts};
 use crate::cluster::{Cluster, Found, Material};
 use crate::config::KeepPolicy;
@@ -21,7 +23,8 @@ use crate::verify::reload::{Loaded, Want};
 
 /// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
 /// edit verification load the component's sets or token sequences (one component at a time, so
-/// memory stays that of the largest component).
+/// memory stays that of the largest component); a pair verification passed takes its score from
+/// `material.known` instead of being judged again.
 pub fn clusters<'a>(
     components: Vec<Cluster>,
     keep: KeepPolicy,
@@ -50,10 +53,10 @@ pub fn clusters<'a>(
                 errors,
             )
         } else {
-            Loaded::default()
+            Cow::Owned(Loaded::default())
         };
         out.extend(split_component(&order, |rep, doc| {
-            judge.check(rep, doc, &loaded)
+            (material.known.get(rep, doc)).or_else(|| judge.check(rep, doc, &loaded))
         }));
     }
     for f in &mut out {

@@ -126,6 +126,7 @@ fn each_stage_hands_the_next_what_it_needs() {
         judge: &judge,
         engine: &engine,
         retained: &verified.retained,
+        known: &verified.known,
     };
     let mut errors = Vec::new();
     let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
@@ -133,6 +134,28 @@ fn each_stage_hands_the_next_what_it_needs() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].representative, 0);
     assert_eq!(found[0].cluster.members, [0, 1, 2]);
+
+    // Strict clustering takes the score of a pair verification passed instead of judging it
+    // again: with no set retained and the edited copy gone, a-edit still joins a-copy, with
+    // verification's similarity (its file is said to be unreadable all the same).
+    let similarity = verified.pairs[1].similarity;
+    assert_eq!(
+        verified.known.get(1, 0).map(|s| s.similarity),
+        Some(similarity)
+    );
+    assert_eq!(verified.known.get(0, 3), None);
+    fs::remove_file(t.path().join("a-edit.txt")).unwrap();
+    let none = crate::verify::reload::Loaded::default();
+    let material = cluster::Material {
+        retained: &none,
+        ..material
+    };
+    let mut errors = Vec::new();
+    let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
+    assert_eq!(found[0].cluster.members, [0, 1, 2]);
+    let pair = (found[0].cluster.pairs.iter()).find(|p| (p.2.lo, p.2.hi) == (0, 1));
+    assert_eq!(pair.map(|p| p.2.similarity), Some(similarity));
+    assert_eq!(errors.len(), 1, "{errors:?}");
 }
 
 #[test]

@@ -118,6 +118,7 @@ impl Batches<'_> {
             out.checked += v.checked;
             out.passed += v.passed;
             out.pairs.extend(v.pairs);
+            out.passing.extend(v.passing);
             start = end;
         }
         bar.finish_and_clear();

@@ -34,6 +34,8 @@ pub struct Verification {
     pub checked: u64,
     /// Checked pairs that met the bound (some turn out redundant and are not in `pairs`).
     pub passed: u64,
+    /// Every checked pair that met the bound, redundant ones included, with its score.
+    pub passing: Vec<Pair>,
 }
 
 #[derive(Default)]
@@ -98,13 +100,15 @@ where
                 if uf.union(p.lo, p.hi) {
                     out.pairs.push(p);
                 }
+                out.passing.push(p);
             }
         }
     }
     out
 }
 
-fn pair_key(a: u32, b: u32) -> u64 {
+/// One number for the unordered pair of `a` and `b`.
+pub(super) fn pair_key(a: u32, b: u32) -> u64 {
     (u64::from(a.min(b)) << 32) | u64::from(a.max(b))
 }
 

@@ -225,6 +225,13 @@ impl Judge<'_> {
         }
     }
 
+    /// True when [`Judge::candidate`]'s verdict on a pair is [`Judge::check`]'s and worth
+    /// remembering: exact Jaccard (under `--containment` candidates of two size classes skip the
+    /// prefilter, and the other verifications cost little or fall back in an order of their own).
+    pub fn candidate_is_check(&self) -> bool {
+        self.needs_sets() && !self.is_containment()
+    }
+
     /// The verdict on any pair: its score when it is reported as duplicates. `loaded` holds the
     /// documents' shingle sets when [`Judge::needs_sets`], their token sequences when
     /// [`Judge::needs_tokens`] (keyed by `canon`).

@@ -1,6 +1,7 @@
 //! The material of a group of members (a cluster's, a component's), loaded again when a
 //! verdict or `--pairs` evidence needs it after verification has dropped its batches.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::ingest::worker::Engine;
@@ -14,16 +15,18 @@ use super::reload::{Loaded, Want};
 /// (`judge.canon`); files that cannot be read again add to `errors`. Used by `--pairs` and by
 /// strict clusters under exact or edit verification. A member over the edit cap brings in every
 /// member's set, since any of them may be compared with it. Sets only are wanted, those in
-/// `retained` are copied from there instead of being derived again.
-pub fn member_material(
+/// `retained` are taken from there instead of being derived again: `retained` itself when it
+/// holds them all (as it does for most clusters: copying their sets was most of what strict
+/// clustering spent beside the checks), copies otherwise.
+pub fn member_material<'r>(
     judge: &Judge,
     engine: &Engine,
     files: &[FileEntry],
     members: &[u32],
     want: Want,
-    retained: &Loaded,
+    retained: &'r Loaded,
     errors: &mut Vec<InputError>,
-) -> Loaded {
+) -> Cow<'r, Loaded> {
     let mut wanted: Vec<(u32, u128)> = members
         .iter()
         .map(|&d| {
@@ -31,10 +34,14 @@ pub fn member_material(
             (canon, judge.docs[canon as usize].hash)
         })
         .collect();
+    let sets_only = want.sets && !want.tokens;
+    if sets_only && wanted.iter().all(|&(d, _)| retained.get(d).set.is_some()) {
+        return Cow::Borrowed(retained);
+    }
     wanted.sort_unstable();
     wanted.dedup();
     let mut copied = Vec::new();
-    if want.sets && !want.tokens {
+    if sets_only {
         wanted.retain(|&(d, _)| match retained.set_copy(d) {
             Some(set) => {
                 copied.push((d, set));
@@ -61,5 +68,5 @@ pub fn member_material(
     for (d, set) in copied {
         loaded.insert_set(d, set);
     }
-    loaded
+    Cow::Owned(loaded)
 }

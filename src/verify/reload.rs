@@ -24,7 +24,7 @@ pub struct Material<'a> {
 }
 
 /// Sets and token sequences by document id (the document holding each content).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Loaded {
     sets: HashMap<u32, Box<[u64]>>,
     tokens: HashMap<u32, Box<[u64]>>,
