@@ -6,18 +6,34 @@ use super::lcs::edit_similarity_capped;
 use super::reload::Material;
 
 /// |A∩B| of two sorted, deduplicated hash sets.
+///
+/// The sets verification and strict clustering compare are mostly those of near-duplicates,
+/// which agree on long runs of elements: four elements are compared at a time, and only where
+/// they differ does the merge take single steps, without a branch on which side advances (a
+/// coin toss for hashes). On sets of 300 to 3,000 elements that takes half the time of a merge
+/// one element at a time at Jaccard 0.95 to 1, 0.8 of it at 0.5 to 1. Exact Jaccard was 5 % of
+/// a default scan's time.
 pub fn intersection(a: &[u64], b: &[u64]) -> usize {
     let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
+    let step = |i: &mut usize, j: &mut usize, common: &mut usize| {
+        let (x, y) = (a[*i], b[*j]);
+        *common += usize::from(x == y);
+        *i += usize::from(x <= y);
+        *j += usize::from(y <= x);
+    };
+    while i + 4 <= a.len() && j + 4 <= b.len() {
+        let (x, y) = (&a[i..i + 4], &b[j..j + 4]);
+        // `&`, not `&&`: one branch for the four.
+        if (x[0] == y[0]) & (x[1] == y[1]) & (x[2] == y[2]) & (x[3] == y[3]) {
+            common += 4;
+            i += 4;
+            j += 4;
+        } else {
+            step(&mut i, &mut j, &mut common);
         }
+    }
+    while i < a.len() && j < b.len() {
+        step(&mut i, &mut j, &mut common);
     }
     common
 }
@@ -147,6 +163,31 @@ pub fn edit_check(a: Material, b: Material, threshold: f64) -> (Option<f64>, boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intersection_counts_the_common_elements() {
+        // Runs of agreement longer and shorter than a block of four, at every offset, and
+        // sets of every small size: against a count by binary search.
+        let mut state = 11u64;
+        for round in 0..2000 {
+            let len = (round % 40) as u64;
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for v in 0..len * 3 {
+                match crate::sketch::minhash::splitmix64(&mut state) % (2 + round as u64 % 5) {
+                    0 => a.push(v),
+                    1 => b.push(v),
+                    _ => {
+                        a.push(v);
+                        b.push(v);
+                    }
+                }
+            }
+            let expected = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+            assert_eq!(intersection(&a, &b), expected, "{a:?} {b:?}");
+            assert_eq!(intersection(&b, &a), expected);
+        }
+    }
 
     #[test]
     fn jaccard_is_exact() {
