@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::input::walk_rules::{Rules, Verdict};
-use crate::input::walker::{entry_name, excluded, Walker};
+use crate::input::walker::{below_root, entry_name, excluded, Walker};
 
 /// A directory entry with its type, or the path and error of one that could not be read.
 type Listed = Result<(PathBuf, std::fs::FileType), (PathBuf, std::io::Error)>;
@@ -64,7 +64,7 @@ impl Walker<'_> {
                     if excluded(self.opts, root, &path, ft.is_dir()) {
                         continue;
                     }
-                    match rules.judge(path.strip_prefix(root).unwrap_or(&path), 1, ft.is_dir()) {
+                    match rules.judge(below_root(root, &path), 1, ft.is_dir()) {
                         Verdict::Keep => {}
                         Verdict::Hidden => {
                             self.out.skipped.hidden += 1;
