@@ -83,13 +83,18 @@ impl Loaded {
         }
     }
 
-    /// Adds the parity bitmap of every set held, `words` long (in parallel).
-    pub fn add_parity(&mut self, words: usize) {
+    /// Adds the parity bitmaps of the sets held for `docs` (in parallel), all of one size, for
+    /// the largest of those sets.
+    pub fn add_parity(&mut self, docs: &[u32]) {
         use rayon::prelude::*;
-        let sets: Vec<(&u32, &Box<[u64]>)> = self.sets.iter().collect();
+        let sets: Vec<(u32, &[u64])> = (docs.iter())
+            .filter_map(|&d| Some((d, self.get(d).set?)))
+            .collect();
+        let largest = sets.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+        let words = super::parity::words_for(largest);
         self.parity = sets
             .into_par_iter()
-            .map(|(&d, set)| (d, super::parity::bitmap(set, words)))
+            .map(|(d, set)| (d, super::parity::bitmap(set, words)))
             .collect();
     }
 
@@ -110,11 +115,6 @@ impl Loaded {
             (Some(pa), Some(pb)) => super::parity::rules_out(lens.0, lens.1, pa, pb, threshold),
             _ => false,
         }
-    }
-
-    /// The largest set held (elements).
-    pub fn largest_set(&self) -> usize {
-        self.sets.values().map(|s| s.len()).max().unwrap_or(0)
     }
 
     /// A copy of the set held for `d`, if any.
@@ -183,5 +183,28 @@ impl Loaded {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parity_bitmaps_are_built_for_the_documents_asked_for_only() {
+        // Three sets far apart: with bitmaps, any pair of them is ruled out at 0.8.
+        let mut loaded = Loaded::default();
+        for d in 0..3u32 {
+            let set: Vec<u64> = (0..500)
+                .map(|i| u64::from(d) * 1_000_000 + i * 7919)
+                .collect();
+            loaded.insert_set(d, set.into());
+        }
+        loaded.add_parity(&[0, 1]);
+        assert!(loaded.parity_rules_out((0, 1), (500, 500), 0.8, false));
+        // Document 2 has no bitmap: its pairs are left to the exact check.
+        assert!(!loaded.parity_rules_out((0, 2), (500, 500), 0.8, false));
+        assert!(!loaded.parity_rules_out((2, 1), (500, 500), 0.8, false));
+        assert_eq!(loaded.parity.len(), 2);
     }
 }
