@@ -10,6 +10,7 @@
 //! merged.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use crate::cluster::representative::{self, Facts};
 use crate::cluster::{Cluster, Found, Material};
@@ -21,10 +22,14 @@ use crate::pairs::Score;
 use crate::verify::members::member_material;
 use crate::verify::reload::{Loaded, Want};
 
-/// `--cluster strict`: each component split by greedy centers in `--keep` order. Exact and
-/// edit verification load the component's sets or token sequences (one component at a time, so
-/// memory stays that of the largest component); a pair verification passed takes its score from
-/// `material.known` instead of being judged again.
+/// `--cluster strict`: each component split by greedy centers in `--keep` order. Edit
+/// verification loads the component's token sequences (one component at a time, so memory
+/// stays that of the largest component). Exact verification first takes the verdicts known
+/// without sets: byte-identical pairs, and pairs verification passed (`material.known`). Then it
+/// loads the sets of the members verification did not compare (for the errors of those that
+/// cannot be read again) and of the pairs not known, and any other a check asks for, one at a
+/// time. Reading every member a third time, as it did, was a fifth of a scan with character
+/// shingles, whose sets outgrow what verification retains.
 pub fn clusters<'a>(
     components: Vec<Cluster>,
     keep: KeepPolicy,
@@ -34,29 +39,94 @@ pub fn clusters<'a>(
     errors: &mut Vec<InputError>,
 ) -> Vec<Found> {
     let judge = material.judge;
+    let canon = |d: u32| judge.canon[d as usize];
+    let none = Loaded::default();
+    // The verdict on a pair when it needs no material.
+    let known = |rep: u32, doc: u32| match judge.same_content(rep, doc) {
+        true => Some(judge.check(rep, doc, &none)),
+        false => material.known.get(canon(rep), canon(doc)).map(Some),
+    };
+    let want = Want {
+        sets: judge.needs_sets(),
+        tokens: judge.needs_tokens(),
+    };
+    let load = |members: &[u32], errors: &mut Vec<InputError>| {
+        member_material(
+            judge,
+            material.engine,
+            files,
+            members,
+            want,
+            material.retained,
+            errors,
+        )
+    };
     let mut out = Vec::new();
     for c in components {
         let mut order = c.members;
         representative::sort(keep, &mut order, facts);
-        let want = Want {
-            sets: judge.needs_sets(),
-            tokens: judge.needs_tokens(),
+        if !(want.sets || want.tokens) {
+            out.extend(split_component(&order, |rep, doc| {
+                judge.check(rep, doc, &none)
+            }));
+            continue;
+        }
+        if !judge.candidate_is_check() {
+            let loaded = load(&order, errors);
+            out.extend(split_component(&order, |rep, doc| {
+                judge.check(rep, doc, &loaded)
+            }));
+            continue;
+        }
+        // The split with the known verdicts only, noting the pairs that are not.
+        let mut unknown = Vec::new();
+        let split = split_component(&order, |rep, doc| {
+            known(rep, doc).unwrap_or_else(|| {
+                unknown.extend([rep, doc]);
+                None
+            })
+        });
+        let mut wanted: Vec<u32> = (order.iter().copied())
+            .filter(|&d| !material.known.compared(canon(d)))
+            .chain(unknown.iter().copied())
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut sets = match wanted.is_empty() {
+            true => Loaded::default(),
+            false => match load(&wanted, errors) {
+                Cow::Owned(sets) => sets,
+                // All retained: copied, only these.
+                Cow::Borrowed(retained) => {
+                    let mut sets = Loaded::default();
+                    for c in wanted.iter().map(|&d| canon(d)) {
+                        if let Some(set) = retained.set_copy(c) {
+                            sets.insert_set(c, set);
+                        }
+                    }
+                    sets
+                }
+            },
         };
-        let loaded = if want.sets || want.tokens {
-            member_material(
-                judge,
-                material.engine,
-                files,
-                &order,
-                want,
-                material.retained,
-                errors,
-            )
-        } else {
-            Cow::Owned(Loaded::default())
-        };
+        if unknown.is_empty() {
+            out.extend(split);
+            continue;
+        }
+        // Each document is read once: one that failed is not tried again (nor said twice).
+        let mut tried: HashSet<u32> = wanted.iter().map(|&d| canon(d)).collect();
         out.extend(split_component(&order, |rep, doc| {
-            (material.known.get(rep, doc)).or_else(|| judge.check(rep, doc, &loaded))
+            if let Some(verdict) = known(rep, doc) {
+                return verdict;
+            }
+            for d in [rep, doc] {
+                if tried.insert(canon(d)) {
+                    let more = load(&[d], errors);
+                    if let Some(set) = more.get(canon(d)).set {
+                        sets.insert_set(canon(d), set.into());
+                    }
+                }
+            }
+            judge.check(rep, doc, &sets)
         }));
     }
     for f in &mut out {

@@ -56,32 +56,44 @@ pub struct Verified {
 /// representative, and most of those pairs were candidates that verification already scored
 /// (on the 10k benchmark corpus, 2,055 exact Jaccards of 5,325 were such repeats). Held only
 /// where the verdict on a candidate is [`Judge::check`]'s ([`Judge::candidate_is_check`]), so
-/// a score looked up is the one a check would compute.
+/// a score looked up is the one a check would compute. Pairs are of the documents holding
+/// their contents (`Judge::canon`), as candidates are.
 #[derive(Debug, Default)]
-pub struct Known(Vec<(u64, Score)>);
+pub struct Known {
+    scores: Vec<(u64, Score)>,
+    /// The documents of those pairs, in id order: their material was read and compared.
+    compared: Vec<DocId>,
+}
 
 impl Known {
     fn new(passing: &[Pair]) -> Known {
         let mut scores: Vec<(u64, Score)> = (passing.iter())
             .map(|p| {
-                (
-                    pair_key(p.lo, p.hi),
-                    Score {
-                        similarity: p.similarity,
-                        distance: p.distance,
-                    },
-                )
+                let score = Score {
+                    similarity: p.similarity,
+                    distance: p.distance,
+                };
+                (pair_key(p.lo, p.hi), score)
             })
             .collect();
         scores.sort_unstable_by_key(|s| s.0);
-        Known(scores)
+        let mut compared: Vec<DocId> = passing.iter().flat_map(|p| [p.lo, p.hi]).collect();
+        compared.sort_unstable();
+        compared.dedup();
+        Known { scores, compared }
     }
 
     /// The score of the pair of `a` and `b`, when verification passed it.
     pub fn get(&self, a: DocId, b: DocId) -> Option<Score> {
         let key = pair_key(a, b);
-        let i = self.0.binary_search_by_key(&key, |s| s.0).ok()?;
-        Some(self.0[i].1)
+        let i = self.scores.binary_search_by_key(&key, |s| s.0).ok()?;
+        Some(self.scores[i].1)
+    }
+
+    /// True when `d` is of a pair verification passed: its material was read again and
+    /// compared without an error.
+    pub fn compared(&self, d: DocId) -> bool {
+        self.compared.binary_search(&d).is_ok()
     }
 }
 
