@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+# Speed against a reference build, the table of issue 26: two builds run interleaved (round by
+# round, every command once a round) at -j1 and -j2, with their defaults and with --shingle
+# char, on each corpus given. Prints per command the median CPU time (user+sys) with its
+# quartiles, the median wall time and the largest peak RSS, then the ratios of medians: the new
+# build's speed as a multiple of the reference's (CPU and wall; above 1 is faster), and each
+# build's -j2 speed-up over its -j1 (wall).
+#
+#   benches/speed.py REF NEW RUNS DIR...
+#   benches/speed.py /work/target-base/release/dupfind target/release/dupfind 15 \
+#       target/bench/corpus-10000 target/bench/real
+#
+# On a shared, noisy machine the CPU time is the steadier figure; the wall time of -j2 needs a
+# quiet one. Peak RSS is the largest of the runs (ru_maxrss).
+import os, shlex, statistics, subprocess, sys, time
+
+ref, new, runs, dirs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+if not dirs:
+    sys.exit("usage: speed.py REF NEW RUNS DIR...")
+
+
+def run(cmd):
+    start = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 2):
+        sys.exit(f"speed.py: {shlex.join(cmd)} exited with {code}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def quartiles(xs):
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return q[0], q[2]
+
+
+for d in dirs:
+    size = sum(
+        os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs
+    )
+    print(f"\n{d}: {size / 1e6:.1f} MB, {runs} interleaved runs")
+    flavours = [("defaults", []), ("--shingle char", ["--shingle", "char"])]
+    cmds = {}
+    for fname, extra in flavours:
+        for j in (1, 2):
+            for bname, binary in (("ref", ref), ("new", new)):
+                cmds[(fname, j, bname)] = [binary, "scan", "-q", f"-j{j}", *extra, d]
+    got = {k: [] for k in cmds}
+    for _ in range(runs):
+        for k, c in cmds.items():
+            got[k].append(run(c))
+    med = {}
+    print(f"{'':16s} {'':4s} {'build':5s} {'cpu s (q1-q3)':>22s} {'wall s':>7s} {'peak RSS':>9s}")
+    for k, rows in got.items():
+        wall, cpu, rss = zip(*rows)
+        med[k] = (statistics.median(wall), statistics.median(cpu))
+        lo, hi = quartiles(cpu)
+        print(
+            f"{k[0]:16s} -j{k[1]:<2d} {k[2]:5s} {med[k][1]:8.3f} ({lo:.3f}-{hi:.3f})"
+            f" {med[k][0]:7.3f} {max(rss) / 1024:7.1f} MB"
+        )
+    for fname, _ in flavours:
+        for j in (1, 2):
+            (rw, rc), (nw, nc) = med[(fname, j, "ref")], med[(fname, j, "new")]
+            print(f"{fname:16s} -j{j}: new/ref speed cpu x{rc / nc:.3f}  wall x{rw / nw:.3f}")
+        for b in ("ref", "new"):
+            print(
+                f"{fname:16s} {b} -j2 speed-up over -j1 (wall): "
+                f"x{med[(fname, 1, b)][0] / med[(fname, 2, b)][0]:.3f}"
+            )
