@@ -2,21 +2,25 @@
 # Speed against a reference build, the table of issue 26: two builds run interleaved (round by
 # round, every command once a round) at -j1 and -j2, with their defaults and with --shingle
 # char, on each corpus given. Prints per command the median CPU time (user+sys) with its
-# quartiles, the median wall time and the largest peak RSS, then the ratios of medians: the new
+# quartiles, the median wall time and the median peak RSS (and the largest, which an arena or a
+# transparent huge page can push up in one run), then the ratios of medians: the new
 # build's speed as a multiple of the reference's (CPU and wall; above 1 is faster), and each
-# build's -j2 speed-up over its -j1 (wall).
+# build's -j2 speed-up over its -j1 (wall). NEW may list several builds, comma-separated (a
+# build before a change and after it), all run in the same rounds.
 #
-#   benches/speed.py REF NEW RUNS DIR...
+#   benches/speed.py REF NEW[,NEW...] RUNS DIR...
 #   benches/speed.py /work/target-base/release/dupfind target/release/dupfind 15 \
 #       target/bench/corpus-10000 target/bench/real
 #
 # On a shared, noisy machine the CPU time is the steadier figure; the wall time of -j2 needs a
-# quiet one. Peak RSS is the largest of the runs (ru_maxrss).
+# quiet one. Peak RSS is ru_maxrss: with the binary's pages (file-backed) counted.
 import os, shlex, statistics, subprocess, sys, time
 
-ref, new, runs, dirs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-if not dirs:
-    sys.exit("usage: speed.py REF NEW RUNS DIR...")
+if len(sys.argv) < 5:
+    sys.exit("usage: speed.py REF NEW[,NEW...] RUNS DIR...")
+ref, runs, dirs = sys.argv[1], int(sys.argv[3]), sys.argv[4:]
+news = sys.argv[2].split(",")
+builds = [("ref", ref)] + [(f"new{i + 1}" if len(news) > 1 else "new", n) for i, n in enumerate(news)]
 
 
 def run(cmd):
@@ -44,27 +48,30 @@ for d in dirs:
     cmds = {}
     for fname, extra in flavours:
         for j in (1, 2):
-            for bname, binary in (("ref", ref), ("new", new)):
+            for bname, binary in builds:
                 cmds[(fname, j, bname)] = [binary, "scan", "-q", f"-j{j}", *extra, d]
     got = {k: [] for k in cmds}
     for _ in range(runs):
         for k, c in cmds.items():
             got[k].append(run(c))
     med = {}
-    print(f"{'':16s} {'':4s} {'build':5s} {'cpu s (q1-q3)':>22s} {'wall s':>7s} {'peak RSS':>9s}")
+    for bname, binary in builds:
+        print(f"  {bname}: {binary}")
+    print(f"{'':16s} {'':4s} {'build':5s} {'cpu s (q1-q3)':>22s} {'wall s':>7s} {'peak RSS (max)':>16s}")
     for k, rows in got.items():
         wall, cpu, rss = zip(*rows)
         med[k] = (statistics.median(wall), statistics.median(cpu))
         lo, hi = quartiles(cpu)
         print(
             f"{k[0]:16s} -j{k[1]:<2d} {k[2]:5s} {med[k][1]:8.3f} ({lo:.3f}-{hi:.3f})"
-            f" {med[k][0]:7.3f} {max(rss) / 1024:7.1f} MB"
+            f" {med[k][0]:7.3f} {statistics.median(rss) / 1024:7.1f} MB ({max(rss) / 1024:.1f})"
         )
     for fname, _ in flavours:
         for j in (1, 2):
-            (rw, rc), (nw, nc) = med[(fname, j, "ref")], med[(fname, j, "new")]
-            print(f"{fname:16s} -j{j}: new/ref speed cpu x{rc / nc:.3f}  wall x{rw / nw:.3f}")
-        for b in ("ref", "new"):
+            for b, _ in builds[1:]:
+                (rw, rc), (nw, nc) = med[(fname, j, "ref")], med[(fname, j, b)]
+                print(f"{fname:16s} -j{j}: {b}/ref speed cpu x{rc / nc:.3f}  wall x{rw / nw:.3f}")
+        for b, _ in builds:
             print(
                 f"{fname:16s} {b} -j2 speed-up over -j1 (wall): "
                 f"x{med[(fname, 1, b)][0] / med[(fname, 2, b)][0]:.3f}"
