@@ -39,6 +39,7 @@ pub fn conclude(
     identical: &Identical,
     candidates: Candidates,
 ) -> Concluded {
+    let rehearsal = cluster::rehearsal(cfg, corpus);
     let verified = verify::run(
         cfg,
         judge,
@@ -47,6 +48,7 @@ pub fn conclude(
         kept,
         identical,
         &candidates,
+        rehearsal.as_ref().map(|r| r as &verify::Rehearse),
     );
     drop(candidates);
     let mut late_errors = Vec::new();

@@ -14,7 +14,7 @@ use crate::ingest::worker::Engine;
 use crate::messages::InputError;
 use crate::pairs::{DocId, Pair, UnionFind};
 use crate::verify::reload::Loaded;
-use crate::verify::{Judge, Known};
+use crate::verify::{Check, Judge, Known};
 
 /// A cluster and the member that represents it.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,13 +50,7 @@ pub fn form(
     let judge = material.judge;
     let components = clusters(corpus.len(), pairs);
     let files = &corpus.files;
-    let facts = |d: u32| representative::Facts {
-        id: d,
-        path: &files[d as usize].path,
-        bytes: corpus.docs[d as usize].bytes,
-        modified: files[d as usize].modified,
-        indexed: d < corpus.first_new,
-    };
+    let facts = facts(corpus);
     match cfg.cluster {
         ClusterMode::Components => components
             .into_iter()
@@ -76,6 +70,32 @@ pub fn form(
             strict::clusters(components, cfg.keep, material, files, facts, errors)
         }
     }
+}
+
+/// What `--keep` orders documents by.
+fn facts<'a>(corpus: &'a Corpus) -> impl Fn(u32) -> representative::Facts<'a> + Copy + 'a {
+    let files = &corpus.files;
+    move |d: u32| representative::Facts {
+        id: d,
+        path: &files[d as usize].path,
+        bytes: corpus.docs[d as usize].bytes,
+        modified: files[d as usize].modified,
+        indexed: d < corpus.first_new,
+    }
+}
+
+/// With `--cluster strict`, its split of one component (members in id order), for verification
+/// to make the verdicts it asks for while the sets are loaded ([`crate::verify::Known`]).
+pub fn rehearsal<'a>(
+    cfg: &'a Config,
+    corpus: &'a Corpus,
+) -> Option<impl Fn(&[DocId], &mut Check) + Sync + 'a> {
+    let facts = facts(corpus);
+    (cfg.cluster == ClusterMode::Strict).then_some(move |members: &[DocId], check: &mut Check| {
+        let mut order = members.to_vec();
+        representative::sort(cfg.keep, &mut order, facts);
+        strict::split_component(&order, check);
+    })
 }
 
 /// A group of documents joined by verified pairs.

@@ -44,7 +44,7 @@ pub fn clusters<'a>(
     // The verdict on a pair when it needs no material.
     let known = |rep: u32, doc: u32| match judge.same_content(rep, doc) {
         true => Some(judge.check(rep, doc, &none)),
-        false => material.known.get(canon(rep), canon(doc)).map(Some),
+        false => material.known.get(canon(rep), canon(doc)),
     };
     let want = Want {
         sets: judge.needs_sets(),

@@ -110,6 +110,7 @@ fn each_stage_hands_the_next_what_it_needs() {
         kept,
         &identical,
         &candidates,
+        None,
     );
     assert_eq!((verified.checked, verified.passed), (1, 1));
     let pairs: Vec<(u32, u32)> = verified.pairs.iter().map(|p| (p.lo, p.hi)).collect();
@@ -141,7 +142,7 @@ fn each_stage_hands_the_next_what_it_needs() {
     // read again.
     let similarity = verified.pairs[1].similarity;
     assert_eq!(
-        verified.known.get(1, 0).map(|s| s.similarity),
+        verified.known.get(1, 0).flatten().map(|s| s.similarity),
         Some(similarity)
     );
     assert_eq!(verified.known.get(0, 3), None);
@@ -229,11 +230,74 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
         kept,
         &identical,
         &candidates,
+        None,
     );
     assert_eq!(verified.passed, 0);
     assert_eq!(verified.errors.len(), 1);
     assert!(verified.errors[0].path.ends_with("a-edit.txt"));
     assert_eq!(verified.errors[0].error, "file changed during the scan");
+}
+
+#[test]
+fn verification_makes_the_verdicts_strict_clustering_asks_for() {
+    // Three near-copies: verification passes 0-1 and 0-2 (a star from the first), while
+    // --keep largest makes the longest, 2, the representative, so strict clustering asks for
+    // 2-1 too: with the rehearsal, verification made that verdict while the sets were loaded.
+    let t = tempfile::tempdir().unwrap();
+    let a = text(1, 300);
+    fs::write(t.path().join("x0.txt"), &a).unwrap();
+    fs::write(t.path().join("x1.txt"), edit(&a, &[100])).unwrap();
+    fs::write(t.path().join("x2.txt"), format!("{a} w1 w2 w3 w4 w5")).unwrap();
+    let root = t.path().to_str().unwrap();
+    let cfg = scan_config(&["-q", "--keep", "largest", root]).unwrap();
+    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
+    let mut joined = index::join(&cfg, walked.files).unwrap();
+    let engine = ingest::engine(&cfg, None);
+    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
+    let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
+    let mut corpus = Corpus::assemble(indexed, signed.corpus);
+    let identical = identical::group(&mut corpus);
+    let candidates = candidates::find(&cfg, &corpus, &identical.units);
+    let judge = Judge {
+        method: &cfg.method,
+        lanes: corpus.lanes,
+        sigs: &corpus.sigs,
+        docs: &corpus.docs,
+        canon: &identical.canon,
+        bottom: &corpus.bottom,
+        first_new: corpus.first_new,
+    };
+    let verify = |rehearse: Option<&verify::Rehearse>| {
+        let kept = vec![None; corpus.len()];
+        verify::run(
+            &cfg,
+            &judge,
+            &engine,
+            &corpus.files,
+            kept,
+            &identical,
+            &candidates,
+            rehearse,
+        )
+    };
+    let without = verify(None);
+    let mut pairs: Vec<(u32, u32)> = without.pairs.iter().map(|p| (p.lo, p.hi)).collect();
+    pairs.sort_unstable();
+    assert_eq!(pairs, [(0, 1), (0, 2)]);
+    assert_eq!(without.known.get(1, 2), None);
+    let rehearsal = cluster::rehearsal(&cfg, &corpus).unwrap();
+    let with = verify(Some(&rehearsal));
+    let score = with.known.get(1, 2).flatten().unwrap();
+    let sets: Vec<Box<[u64]>> = (0..3)
+        .map(|d| {
+            let bytes = fs::read(&corpus.files[d].path).unwrap();
+            let mut shingler = crate::sketch::shingle::Shingler::new(cfg.shingle, cfg.ngram);
+            crate::ingest::reread::set_of_content(&mut shingler, &bytes, false)
+        })
+        .collect();
+    assert_eq!(score.similarity, verify::jaccard(&sets[1], &sets[2]));
+    // Strict clustering then reads nothing again: every member was compared.
+    assert!((0..3).all(|d| with.known.compared(d)));
 }
 
 #[test]

@@ -119,6 +119,7 @@ impl Batches<'_> {
             out.passed += v.passed;
             out.pairs.extend(v.pairs);
             out.passing.extend(v.passing);
+            out.rehearsed.extend(v.rehearsed);
             start = end;
         }
         bar.finish_and_clear();

@@ -36,6 +36,9 @@ pub struct Verification {
     pub passed: u64,
     /// Every checked pair that met the bound, redundant ones included, with its score.
     pub passing: Vec<Pair>,
+    /// Strict clustering's verdicts, made while the sets were loaded (see [`super::Known`]):
+    /// pair key and verdict.
+    pub rehearsed: Vec<(u64, Option<Score>)>,
 }
 
 #[derive(Default)]

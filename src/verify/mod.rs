@@ -51,54 +51,64 @@ pub struct Verified {
     pub known: Known,
 }
 
-/// The scores of the candidate pairs that passed verification, for clustering to look up
-/// instead of judging those pairs again: `--cluster strict` checks each member against its
-/// representative, and most of those pairs were candidates that verification already scored
-/// (on the 10k benchmark corpus, 2,055 exact Jaccards of 5,325 were such repeats). Held only
-/// where the verdict on a candidate is [`Judge::check`]'s ([`Judge::candidate_is_check`]), so
-/// a score looked up is the one a check would compute. Pairs are of the documents holding
+/// Verdicts verification made, for strict clustering to look up instead of judging those pairs
+/// again and reading their sets a third time: the scores of the candidate pairs that passed,
+/// and the verdicts strict clustering's split asks for, made on each component as soon as its
+/// batch is verified, while the sets are loaded ([`sets::Rehearse`]). Strict clustering checks
+/// each member against its representative; on the 10k benchmark corpus 2,055 exact Jaccards were
+/// so repeated beside verification's 2,970, and with character shingles, whose sets outgrow what
+/// verification retains, the sets of 1,277 documents were derived again from their files. Held
+/// only where the verdict on a candidate is [`Judge::check`]'s ([`Judge::candidate_is_check`]),
+/// so a verdict looked up is the one a check would make. Pairs are of the documents holding
 /// their contents (`Judge::canon`), as candidates are.
 #[derive(Debug, Default)]
 pub struct Known {
-    scores: Vec<(u64, Score)>,
-    /// The documents of those pairs, in id order: their material was read and compared.
+    verdicts: Vec<(u64, Option<Score>)>,
+    /// The documents of those pairs, in id order: their sets were loaded and compared.
     compared: Vec<DocId>,
 }
 
 impl Known {
-    fn new(passing: &[Pair]) -> Known {
-        let mut scores: Vec<(u64, Score)> = (passing.iter())
+    fn new(passing: &[Pair], rehearsed: Vec<(u64, Option<Score>)>) -> Known {
+        let mut verdicts: Vec<(u64, Option<Score>)> = (passing.iter())
             .map(|p| {
                 let score = Score {
                     similarity: p.similarity,
                     distance: p.distance,
                 };
-                (pair_key(p.lo, p.hi), score)
+                (pair_key(p.lo, p.hi), Some(score))
             })
+            .chain(rehearsed)
             .collect();
-        scores.sort_unstable_by_key(|s| s.0);
-        let mut compared: Vec<DocId> = passing.iter().flat_map(|p| [p.lo, p.hi]).collect();
+        // A pair twice has one verdict (the judge's), kept once.
+        verdicts.sort_unstable_by_key(|v| v.0);
+        verdicts.dedup_by_key(|v| v.0);
+        let mut compared: Vec<DocId> = (verdicts.iter())
+            .flat_map(|&(key, _)| [(key >> 32) as DocId, key as DocId])
+            .collect();
         compared.sort_unstable();
         compared.dedup();
-        Known { scores, compared }
+        Known { verdicts, compared }
     }
 
-    /// The score of the pair of `a` and `b`, when verification passed it.
-    pub fn get(&self, a: DocId, b: DocId) -> Option<Score> {
+    /// The verdict on the pair of `a` and `b`, when verification made it.
+    pub fn get(&self, a: DocId, b: DocId) -> Option<Option<Score>> {
         let key = pair_key(a, b);
-        let i = self.scores.binary_search_by_key(&key, |s| s.0).ok()?;
-        Some(self.scores[i].1)
+        let i = self.verdicts.binary_search_by_key(&key, |v| v.0).ok()?;
+        Some(self.verdicts[i].1)
     }
 
-    /// True when `d` is of a pair verification passed: its material was read again and
-    /// compared without an error.
+    /// True when `d` is of a pair verification judged: its set was read and compared.
     pub fn compared(&self, d: DocId) -> bool {
         self.compared.binary_search(&d).is_ok()
     }
 }
 
 /// Verifies every candidate with the judge, bringing in the material it needs. `kept` holds
-/// the sets the first pass kept (consumed as they are used).
+/// the sets the first pass kept (consumed as they are used). With `rehearse` (strict
+/// clustering's split), exact verification also makes the verdicts it will ask for.
+// The stage's inputs are the corpus's parts that scan and `stage verify` hold apart.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     cfg: &Config,
     judge: &Judge,
@@ -107,6 +117,7 @@ pub fn run(
     mut kept: Vec<Option<Set>>,
     identical: &Identical,
     candidates: &Candidates,
+    rehearse: Option<&Rehearse>,
 ) -> Verified {
     let mut uf = UnionFind::new(files.len());
     for p in &identical.pairs {
@@ -120,6 +131,7 @@ pub fn run(
             engine,
             judge,
             msgs: &cfg.messages,
+            rehearse: rehearse.filter(|_| judge.candidate_is_check()),
         }
         .run(
             &mut kept,
@@ -147,7 +159,7 @@ pub fn run(
     out.checked = verification.checked + candidates.ruled_out;
     out.passed = verification.passed;
     if judge.candidate_is_check() {
-        out.known = Known::new(&verification.passing);
+        out.known = Known::new(&verification.passing, verification.rehearsed);
     }
     out.pairs = identical.pairs.clone();
     out.pairs.extend(verification.pairs);
@@ -157,3 +169,4 @@ pub fn run(
 use edit::EditVerifier;
 use reload::Loaded;
 use sets::SetVerifier;
+pub use sets::{Check, Rehearse};

@@ -15,11 +15,11 @@ use crate::candidates::buckets::Buckets;
 use crate::ingest::worker::{DocWorker, Engine};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages};
-use crate::pairs::UnionFind;
+use crate::pairs::{DocId, Score, UnionFind};
 use crate::sketch::shingle::into_set;
 
 use super::batches::{Batches, Set};
-use super::connect::{connect_with, SharedBefore, Verification};
+use super::connect::{connect_with, pair_key, SharedBefore, Verification};
 use super::judge::Judge;
 use super::order::in_pair_order;
 use super::reload::Loaded;
@@ -44,7 +44,17 @@ pub struct SetVerifier<'a> {
     pub judge: &'a Judge<'a>,
     /// Warnings and progress.
     pub msgs: &'a Messages,
+    /// Strict clustering's split, run on each component a batch completes (see
+    /// [`super::Known`]).
+    pub rehearse: Option<&'a Rehearse<'a>>,
 }
+
+/// Strict clustering's split of a component (its members in id order), asking its [`Check`]
+/// for the verdicts it needs.
+pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) + Sync + 'a;
+
+/// A verdict on a pair of documents.
+pub type Check<'c> = dyn FnMut(DocId, DocId) -> Option<Score> + 'c;
 
 impl SetVerifier<'_> {
     /// Verifies every candidate of `tables`, joining passing pairs in `uf`. `kept` holds the
@@ -68,6 +78,16 @@ impl SetVerifier<'_> {
         let needed: Vec<AtomicBool> = (0..kept.len()).map(|_| AtomicBool::new(false)).collect();
         let mut budget = RETAIN_BYTES;
         let banding = self.band_tables(tables.len());
+        // Each document's byte-identical copies (document holding the content, copy), for the
+        // components `rehearse` splits.
+        let mut copies: Vec<(u32, u32)> = Vec::new();
+        if self.rehearse.is_some() {
+            copies = (self.judge.canon.iter().enumerate())
+                .filter(|&(d, &c)| c as usize != d)
+                .map(|(d, &c)| (c, d as u32))
+                .collect();
+            copies.sort_unstable();
+        }
         let shared = |a: u32, b: u32, t: usize| {
             let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
             banding.is_some_and(|r| (0..t).any(|band| sa[band * r..][..r] == sb[band * r..][..r]))
@@ -111,10 +131,57 @@ impl SetVerifier<'_> {
                 connect_with(per_table, uf, shared_before, check)
             };
             // A batch holds whole candidate components, so its documents' clusters are final:
-            // the sets of those that joined one are what clustering and the report read again.
+            // strict clustering's verdicts on them are made now, while their sets are loaded,
+            // and the sets of those that joined one are what the report reads again.
+            let mut v = v;
+            if let Some(rehearse) = self.rehearse {
+                v.rehearsed = self.rehearsal(rehearse, per_table, uf, &copies, &sets);
+            }
             retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
             v
         })
+    }
+
+    /// Runs `rehearse` on each component of the batch's documents (with their byte-identical
+    /// copies) and returns the verdicts it asked for that need sets, where both were loaded:
+    /// those are the verdicts strict clustering will ask for, and its check's.
+    fn rehearsal(
+        &self,
+        rehearse: &Rehearse,
+        per_table: &[Vec<&[u32]>],
+        uf: &UnionFind,
+        copies: &[(u32, u32)],
+        sets: &Loaded,
+    ) -> Vec<(u64, Option<Score>)> {
+        let judge = self.judge;
+        let mut units: Vec<(u32, u32)> = (per_table.iter().flatten())
+            .flat_map(|b| b.iter().map(|&d| (uf.root(d), d)))
+            .collect();
+        units.sort_unstable();
+        units.dedup();
+        let mut verdicts = Vec::new();
+        for component in units.chunk_by(|a, b| a.0 == b.0) {
+            let mut members: Vec<u32> = Vec::new();
+            for &(_, unit) in component {
+                let from = copies.partition_point(|c| c.0 < unit);
+                let of = copies[from..].iter().take_while(|c| c.0 == unit);
+                members.extend(std::iter::once(unit).chain(of.map(|c| c.1)));
+            }
+            if members.len() < 2 {
+                continue;
+            }
+            members.sort_unstable();
+            rehearse(&members, &mut |a, b| {
+                let verdict = judge.check(a, b, sets);
+                let (ca, cb) = (judge.canon[a as usize], judge.canon[b as usize]);
+                let loaded = |c: u32| sets.get(c).set.is_some();
+                if ca != cb && loaded(ca) && loaded(cb) {
+                    verdicts.push((pair_key(ca, cb), verdict));
+                }
+                verdict
+            });
+        }
+        verdicts
     }
 
     /// The rows of a band when the `tables` are every band's, in band order, and complete (not
