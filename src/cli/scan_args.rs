@@ -202,12 +202,34 @@ pub struct ScanArgs {
 
     /// Write the deduplicated dataset to DIR.
     ///
-    /// Every document with text but the duplicates, as JSON Lines in DIR/part-00000.jsonl: a
-    /// JSON Lines record as its original line, a Parquet row as an object of all its columns, a
-    /// file as {"path", "text"}.
+    /// Every document with text but the duplicates: a JSON Lines record as its original line, a
+    /// Parquet row with all its columns, a file as {"path", "text"}. DIR must not hold a dataset
+    /// already.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,
+
+    /// The dataset's format: parquet or jsonl [default: parquet when every input is a Parquet
+    /// dump, else jsonl].
+    ///
+    /// parquet: a part file per input, DIR/part-SSSSS-NNNNN.parquet, with the input's schema
+    /// (JSON Lines dumps are refused); jsonl: DIR/part-SSSSS.jsonl, a Parquet row as an object of
+    /// all its columns.
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "write_dataset", help_heading = OUTPUT)]
+    pub dataset_format: Option<DatasetFormatArg>,
+
+    /// Write every document to the dataset, none dropped, with its cluster in five added
+    /// columns.
+    ///
+    /// dupfind_cluster, dupfind_cluster_size, dupfind_keep, dupfind_duplicate_of and
+    /// dupfind_similarity (docs/output.md); filtering on dupfind_keep gives the deduplicated
+    /// dataset. Needs --write-dataset.
+    #[arg(long, requires = "write_dataset", help_heading = OUTPUT)]
+    pub annotate: bool,
+
+    /// The prefix of --annotate's columns [default: dupfind_].
+    #[arg(long, value_name = "P", requires = "annotate", help_heading = OUTPUT)]
+    pub annotate_prefix: Option<String>,
 
     /// Evidence for each reported pair (json, jsonl and text).
     ///
@@ -399,6 +421,16 @@ pub enum ClusterArg {
     Components,
     /// Greedy centers: each member verified against the representative.
     Strict,
+}
+
+/// `--dataset-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormatArg {
+    /// Parquet, with the input's schema.
+    Parquet,
+    /// JSON Lines.
+    Jsonl,
 }
 
 /// `--keep`.

@@ -125,6 +125,15 @@ impl ClusterMode {
     }
 }
 
+/// The format of the dataset `--write-dataset` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatasetFormat {
+    /// A Parquet file per input, with the input's schema.
+    Parquet,
+    /// JSON Lines, a file per shard.
+    Jsonl,
+}
+
 /// Which member represents a cluster (`--keep`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeepPolicy {
@@ -206,6 +215,10 @@ pub struct Config {
     pub pairs: bool,
     /// `--write-dataset`: where the deduplicated dataset goes.
     pub dataset: Option<PathBuf>,
+    /// `--dataset-format`; None until the inputs are walked, when it is not given.
+    pub dataset_format: Option<DatasetFormat>,
+    /// `--annotate`: the prefix of the added columns (every document written).
+    pub annotate: Option<String>,
     /// Exit 1 when duplicates were found.
     pub exit_code: bool,
     /// Diagnostics settings.

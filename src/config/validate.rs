@@ -7,11 +7,11 @@ use anyhow::{bail, Context, Result};
 
 use super::inputs::{absolute_dir, globs, read_list};
 use super::{
-    ClusterMode, Config, IndexUse, KeepPolicy, MethodConfig, OutputFormat, Verify,
+    ClusterMode, Config, DatasetFormat, IndexUse, KeepPolicy, MethodConfig, OutputFormat, Verify,
     DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
 use crate::cli::{
-    ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
+    ClusterArg, ColorWhen, DatasetFormatArg, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
     VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
@@ -110,6 +110,13 @@ impl Config {
             keep: args.keep.into(),
             pairs: args.pairs,
             dataset: args.write_dataset.clone(),
+            dataset_format: args.dataset_format.map(|f| match f {
+                DatasetFormatArg::Parquet => DatasetFormat::Parquet,
+                DatasetFormatArg::Jsonl => DatasetFormat::Jsonl,
+            }),
+            annotate: args.annotate.then(|| {
+                (args.annotate_prefix.clone()).unwrap_or_else(|| "dupfind_".to_string())
+            }),
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,

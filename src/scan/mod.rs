@@ -38,6 +38,9 @@ pub struct ScanOutput {
 
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::refuse_existing(dir)?;
+    }
     // Held to the end: the copy of standard input is read again by verification.
     let stdin = crate::input::stdin::capture(cfg.stdin, &cfg.walk)?;
     let Walked {
@@ -57,6 +60,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
+    let dataset_format = (cfg.dataset.as_ref())
+        .map(|_| crate::dataset::check_inputs(cfg, &files))
+        .transpose()?;
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let mut engine = ingest::engine(cfg, None);
@@ -86,10 +92,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         clusters,
         mut late_errors,
     } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
-    if let Some(dir) = &cfg.dataset {
-        late_errors.extend(write_dataset(
-            cfg, &engine, &corpus, &found, &clusters, dir,
-        )?);
+    if let (Some(dir), Some(format)) = (&cfg.dataset, dataset_format) {
+        let to = (dir.as_path(), format);
+        late_errors.extend(write_dataset(cfg, &engine, &corpus, &found, &clusters, to)?);
     }
     let (updated, pending) = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
@@ -128,11 +133,11 @@ fn write_dataset(
     corpus: &Corpus,
     found: &[cluster::Found],
     clusters: &[report::ClusterOut],
-    dir: &std::path::Path,
+    (dir, format): (&std::path::Path, crate::config::DatasetFormat),
 ) -> Result<Vec<crate::messages::InputError>> {
-    use crate::dataset::{self, DatasetDoc};
+    use crate::dataset::{self, DatasetDoc, Fate};
     use crate::ingest::worker::Outcome;
-    let dropped = dataset::dropped(found, clusters, corpus.len());
+    let marks = dataset::marks(found, clusters, corpus.len());
     let docs: Vec<DatasetDoc> = (corpus.first_new as usize..corpus.len())
         .filter(|&d| {
             matches!(
@@ -143,18 +148,10 @@ fn write_dataset(
         .map(|d| DatasetDoc {
             file: &corpus.files[d],
             hash: corpus.docs[d].hash,
-            dropped: dropped[d],
+            fate: marks[d].map(|m| Fate::of(m, clusters)),
         })
         .collect();
-    let path = dataset::part_path(dir, 0);
-    let written = dataset::write(&path, &docs, cfg, engine)?;
-    cfg.messages.note(&format!(
-        "dataset: {} records written to {}, {} duplicates left out",
-        written.kept,
-        crate::messages::display_path(&path),
-        written.dropped
-    ));
-    Ok(written.errors)
+    Ok(dataset::write(dir, 0, format, &docs, cfg, engine)?.errors)
 }
 
 #[cfg(test)]

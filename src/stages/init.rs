@@ -76,6 +76,14 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         skipped,
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
+    // The dataset's format is chosen here, from every input, so that each shard writes the same.
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::refuse_existing(dir)?;
+        options.dataset_format = Some(match crate::dataset::check_inputs(&cfg, &files)? {
+            crate::config::DatasetFormat::Parquet => crate::cli::DatasetFormatArg::Parquet,
+            crate::config::DatasetFormat::Jsonl => crate::cli::DatasetFormatArg::Jsonl,
+        });
+    }
     let run = format!("{:016x}", crate::token::fresh_token());
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut plan = Plan {

@@ -195,3 +195,20 @@ impl ClusterRec {
         }
     }
 }
+
+/// The partitions' clusters (`parts`, each in order of its first member) in the report's order,
+/// numbered, and for each partition the number of each of its clusters.
+pub fn numbered(parts: Vec<Vec<ClusterRec>>) -> (Vec<ClusterOut>, Vec<Vec<u32>>) {
+    let mut numbers: Vec<Vec<u32>> = parts.iter().map(|p| vec![0; p.len()]).collect();
+    let mut recs: Vec<(usize, usize, ClusterRec)> = (parts.into_iter().enumerate())
+        .flat_map(|(part, recs)| (recs.into_iter().enumerate()).map(move |(i, c)| (part, i, c)))
+        .collect();
+    recs.sort_by_key(|(_, _, c)| c.first);
+    let clusters = (recs.into_iter().enumerate())
+        .map(|(id, (part, i, c))| {
+            numbers[part][i] = id as u32;
+            c.into_cluster(id)
+        })
+        .collect();
+    (clusters, numbers)
+}

@@ -37,11 +37,7 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     for e in all {
         errors.push(ErrorRec::to_input_error(e)?);
     }
-    let mut recs: Vec<_> = parts.into_iter().flat_map(|v| v.clusters).collect();
-    recs.sort_by_key(|c| c.first);
-    let clusters: Vec<_> = (recs.into_iter().enumerate())
-        .map(|(id, c)| c.into_cluster(id))
-        .collect();
+    let (clusters, _) = super::records::numbered(parts.into_iter().map(|v| v.clusters).collect());
     let clustered: u64 = clusters.iter().map(|c| c.size as u64).sum();
     stats.clusters = clusters.len() as u64;
     stats.unique_documents = stats.documents.saturating_sub(clustered);

@@ -57,8 +57,17 @@ pub struct VerifySummary {
     pub errors: Vec<ErrorRec>,
     /// The clusters, in order of their first member.
     pub clusters: Vec<ClusterRec>,
-    /// The run-wide ids of the documents listed as duplicates (left out of the dataset).
-    pub dropped: Vec<i64>,
+    /// Where each clustered document stands (for the dataset), in run-wide id order.
+    pub marks: Vec<MarkRec>,
+}
+
+/// A clustered document: its run-wide id, its cluster (index in the partition's `clusters`) and,
+/// when it is listed as a duplicate, its index in the cluster's `duplicates`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MarkRec {
+    pub doc: i64,
+    pub cluster: u32,
+    pub duplicate: Option<u32>,
 }
 
 /// Verifies partition `part`.
@@ -114,10 +123,15 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         clusters: (found.iter().zip(&clusters))
             .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
             .collect(),
-        dropped: (crate::dataset::dropped(&found, &clusters, ids.len()).iter())
+        marks: (crate::dataset::marks(&found, &clusters, ids.len()).iter())
             .zip(&ids)
-            .filter(|(&d, _)| d)
-            .map(|(_, &id)| id)
+            .filter_map(|(m, &doc)| {
+                m.map(|m| MarkRec {
+                    doc,
+                    cluster: m.cluster,
+                    duplicate: m.duplicate,
+                })
+            })
             .collect(),
     };
     files::write_json_line(&verified_path(work, part), &summary)

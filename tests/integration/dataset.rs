@@ -79,7 +79,9 @@ fn the_dataset_keeps_every_document_but_the_duplicates_each_field_as_it_was() {
         out[2]["text"],
         fs::read_to_string(t.join("in/f1.txt")).unwrap()
     );
-    // The dataset directory is never scanned, even inside a root.
+    // The dataset directory is never scanned, even inside a root (a dataset there is refused,
+    // so it holds an older one under another name).
+    fs::rename(t.join("out/part-00000.jsonl"), t.join("out/old.jsonl")).unwrap();
     let again = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "."]);
     assert_eq!(again.json()["stats"]["files_seen"], 3, "{}", again.stdout);
 }

@@ -140,9 +140,35 @@ impl ParquetDump {
     }
 
     /// Every row with all its columns, a decoded batch at a time, for writing the rows out again
-    /// (`--write-dataset`).
-    pub fn whole_rows(self) -> WholeRows {
+    /// (`--write-dataset`), typed as the writer's Arrow schema says ([`ParquetDump::typed`]).
+    pub fn whole_rows(mut self) -> WholeRows {
+        self.meta = self.typed();
         WholeRows::new(self)
+    }
+
+    /// The file's metadata with the types of the Arrow schema its writer embedded, as pyarrow
+    /// reads it (time zones, large, view and dictionary types, field metadata), so that rows
+    /// written out again keep them; the Parquet schema's own when there is none, when it does
+    /// not fit the file, or when it makes the text column something other than a string.
+    fn typed(&self) -> ArrowReaderMetadata {
+        let metadata = self.meta.metadata().clone();
+        let typed = guarded(|| {
+            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+                .map_err(|e| e.to_string())
+        });
+        match typed {
+            Ok(m) if columns::find(m.schema().fields(), &self.text)
+                .is_some_and(|f| columns::is_text(f.data_type())) =>
+            {
+                m
+            }
+            _ => self.meta.clone(),
+        }
+    }
+
+    /// The Arrow schema rows are read with.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        self.meta.schema().clone()
     }
 
     /// The texts of the rows whose 1-based numbers are the keys of `wanted` (each given with the

@@ -308,6 +308,11 @@ impl WholeRows {
         }
     }
 
+    /// The schema of every batch: the file's columns, typed as written.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        self.dump.schema()
+    }
+
     fn next_batch(&mut self) -> Result<Option<RowBatch>, String> {
         loop {
             let Some(reader) = &mut self.reader else {
