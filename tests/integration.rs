@@ -17,6 +17,9 @@ mod containment;
 /// `--write-dataset`.
 #[path = "integration/dataset.rs"]
 mod dataset;
+/// `--write-dataset` as Parquet, `--annotate`.
+#[path = "integration/dataset_parquet.rs"]
+mod dataset_parquet;
 /// Threads, seeds and order.
 #[path = "integration/determinism.rs"]
 mod determinism;

@@ -11,8 +11,8 @@ use super::{
     DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
 use crate::cli::{
-    ClusterArg, ColorWhen, DatasetFormatArg, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
-    VerifyArg,
+    ClusterArg, ColorWhen, DatasetFormatArg, Format, KeepArg, Method, ProgressWhen, ScanArgs,
+    ShingleArg, SketchArg, VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
 use crate::input::jsonl::{field_path, JsonlOptions};
@@ -114,9 +114,9 @@ impl Config {
                 DatasetFormatArg::Parquet => DatasetFormat::Parquet,
                 DatasetFormatArg::Jsonl => DatasetFormat::Jsonl,
             }),
-            annotate: args.annotate.then(|| {
-                (args.annotate_prefix.clone()).unwrap_or_else(|| "dupfind_".to_string())
-            }),
+            annotate: args
+                .annotate
+                .then(|| (args.annotate_prefix.clone()).unwrap_or_else(|| "dupfind_".to_string())),
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,

@@ -251,7 +251,10 @@ mod tests {
     #[test]
     fn a_clash_names_the_field() {
         let line = br#"{"text":"x","dupfind_keep":1}"#;
-        assert_eq!(clash_in_line(line, "dupfind_").as_deref(), Some("dupfind_keep"));
+        assert_eq!(
+            clash_in_line(line, "dupfind_").as_deref(),
+            Some("dupfind_keep")
+        );
         assert_eq!(clash_in_line(line, "dd_"), None);
         let cols = ["a", "x_similarity"];
         assert_eq!(clash("x_", cols.into_iter()), Some("x_similarity"));

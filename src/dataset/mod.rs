@@ -135,7 +135,9 @@ pub fn write(
 
 /// The inputs of `docs`, in order, each with the index of its first document: a dump's records,
 /// or a run of files.
-fn inputs<'d, 'a>(docs: &'d [DatasetDoc<'a>]) -> impl Iterator<Item = (usize, &'d [DatasetDoc<'a>])> {
+fn inputs<'d, 'a>(
+    docs: &'d [DatasetDoc<'a>],
+) -> impl Iterator<Item = (usize, &'d [DatasetDoc<'a>])> {
     let mut i = 0;
     std::iter::from_fn(move || {
         let first = docs.get(i)?;
@@ -176,7 +178,8 @@ impl Pending {
 
     fn commit(self) -> Result<()> {
         let path = self.path;
-        (self.temp.as_file().sync_all()).with_context(|| format!("writing {}", display_path(&path)))?;
+        (self.temp.as_file().sync_all())
+            .with_context(|| format!("writing {}", display_path(&path)))?;
         self.temp
             .persist(&path)
             .map_err(|e| e.error)
@@ -354,31 +357,38 @@ fn write_rows(
     written: &mut Written,
 ) -> Result<()> {
     let (rows, _, annotated) = whole_rows(dump, docs, how)?;
-    dump_batches(docs, rows, how, annotated.as_ref(), written, |rows, kept, written| {
-        // Written to memory first, so that a column arrow-json cannot write leaves no half
-        // line.
-        let mut buf = Vec::new();
-        let mut w = arrow_json::WriterBuilder::new()
-            .with_explicit_nulls(true)
-            .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
-        let json = w.write(&rows).and_then(|()| w.finish());
-        drop(w);
-        match json {
-            Ok(()) => {
-                out.write_all(&buf)?;
-                written.kept += kept.len() as u64;
-                written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
-            }
-            Err(e) => {
-                for d in kept {
-                    let reason =
-                        format!("not in the dataset: its row cannot be written as JSON: {e}");
-                    written.errors.push(d.file.error(None, reason));
+    dump_batches(
+        docs,
+        rows,
+        how,
+        annotated.as_ref(),
+        written,
+        |rows, kept, written| {
+            // Written to memory first, so that a column arrow-json cannot write leaves no half
+            // line.
+            let mut buf = Vec::new();
+            let mut w = arrow_json::WriterBuilder::new()
+                .with_explicit_nulls(true)
+                .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
+            let json = w.write(&rows).and_then(|()| w.finish());
+            drop(w);
+            match json {
+                Ok(()) => {
+                    out.write_all(&buf)?;
+                    written.kept += kept.len() as u64;
+                    written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+                }
+                Err(e) => {
+                    for d in kept {
+                        let reason =
+                            format!("not in the dataset: its row cannot be written as JSON: {e}");
+                        written.errors.push(d.file.error(None, reason));
+                    }
                 }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 /// The rows of a Parquet dump (of `docs`), their schema, and with `--annotate` the schema with

@@ -79,12 +79,19 @@ fn write_dump(
 ) -> Result<()> {
     let (rows, schema, annotated) = whole_rows(dump, docs, how)?;
     let mut part = Part::create(path, annotated.clone().unwrap_or(schema))?;
-    dump_batches(docs, rows, how, annotated.as_ref(), written, |rows, kept, written| {
-        part.write(rows)?;
-        written.kept += kept.len() as u64;
-        written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
-        Ok(())
-    })?;
+    dump_batches(
+        docs,
+        rows,
+        how,
+        annotated.as_ref(),
+        written,
+        |rows, kept, written| {
+            part.write(rows)?;
+            written.kept += kept.len() as u64;
+            written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+            Ok(())
+        },
+    )?;
     part.commit()
 }
 
@@ -183,8 +190,9 @@ impl Part {
             .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_key_value_metadata((!kv.is_empty()).then_some(kv))
             .build();
-        let writer = ArrowWriter::try_new(std::io::BufWriter::new(file), schema.clone(), Some(props))
-            .with_context(|| format!("writing {}", display_path(path)))?;
+        let writer =
+            ArrowWriter::try_new(std::io::BufWriter::new(file), schema.clone(), Some(props))
+                .with_context(|| format!("writing {}", display_path(path)))?;
         Ok(Part {
             writer,
             schema,

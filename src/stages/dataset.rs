@@ -63,7 +63,10 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     for part in 0..plan.parts {
         let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
         recs.push(v.clusters);
-        let shard_marks = v.marks.into_iter().filter(|m| m.doc >> 32 == i64::from(shard));
+        let shard_marks = v
+            .marks
+            .into_iter()
+            .filter(|m| m.doc >> 32 == i64::from(shard));
         marks.extend(shard_marks.map(|m| (m.doc, part as usize, m)));
     }
     let (clusters, numbers) = super::records::numbered(recs);

@@ -157,8 +157,9 @@ impl ParquetDump {
                 .map_err(|e| e.to_string())
         });
         match typed {
-            Ok(m) if columns::find(m.schema().fields(), &self.text)
-                .is_some_and(|f| columns::is_text(f.data_type())) =>
+            Ok(m)
+                if columns::find(m.schema().fields(), &self.text)
+                    .is_some_and(|f| columns::is_text(f.data_type())) =>
             {
                 m
             }
