@@ -30,6 +30,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::atomic::Pending;
 use crate::config::{Config, DatasetFormat};
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::{DocWorker, Engine};
@@ -150,42 +151,6 @@ fn inputs<'d, 'a>(
         i += docs[i..].iter().take_while(|d| same(d)).count();
         Some((start, &docs[start..i]))
     })
-}
-
-/// A file being written under a temporary name in its directory, renamed when whole.
-struct Pending {
-    temp: tempfile::NamedTempFile,
-    path: PathBuf,
-}
-
-impl Pending {
-    fn new(path: &Path) -> Result<Pending> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let temp = tempfile::Builder::new()
-            .prefix(".dupfind-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(|| format!("creating a file in {}", display_path(dir)))?;
-        Ok(Pending {
-            temp,
-            path: path.to_path_buf(),
-        })
-    }
-
-    fn file(&self) -> &std::fs::File {
-        self.temp.as_file()
-    }
-
-    fn commit(self) -> Result<()> {
-        let path = self.path;
-        (self.temp.as_file().sync_all())
-            .with_context(|| format!("writing {}", display_path(&path)))?;
-        self.temp
-            .persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming into {}", display_path(&path)))?;
-        Ok(())
-    }
 }
 
 /// The JSON Lines part: `docs` that are written, one line each.
@@ -356,56 +321,20 @@ fn write_rows(
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
-    let (rows, _, annotated) = whole_rows(dump, docs, how)?;
-    dump_batches(
-        docs,
-        rows,
-        how,
-        annotated.as_ref(),
-        written,
-        |rows, kept, written| {
-            // Written to memory first, so that a column arrow-json cannot write leaves no half
-            // line.
-            let mut buf = Vec::new();
-            let mut w = arrow_json::WriterBuilder::new()
-                .with_explicit_nulls(true)
-                .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
-            let json = w.write(&rows).and_then(|()| w.finish());
-            drop(w);
-            match json {
-                Ok(()) => {
-                    out.write_all(&buf)?;
-                    written.kept += kept.len() as u64;
-                    written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
-                }
-                Err(e) => {
-                    for d in kept {
-                        let reason =
-                            format!("not in the dataset: its row cannot be written as JSON: {e}");
-                        written.errors.push(d.file.error(None, reason));
-                    }
-                }
-            }
-            Ok(())
-        },
-    )
-}
-
-/// The rows of a Parquet dump (of `docs`), their schema, and with `--annotate` the schema with
-/// the added columns; a dump that has a column of an added name is refused.
-fn whole_rows(
-    dump: ParquetDump,
-    docs: &[DatasetDoc],
-    how: &Writing,
-) -> Result<(WholeRows, SchemaRef, Option<SchemaRef>)> {
-    let rows = dump.whole_rows();
-    let schema = rows.schema();
-    if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
-        let input = display_path(&docs[0].file.path);
-        bail!("{}", annotate::clash_message(&input, name));
-    }
-    let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
-    Ok((rows, schema, annotated))
+    DumpRows::open(dump, docs, how)?.write(docs, how, written, |rows| {
+        // Written to memory first, so that a column arrow-json cannot write leaves no half
+        // line.
+        let mut buf = Vec::new();
+        let mut w = arrow_json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
+        let json = w.write(&rows).and_then(|()| w.finish());
+        drop(w);
+        match json {
+            Ok(()) => Ok(out.write_all(&buf).map(Ok)?),
+            Err(e) => Ok(Err(format!("its row cannot be written as JSON: {e}"))),
+        }
+    })
 }
 
 /// The first top-level column of `schema` that is also an added column's name.
@@ -413,47 +342,87 @@ fn input_clash<'s>(schema: &'s arrow_schema::Schema, prefix: &str) -> Option<&'s
     annotate::clash(prefix, schema.fields().iter().map(|f| f.name().as_str()))
 }
 
-/// The rows of one Parquet dump that are written, a decoded batch at a time: each batch cut to
-/// the rows of `docs` written and unchanged (with the added columns, under `annotated`, when
-/// annotating), passed to `emit` with their documents. Duplicates left out are counted here;
-/// the rows written, by `emit`.
-fn dump_batches(
-    docs: &[DatasetDoc],
+/// A Parquet dump's rows, to be written: their schema, and with `--annotate` the schema with
+/// the added columns.
+struct DumpRows {
     rows: WholeRows,
-    how: &Writing,
-    annotated: Option<&SchemaRef>,
-    written: &mut Written,
-    mut emit: impl FnMut(RecordBatch, &[&DatasetDoc], &mut Written) -> Result<()>,
-) -> Result<()> {
-    let mut at = 0;
-    for batch in rows {
-        // A row group that fails ends the reading: the rows not reached are errors below.
-        let Ok(batch) = batch else { break };
-        let end = batch.first + batch.batch.num_rows() as u64;
-        let start = at;
-        while at < docs.len() && line_of(&docs[at]) < end {
-            at += 1;
+    schema: SchemaRef,
+    annotated: Option<SchemaRef>,
+}
+
+impl DumpRows {
+    /// The rows of `dump` (of `docs`); a dump that has a column of an added name is refused.
+    fn open(dump: ParquetDump, docs: &[DatasetDoc], how: &Writing) -> Result<DumpRows> {
+        let rows = dump.whole_rows();
+        let schema = rows.schema();
+        if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
+            let input = display_path(&docs[0].file.path);
+            bail!("{}", annotate::clash_message(&input, name));
         }
-        let (keep, kept) = select(&docs[start..at], &batch, how, written);
-        if kept.is_empty() {
-            continue;
-        }
-        let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
-            .context("selecting the rows of the dataset")?;
-        if let (Some(schema), Some(prefix)) = (annotated, how.annotate) {
-            let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
-            rows = annotate::append(&rows, schema, &values)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("adding the {prefix} columns"))?;
-        }
-        emit(rows, &kept, written)?;
+        let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
+        Ok(DumpRows {
+            rows,
+            schema,
+            annotated,
+        })
     }
-    for d in docs[at..].iter().filter(|d| !how.drops(d)) {
-        let reason = "not in the dataset: the dump ended before the row".to_string();
-        written.errors.push(d.file.error(None, reason));
+
+    /// The schema of the rows written.
+    fn written_schema(&self) -> SchemaRef {
+        self.annotated
+            .clone()
+            .unwrap_or_else(|| self.schema.clone())
     }
-    written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
-    Ok(())
+
+    /// The rows written, a decoded batch at a time: each batch cut to the rows of `docs`
+    /// written and unchanged (with the added columns when annotating), passed to `emit`, which
+    /// writes them or says why it cannot (the rows' error).
+    fn write(
+        self,
+        docs: &[DatasetDoc],
+        how: &Writing,
+        written: &mut Written,
+        mut emit: impl FnMut(RecordBatch) -> Result<Result<(), String>>,
+    ) -> Result<()> {
+        let mut at = 0;
+        for batch in self.rows {
+            // A row group that fails ends the reading: the rows not reached are errors below.
+            let Ok(batch) = batch else { break };
+            let end = batch.first + batch.batch.num_rows() as u64;
+            let start = at;
+            while at < docs.len() && line_of(&docs[at]) < end {
+                at += 1;
+            }
+            let (keep, kept) = select(&docs[start..at], &batch, how, written);
+            if kept.is_empty() {
+                continue;
+            }
+            let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
+                .context("selecting the rows of the dataset")?;
+            if let Some(schema) = &self.annotated {
+                let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
+                rows = annotate::append(&rows, schema, &values).map_err(anyhow::Error::msg)?;
+            }
+            match emit(rows)? {
+                Ok(()) => {
+                    written.kept += kept.len() as u64;
+                    written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+                }
+                Err(reason) => {
+                    for d in kept {
+                        let reason = format!("not in the dataset: {reason}");
+                        written.errors.push(d.file.error(None, reason));
+                    }
+                }
+            }
+        }
+        for d in docs[at..].iter().filter(|d| !how.drops(d)) {
+            let reason = "not in the dataset: the dump ended before the row".to_string();
+            written.errors.push(d.file.error(None, reason));
+        }
+        written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
+        Ok(())
+    }
 }
 
 /// The 1-based line (or Parquet row) of a dump record.

@@ -19,9 +19,8 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use super::annotate::{self, Annotation};
-use super::{
-    dump_batches, file_text, input_clash, inputs, whole_rows, DatasetDoc, Pending, Writing, Written,
-};
+use super::{file_text, input_clash, inputs, DatasetDoc, DumpRows, Writing, Written};
+use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
 use crate::messages::display_path;
@@ -77,21 +76,9 @@ fn write_dump(
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
-    let (rows, schema, annotated) = whole_rows(dump, docs, how)?;
-    let mut part = Part::create(path, annotated.clone().unwrap_or(schema))?;
-    dump_batches(
-        docs,
-        rows,
-        how,
-        annotated.as_ref(),
-        written,
-        |rows, kept, written| {
-            part.write(rows)?;
-            written.kept += kept.len() as u64;
-            written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
-            Ok(())
-        },
-    )?;
+    let rows = DumpRows::open(dump, docs, how)?;
+    let mut part = Part::create(path, rows.written_schema())?;
+    rows.write(docs, how, written, |rows| part.write(rows).map(Ok))?;
     part.commit()
 }
 
@@ -203,12 +190,12 @@ impl Part {
     fn write(&mut self, batch: RecordBatch) -> Result<()> {
         // Under the part's own schema, which carries the metadata a decoded batch may lack.
         let batch = batch.with_schema(self.schema.clone())?;
-        let path = &self.pending.path;
+        let path = self.pending.path();
         (self.writer.write(&batch)).with_context(|| format!("writing {}", display_path(path)))
     }
 
     fn commit(self) -> Result<()> {
-        let path = self.pending.path.clone();
+        let path = self.pending.path().to_path_buf();
         let what = || format!("writing {}", display_path(&path));
         let mut out = self.writer.into_inner().with_context(what)?;
         std::io::Write::flush(&mut out).with_context(what)?;
