@@ -161,8 +161,8 @@ def test_polars_and_datasets_read_it_when_installed(dupfind, dump):
         pl = None
     if pl is not None:
         df = pl.read_parquet(str(cwd / "ann" / "*.parquet"))
-        assert df["id"].to_list() == want["id"].to_list()
-        assert df["dupfind_keep"].to_list() == want["dupfind_keep"].to_list()
+        assert df["id"].to_list() == want["id"].to_pylist()
+        assert df["dupfind_keep"].to_list() == want["dupfind_keep"].to_pylist()
         readers += 1
     try:
         from datasets import Dataset
@@ -171,8 +171,8 @@ def test_polars_and_datasets_read_it_when_installed(dupfind, dump):
     if Dataset is not None:
         ds = Dataset.from_parquet(str(cwd / "ann" / "*.parquet"),
                                   cache_dir=str(cwd / "hf-cache"))
-        assert ds["id"] == want["id"].to_list()
-        assert ds["dupfind_similarity"] == want["dupfind_similarity"].to_list()
+        assert ds["id"] == want["id"].to_pylist()
+        assert ds["dupfind_similarity"] == want["dupfind_similarity"].to_pylist()
         readers += 1
     if readers == 0:
         pytest.skip("neither polars nor datasets is installed")
