@@ -340,8 +340,9 @@ fn annotate_adds_fields_after_a_json_lines_record_and_a_file() {
     assert_eq!(values[2]["dupfind_cluster"], Value::Null);
 }
 
-/// Runs the staged pipeline on `inputs` with `shards` shards and `args`, in `t`.
-fn staged(t: &TestDir, shards: u32, work: &str, args: &[&str]) -> super::util::Run {
+/// Runs the staged pipeline (contrib/staged/run-local.sh) with `shards` shards, 2 partitions and
+/// the scan options and inputs `args`, in `t`.
+pub(super) fn staged(t: &TestDir, shards: u32, work: &str, args: &[&str]) -> super::util::Run {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&script)
