@@ -24,6 +24,7 @@ mod parquet;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -321,20 +322,72 @@ fn write_rows(
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
-    DumpRows::open(dump, docs, how)?.write(docs, how, written, |rows| {
+    DumpRows::open(dump, false, docs, how)?.write(docs, how, written, |rows| {
         // Written to memory first, so that a column arrow-json cannot write leaves no half
         // line.
         let mut buf = Vec::new();
         let mut w = arrow_json::WriterBuilder::new()
             .with_explicit_nulls(true)
             .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
-        let json = w.write(&rows).and_then(|()| w.finish());
+        let json = utc_offsets(&rows)
+            .and_then(|rows| w.write(&rows))
+            .and_then(|()| w.finish());
         drop(w);
         match json {
             Ok(()) => Ok(out.write_all(&buf).map(Ok)?),
             Err(e) => Ok(Err(format!("its row cannot be written as JSON: {e}"))),
         }
     })
+}
+
+/// `batch` with every time zone named in its types (`UTC`, `Europe/Paris`, at any depth) as the
+/// offset `+00:00`: arrow-json writes a timestamp only with an offset (it would need the time
+/// zone database for a name), and a timestamp with a zone is an instant, the same in any zone.
+fn utc_offsets(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    use arrow_schema::{DataType, Field, Schema};
+    fn offsets(t: &DataType) -> DataType {
+        let field = |f: &Field| Arc::new(f.clone().with_data_type(offsets(f.data_type())));
+        match t {
+            DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
+            DataType::List(f) => DataType::List(field(f)),
+            DataType::LargeList(f) => DataType::LargeList(field(f)),
+            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+            DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|f| field(f)).collect()),
+            DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(offsets(v))),
+            other => other.clone(),
+        }
+    }
+    fn retype(
+        data: arrow_data::ArrayData,
+    ) -> Result<arrow_data::ArrayData, arrow_schema::ArrowError> {
+        let t = offsets(data.data_type());
+        if &t == data.data_type() {
+            return Ok(data);
+        }
+        let children = (data.child_data().iter().cloned())
+            .map(retype)
+            .collect::<Result<Vec<_>, _>>()?;
+        data.into_builder()
+            .data_type(t)
+            .child_data(children)
+            .build()
+    }
+    let schema = batch.schema();
+    if schema
+        .fields()
+        .iter()
+        .all(|f| &offsets(f.data_type()) == f.data_type())
+    {
+        return Ok(batch.clone());
+    }
+    let fields: Vec<Field> = (schema.fields().iter())
+        .map(|f| f.as_ref().clone().with_data_type(offsets(f.data_type())))
+        .collect();
+    let columns = (batch.columns().iter())
+        .map(|c| retype(c.to_data()).map(arrow_array::make_array))
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
 }
 
 /// The first top-level column of `schema` that is also an added column's name.
@@ -351,9 +404,15 @@ struct DumpRows {
 }
 
 impl DumpRows {
-    /// The rows of `dump` (of `docs`); a dump that has a column of an added name is refused.
-    fn open(dump: ParquetDump, docs: &[DatasetDoc], how: &Writing) -> Result<DumpRows> {
-        let rows = dump.whole_rows();
+    /// The rows of `dump` (of `docs`), `typed` as its writer's Arrow schema says; a dump that
+    /// has a column of an added name is refused.
+    fn open(
+        dump: ParquetDump,
+        typed: bool,
+        docs: &[DatasetDoc],
+        how: &Writing,
+    ) -> Result<DumpRows> {
+        let rows = dump.whole_rows(typed);
         let schema = rows.schema();
         if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
             let input = display_path(&docs[0].file.path);
@@ -459,4 +518,40 @@ fn select<'d, 'a>(
         }
     }
     (keep, kept)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, StructArray, TimestampSecondArray};
+    use arrow_schema::{DataType, Field, TimeUnit};
+
+    #[test]
+    fn named_time_zones_become_utc_offsets_at_any_depth() {
+        let at: ArrayRef =
+            Arc::new(TimestampSecondArray::from(vec![0, 86_400]).with_timezone("Europe/Paris"));
+        let inner = StructArray::from(vec![(
+            Arc::new(Field::new("at", at.data_type().clone(), false)),
+            at.clone(),
+        )]);
+        let batch =
+            RecordBatch::try_from_iter([("at", at), ("s", Arc::new(inner) as ArrayRef)]).unwrap();
+        let out = utc_offsets(&batch).unwrap();
+        let zoned = DataType::Timestamp(TimeUnit::Second, Some("+00:00".into()));
+        assert_eq!(out.schema().field(0).data_type(), &zoned);
+        let DataType::Struct(fields) = out.schema().field(1).data_type().clone() else {
+            panic!()
+        };
+        assert_eq!(fields[0].data_type(), &zoned);
+        let mut buf = Vec::new();
+        let mut w = arrow_json::LineDelimitedWriter::new(&mut buf);
+        w.write(&out).unwrap();
+        w.finish().unwrap();
+        let json = String::from_utf8(buf).unwrap();
+        assert!(
+            json.starts_with(r#"{"at":"1970-01-01T00:00:00Z","s":{"at":"1970-01-01T00:00:00Z"}}"#),
+            "{json}"
+        );
+    }
 }

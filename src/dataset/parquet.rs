@@ -76,7 +76,7 @@ fn write_dump(
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
-    let rows = DumpRows::open(dump, docs, how)?;
+    let rows = DumpRows::open(dump, true, docs, how)?;
     let mut part = Part::create(path, rows.written_schema())?;
     rows.write(docs, how, written, |rows| part.write(rows).map(Ok))?;
     part.commit()

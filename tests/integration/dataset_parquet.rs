@@ -505,3 +505,34 @@ fn annotate_and_dataset_format_need_write_dataset() {
     assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
     assert!(r.stderr.contains("--dataset-format jsonl"), "{}", r.stderr);
 }
+
+#[test]
+fn a_parquet_dump_written_as_json_lines_keeps_every_row_a_time_zone_included() {
+    // The dump's Arrow schema names its time zone (Europe/Paris), which arrow-json cannot
+    // write; as JSON Lines the rows are read with the Parquet schema's own types (UTC offsets).
+    let t = TestDir::new();
+    write(&t, "d.parquet", &table(0, 12));
+    let r = t.run(&[
+        "scan",
+        "--write-dataset",
+        "out",
+        "--dataset-format",
+        "jsonl",
+        "d.parquet",
+    ]);
+    let report = r.json();
+    let errors: Vec<&Value> = report["errors"].as_array().unwrap().iter().collect();
+    assert_eq!(errors.len(), 1, "only row 10, without text: {errors:?}");
+    let out = std::fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12 - 1 - duplicates(&report).len());
+    assert_eq!(rows[0]["id"], "r01");
+    assert_eq!(rows[0]["price"], 123.45);
+    assert!(rows[0]["at"]
+        .as_str()
+        .unwrap()
+        .starts_with("2023-11-14T22:13:20.000001"));
+}

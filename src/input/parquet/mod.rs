@@ -140,9 +140,13 @@ impl ParquetDump {
     }
 
     /// Every row with all its columns, a decoded batch at a time, for writing the rows out again
-    /// (`--write-dataset`), typed as the writer's Arrow schema says ([`ParquetDump::typed`]).
-    pub fn whole_rows(mut self) -> WholeRows {
-        self.meta = self.typed();
+    /// (`--write-dataset`); with `typed`, typed as the writer's Arrow schema says
+    /// ([`ParquetDump::typed`]), else as the Parquet schema does (time zones as UTC offsets,
+    /// which arrow-json writes, where it cannot write a named zone).
+    pub fn whole_rows(mut self, typed: bool) -> WholeRows {
+        if typed {
+            self.meta = self.typed();
+        }
         WholeRows::new(self)
     }
 
