@@ -183,10 +183,10 @@ impl FileRows {
     }
 }
 
-/// A part being written: zstd pages (level 1, as the staged pipeline's files: level 3 spent
-/// a quarter of the whole run compressing, in a profile), bounded row groups, the schema's metadata also as the
-/// file's key-value metadata (where pyarrow, DuckDB and Spark look for it), renamed into place
-/// when whole.
+/// A part being written: zstd pages (level 1, as the staged pipeline's files: level 3 spent a
+/// quarter of a profiled run compressing), bounded row groups, the schema's metadata also as
+/// the file's key-value metadata (where pyarrow, DuckDB and Spark look for it), renamed into
+/// place when whole.
 struct Part {
     writer: ArrowWriter<std::io::BufWriter<std::fs::File>>,
     schema: SchemaRef,
