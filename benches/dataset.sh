@@ -8,7 +8,8 @@
 #
 # Options: --docs "N ...", --runs R (best time kept), --threads J, --work DIR (default: a new
 # directory under ${TMPDIR:-/tmp}, removed at the end), --python PY (with pyarrow; default: the
-# venv of .ci/python-tests, target/python-venv, else python3).
+# venv of .ci/python-tests, target/python-venv, else python3), --bin PATH (a dupfind already
+# built; the corpus generator is taken from beside it, examples/corpus).
 #
 # The dump: the seeded corpus (benches/corpus.rs, `gen --jsonl`), converted by pyarrow to
 # Parquet with an id, the text and three typed columns (int64, float64, timestamp), row groups
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-counts="100000" runs=1 threads=2 work="" python=""
+counts="100000" runs=1 threads=2 work="" python="" bin=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --docs) counts=$2; shift 2 ;;
@@ -25,6 +26,7 @@ while [ $# -gt 0 ]; do
         --threads) threads=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
         --python) python=$2; shift 2 ;;
+        --bin) bin=$2; shift 2 ;;
         *) echo "dataset.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -41,10 +43,11 @@ if [ ! -x /usr/bin/time ]; then
     exit 2
 fi
 
-cargo build --release --quiet --bin dupfind --example corpus
-target=${CARGO_TARGET_DIR:-$PWD/target}
-bin=$target/release/dupfind
-gen=$target/release/examples/corpus
+if [ -z "$bin" ]; then
+    cargo build --release --quiet --bin dupfind --example corpus
+    bin=${CARGO_TARGET_DIR:-$PWD/target}/release/dupfind
+fi
+gen=$(dirname "$bin")/examples/corpus
 
 if [ -z "$work" ]; then
     work=$(mktemp -d "${TMPDIR:-/tmp}/dupfind-dataset.XXXXXX")
