@@ -56,24 +56,26 @@ else
     mkdir -p "$work"
 fi
 
-# Runs `scan` with "$@" $runs times on $dump; sets secs (fastest wall time) and rss (its peak
+# Runs `scan` with "$@" $runs times on $dump; sets secs (fastest wall time), cpu (its user +
+# system seconds: less at the mercy of other processes on a shared machine) and rss (its peak
 # RSS, KB). Each run writes its dataset to a fresh directory.
 measure() {
-    secs="" rss=""
+    secs="" rss="" cpu=""
     for _ in $(seq "$runs"); do
         rm -rf "$work/out"
         local rc=0
-        /usr/bin/time -f "%e %M" -o "$work/time.txt" \
+        /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" \
             "$bin" scan -q -j "$threads" "$@" "$dump" > /dev/null 2> "$work/err.txt" || rc=$?
         if [ "$rc" -ne 0 ]; then cat "$work/err.txt" >&2; exit "$rc"; fi
-        read -r s m < "$work/time.txt"
+        read -r s m u k < "$work/time.txt"
         if [ -z "$secs" ] || awk -v a="$s" -v b="$secs" 'BEGIN { exit !(a < b) }'; then
-            secs=$s rss=$m
+            secs=$s rss=$m cpu=$(awk -v u="$u" -v k="$k" 'BEGIN { print u + k }')
         fi
     done
 }
 
-printf '%-8s %-22s %8s %10s %9s %10s %10s\n' docs run seconds "+time" "peak MB" "+MB" "out MB"
+printf '%-8s %-20s %8s %8s %8s %8s %8s %7s %7s\n' docs run seconds "+time" "CPU s" "+CPU" \
+    "peak MB" "+MB" "out MB"
 for n in $counts; do
     "$gen" gen --jsonl "$work/d.jsonl" --docs "$n" > /dev/null
     dump=$work/d.parquet
@@ -89,17 +91,19 @@ pq.write_table(t, sys.argv[2], row_group_size=10_000, compression="snappy")
 EOF
     rm -f "$work/d.jsonl"
     measure
-    base_secs=$secs base_rss=$rss
-    printf '%-8s %-22s %8.2f %10s %9d %10s %10d\n' "$n" scan "$secs" "" $((rss / 1024)) "" 0
+    base_secs=$secs base_rss=$rss base_cpu=$cpu
+    printf '%-8s %-20s %8.2f %8s %8.2f %8s %8d %7s %7d\n' "$n" scan "$secs" "" "$cpu" "" \
+        $((rss / 1024)) "" 0
     for run in "parquet" "parquet --annotate" "jsonl"; do
         format=${run%% *}
         extra=()
         [ "$run" != "$format" ] && extra=(--annotate)
         measure --write-dataset "$work/out" --dataset-format "$format" "${extra[@]}"
         out=$(du -sm "$work/out" | cut -f1)
-        more=$(awk -v a="$secs" -v b="$base_secs" 'BEGIN { printf "%+.1f%%", (a - b) / b * 100 }')
-        printf '%-8s %-22s %8.2f %10s %9d %+10d %10d\n' "$n" "$run" "$secs" "$more" \
-            $((rss / 1024)) $(((rss - base_rss) / 1024)) "$out"
+        more=$(awk -v a="$secs" -v b="$base_secs" 'BEGIN { printf "%+.0f%%", (a - b) / b * 100 }')
+        more_cpu=$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { printf "%+.0f%%", (a - b) / b * 100 }')
+        printf '%-8s %-20s %8.2f %8s %8.2f %8s %8d %+7d %7d\n' "$n" "$run" "$secs" "$more" \
+            "$cpu" "$more_cpu" $((rss / 1024)) $(((rss - base_rss) / 1024)) "$out"
     done
     rm -rf "$dump" "$work/out"
 done
