@@ -204,7 +204,7 @@ pub struct ScanArgs {
     ///
     /// Every document with text but the duplicates: a JSON Lines record as its original line, a
     /// Parquet row with all its columns, a file as {"path", "text"}. DIR must not hold a dataset
-    /// already.
+    /// already. See also --dataset-format and --annotate.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,
@@ -215,7 +215,8 @@ pub struct ScanArgs {
     /// parquet: a part file per input, DIR/part-SSSSS-NNNNN.parquet, with the input's schema
     /// (JSON Lines dumps are refused); jsonl: DIR/part-SSSSS.jsonl, a Parquet row as an object of
     /// all its columns.
-    #[arg(long, value_enum, value_name = "FORMAT", requires = "write_dataset", help_heading = OUTPUT)]
+    // This and --annotate's two are left out of -h, which stays within 80 lines; --help has them.
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "write_dataset", hide_short_help = true, help_heading = OUTPUT)]
     pub dataset_format: Option<DatasetFormatArg>,
 
     /// Write every document to the dataset, none dropped, with its cluster in five added
@@ -224,11 +225,11 @@ pub struct ScanArgs {
     /// dupfind_cluster, dupfind_cluster_size, dupfind_keep, dupfind_duplicate_of and
     /// dupfind_similarity (docs/output.md); filtering on dupfind_keep gives the deduplicated
     /// dataset. Needs --write-dataset.
-    #[arg(long, requires = "write_dataset", help_heading = OUTPUT)]
+    #[arg(long, requires = "write_dataset", hide_short_help = true, help_heading = OUTPUT)]
     pub annotate: bool,
 
     /// The prefix of --annotate's columns [default: dupfind_].
-    #[arg(long, value_name = "P", requires = "annotate", help_heading = OUTPUT)]
+    #[arg(long, value_name = "P", requires = "annotate", hide_short_help = true, help_heading = OUTPUT)]
     pub annotate_prefix: Option<String>,
 
     /// Evidence for each reported pair (json, jsonl and text).
