@@ -536,3 +536,83 @@ fn a_parquet_dump_written_as_json_lines_keeps_every_row_a_time_zone_included() {
         .unwrap()
         .starts_with("2023-11-14T22:13:20.000001"));
 }
+
+#[test]
+fn files_become_path_and_text_rows_a_part_per_run_of_files() {
+    let t = TestDir::new();
+    let a = text(9300, 200);
+    t.write("in/a.txt", &a)
+        .write("in/b.txt", edit(&a, &[3]))
+        .write("in/c.txt", text(9301, 200));
+    write(&t, "in/d.parquet", &table(0, 6));
+    t.write("in/e.txt", text(9302, 200));
+    let r = t.run(&[
+        "scan",
+        "--keep",
+        "first",
+        "--annotate",
+        "--dataset-format",
+        "parquet",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // a, b, c; the dump; e: three parts, in input order.
+    let names: Vec<String> = {
+        let mut n: Vec<String> = std::fs::read_dir(t.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names,
+        [
+            "part-00000-00000.parquet",
+            "part-00000-00001.parquet",
+            "part-00000-00002.parquet"
+        ]
+    );
+    let read = |name: &str| {
+        let f = File::open(t.join("out").join(name)).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let files = read("part-00000-00000.parquet");
+    let schema = files.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(&names[..2], ["path", "text"]);
+    let column = |b: &RecordBatch, name: &str| -> Vec<Option<String>> {
+        let a = b
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        a.iter().map(|v| v.map(str::to_string)).collect()
+    };
+    let paths = column(&files, "path");
+    assert_eq!(
+        paths,
+        [
+            Some("in/a.txt".into()),
+            Some("in/b.txt".into()),
+            Some("in/c.txt".into())
+        ]
+    );
+    assert_eq!(column(&files, "text")[0].as_deref(), Some(a.as_str()));
+    assert_eq!(
+        column(&files, "dupfind_duplicate_of")[1].as_deref(),
+        Some("in/a.txt")
+    );
+    assert_eq!(
+        column(&read("part-00000-00002.parquet"), "path"),
+        [Some("in/e.txt".into())]
+    );
+}
