@@ -2,9 +2,10 @@
 //! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N.parquet` a part per input): its
 //! documents with text but those the verify partitions listed as duplicates (with `--annotate`:
 //! all of them, each with its cluster numbered as the report numbers it), as `scan
-//! --write-dataset` writes them; the parts in shard order are `scan`'s. `dataset/shard-I.json` holds the counts and the documents that
-//! changed since they were signed (errors of the run, which the report lists). A run without
-//! `--write-dataset` has nothing to write, and the stage does nothing.
+//! --write-dataset` writes them; the parts in name order are `scan`'s. `dataset/shard-I.json`
+//! holds the counts and the documents that changed since they were signed (errors of the run,
+//! which the report lists). A run without `--write-dataset` has nothing to write, and the stage
+//! does nothing.
 
 use std::path::{Path, PathBuf};
 
