@@ -11,6 +11,7 @@ use crate::input::walk::WalkSkips;
 use crate::messages::InputError;
 use crate::verify::Verified;
 
+use super::counts::Counts;
 use super::{path_fields, ClusterOut, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
 
 /// What the walk counted.
@@ -63,7 +64,8 @@ pub struct Parts<'a> {
 
 /// The report and its exit status.
 pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
-    let mut stats = counts(&parts);
+    let mut stats = counts(&parts).stats();
+    stats.index = parts.index.clone();
     let Parts {
         walked,
         signed,
@@ -123,36 +125,34 @@ pub fn finish(
 }
 
 /// Every count but `skipped.error`, which needs the errors deduplicated.
-fn counts(p: &Parts) -> Stats {
-    let mut s = Stats {
+fn counts(p: &Parts) -> Counts {
+    let mut c = Counts {
         files_seen: p.walked.files_seen,
-        index: p.index.clone(),
-        ..Stats::default()
+        ..Counts::default()
     };
-    let (walk, outcomes) = (&p.walked.skipped, &p.outcomes);
-    s.skipped.not_regular = walk.not_regular + outcomes.not_regular;
-    s.skipped.symlink = walk.symlink;
-    s.skipped.outside_roots = walk.outside_roots;
-    (s.skipped.hidden, s.skipped.ignored) = (walk.hidden, walk.ignored);
-    s.skipped.too_short = walk.too_short + outcomes.too_short;
-    s.skipped.too_large = walk.too_large + outcomes.too_large;
-    s.skipped.binary = outcomes.binary;
-    s.skipped.bad_line = p.signed.bad_lines;
-    s.skipped.empty = p.signed.empty_dumps + p.identical.empty;
-    s.distinct_shingles = p.signed.distinct.estimate().round() as u64;
-    s.distinct_shingles_error = p.signed.distinct.relative_error();
-    s.exact_groups = p.identical.groups;
-    s.documents = p.identical.documents;
-    s.bytes = p.identical.bytes;
-    s.candidate_pairs = p.verified.checked;
-    s.verified_pairs = p.verified.passed;
-    (s.largest_bucket, s.largest_component) = p.skew;
-    s.edit_fallbacks = p.verified.fallbacks;
-    s.clusters = p.found.len() as u64;
+    let (walk, outcomes, s) = (&p.walked.skipped, &p.outcomes, &mut c.skipped);
+    s.not_regular = walk.not_regular + outcomes.not_regular;
+    s.symlink = walk.symlink;
+    s.outside_roots = walk.outside_roots;
+    (s.hidden, s.ignored) = (walk.hidden, walk.ignored);
+    s.too_short = walk.too_short + outcomes.too_short;
+    s.too_large = walk.too_large + outcomes.too_large;
+    s.binary = outcomes.binary;
+    s.bad_line = p.signed.bad_lines;
+    s.empty = p.signed.empty_dumps + p.identical.empty;
+    c.distinct = Some(p.signed.distinct.clone());
+    c.exact_groups = p.identical.groups;
+    c.documents = p.identical.documents;
+    c.bytes = p.identical.bytes;
+    c.candidate_pairs = p.verified.checked;
+    c.verified_pairs = p.verified.passed;
+    (c.largest_bucket, c.largest_component) = p.skew;
+    c.edit_fallbacks = p.verified.fallbacks;
+    c.clusters = p.found.len() as u64;
     // Counted over the new documents: with --against, a cluster whose representative is an
     // indexed document has no original among them.
     let first_new = p.corpus.first_new;
-    let clustered: u64 = (p.found.iter())
+    c.clustered = (p.found.iter())
         .map(|f| {
             f.cluster
                 .members
@@ -161,16 +161,14 @@ fn counts(p: &Parts) -> Stats {
                 .count() as u64
         })
         .sum();
-    let originals = (p.found.iter())
+    c.originals = (p.found.iter())
         .filter(|f| f.representative >= first_new)
         .count() as u64;
     let canon = &p.identical.canon;
-    s.exact_copies = (first_new as usize..p.corpus.len())
+    c.exact_copies = (first_new as usize..p.corpus.len())
         .filter(|&d| canon[d] != d as u32)
         .count() as u64;
-    s.unique_documents = s.documents.saturating_sub(clustered);
-    s.near_copies = clustered.saturating_sub(originals + s.exact_copies);
-    s
+    c
 }
 
 fn error_out(e: &InputError) -> ErrorOut {

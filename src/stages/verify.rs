@@ -21,6 +21,7 @@ use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome};
 use crate::pairs::Pair;
+use crate::report::Counts;
 use crate::sketch::bottomk::Sketches;
 use crate::verify::Judge;
 
@@ -59,6 +60,22 @@ pub struct VerifySummary {
     pub clusters: Vec<ClusterRec>,
     /// The run-wide ids of the documents listed as duplicates (left out of the dataset).
     pub dropped: Vec<i64>,
+}
+
+impl VerifySummary {
+    /// The partition's share of the report's counts: its pairs and clusters (every member of a
+    /// staged run is new, so each cluster has its original among them).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            candidate_pairs: self.checked,
+            verified_pairs: self.passed,
+            edit_fallbacks: self.fallbacks,
+            clusters: self.clusters.len() as u64,
+            clustered: self.clusters.iter().map(|c| c.size() as u64).sum(),
+            originals: self.clusters.len() as u64,
+            ..Counts::default()
+        }
+    }
 }
 
 /// Verifies partition `part`.
