@@ -45,7 +45,6 @@ fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
 /// its first document, the one that represents the group from then on.
 pub fn group(corpus: &mut Corpus) -> Identical {
     let (keyed, spans) = groups(&corpus.docs);
-    let first_new = corpus.first_new;
     let mut out = Identical::default();
     let mut members: Vec<u32> = Vec::new();
     for (_, at, len) in spans {
@@ -57,11 +56,11 @@ pub fn group(corpus: &mut Corpus) -> Identical {
         };
         out.units.push(first);
         // Copies among indexed documents were reported when they were new.
-        let new_members = members.iter().filter(|&&m| m >= first_new).count();
+        let new_members = members.iter().filter(|&&m| corpus.is_new(m)).count();
         if members.len() > 1 && new_members > 0 {
             out.groups += 1;
         }
-        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
+        for &m in members[1..].iter().filter(|&&m| corpus.is_new(m)) {
             out.pairs.push(Pair {
                 lo: first,
                 hi: m,
@@ -72,7 +71,7 @@ pub fn group(corpus: &mut Corpus) -> Identical {
         }
     }
     // Empty documents (including copies of an empty claimer) never join a cluster.
-    for d in &corpus.docs[first_new as usize..] {
+    for d in corpus.new_docs() {
         match d.outcome {
             Outcome::Sketched | Outcome::Duplicate => {
                 out.documents += 1;
@@ -173,7 +172,7 @@ mod tests {
     #[test]
     fn copies_are_grouped_by_the_whole_hash_in_order_of_their_first_document() {
         let high = 7u128 << 64;
-        let mut docs = vec![
+        let docs = vec![
             doc(high | 2, Outcome::Duplicate), // 0: a copy of 3, read before its claimer
             doc(high | 1, Outcome::Sketched),  // 1: same high half as 0, another content
             doc(5, Outcome::Sketched),         // 2: alone
@@ -184,14 +183,8 @@ mod tests {
             doc(high | 2, Outcome::Duplicate), // 7: another copy of 3
         ];
         let n = docs.len();
-        let mut corpus = Corpus {
-            files: Vec::new(),
-            sigs: (0..n as u32 * 2).collect(),
-            docs: std::mem::take(&mut docs),
-            lanes: 2,
-            bottom: Sketches::default(),
-            first_new: 0,
-        };
+        let sigs = (0..n as u32 * 2).collect();
+        let mut corpus = Corpus::new(Vec::new(), docs, sigs, 2, Sketches::default());
         let found = group(&mut corpus);
         let listed: Vec<(u32, u32)> = found.pairs.iter().map(|p| (p.lo, p.hi)).collect();
         assert_eq!(listed, [(0, 3), (0, 7), (1, 4)]);

@@ -70,10 +70,9 @@ pub fn skew(tables: &[Buckets], n: usize) -> (u64, u64) {
 /// Buckets the `units` (one document per distinct content, in increasing order).
 pub fn find(cfg: &Config, corpus: &Corpus, units: &[u32]) -> Candidates {
     let (mut tables, ruled_out) = bucket(cfg, corpus, units);
-    if corpus.first_new > 0 {
-        tables
-            .iter_mut()
-            .for_each(|t| t.keep_from(corpus.first_new));
+    if corpus.indexed() > 0 {
+        let first_new = corpus.new_ids().start;
+        tables.iter_mut().for_each(|t| t.keep_from(first_new));
     }
     let (largest_bucket, largest_component) = skew(&tables, corpus.docs.len());
     Candidates {

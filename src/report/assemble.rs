@@ -151,22 +151,21 @@ fn counts(p: &Parts) -> Counts {
     c.clusters = p.found.len() as u64;
     // Counted over the new documents: with --against, a cluster whose representative is an
     // indexed document has no original among them.
-    let first_new = p.corpus.first_new;
+    let (corpus, canon) = (p.corpus, &p.identical.canon);
     c.clustered = (p.found.iter())
         .map(|f| {
             f.cluster
                 .members
                 .iter()
-                .filter(|&&d| d >= first_new)
+                .filter(|&&d| corpus.is_new(d))
                 .count() as u64
         })
         .sum();
     c.originals = (p.found.iter())
-        .filter(|f| f.representative >= first_new)
+        .filter(|f| corpus.is_new(f.representative))
         .count() as u64;
-    let canon = &p.identical.canon;
-    c.exact_copies = (first_new as usize..p.corpus.len())
-        .filter(|&d| canon[d] != d as u32)
+    c.exact_copies = (corpus.new_ids())
+        .filter(|&d| canon[d as usize] != d)
         .count() as u64;
     c
 }
@@ -220,14 +219,13 @@ mod tests {
             set: None,
             shingles: 0,
         };
-        Corpus {
-            files: (0..n).map(file).collect(),
-            docs: vec![doc; n],
-            sigs: Vec::new(),
-            lanes: 1,
-            bottom: Default::default(),
-            first_new: 0,
-        }
+        Corpus::new(
+            (0..n).map(file).collect(),
+            vec![doc; n],
+            Vec::new(),
+            1,
+            Default::default(),
+        )
     }
 
     /// Six documents: 0 ~ 1 ~ 2 in one cluster (2 an exact copy of 0), 3 and 4 in another, 5

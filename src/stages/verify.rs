@@ -95,7 +95,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
             .with_context(|| format!("document {d:#x} of partition {part} was not routed to it"))
     };
     let copies = read_copies(work, comps, part)?;
-    let (mut corpus, texts) = corpus_of(&cfg, rows, &copies);
+    let (corpus, texts) = corpus_of(&cfg, rows, &copies);
     let identical = identical_of(&corpus, &copies, &local)?;
     let candidates = candidates_of(work, comps, &cfg, part, &local)?;
     let engine = ingest::engine(&cfg, None);
@@ -104,16 +104,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         .fill_carried(texts)
         .context("cannot store the carried texts in a temporary file")?;
     let kept = vec![None; corpus.len()];
-    corpus.first_new = 0;
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: 0,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let Concluded {
         verified,
         found,
@@ -202,14 +193,13 @@ fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus,
         } => Some(num_perm),
         _ => None,
     };
-    let mut corpus = Corpus {
-        files: Vec::with_capacity(n),
-        docs: Vec::with_capacity(n),
-        sigs: vec![0; n * lanes],
+    let mut corpus = Corpus::new(
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        vec![0; n * lanes],
         lanes,
-        bottom: Sketches::default(),
-        first_new: 0,
-    };
+        Sketches::default(),
+    );
     let mut bottoms = Vec::new();
     let mut texts = Vec::new();
     for (d, row) in rows.into_iter().enumerate() {

@@ -9,6 +9,7 @@
 use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
 use crate::config::banding::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
+use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::DocResult;
 use crate::pairs::{DocId, Score};
 use crate::sketch::bottomk::Sketches;
@@ -48,7 +49,20 @@ pub struct Judge<'a> {
     pub first_new: u32,
 }
 
-impl Judge<'_> {
+impl<'a> Judge<'a> {
+    /// The judge of `corpus`'s pairs, `canon` the document holding each one's sketches.
+    pub fn new(method: &'a MethodConfig, corpus: &'a Corpus, canon: &'a [u32]) -> Judge<'a> {
+        Judge {
+            method,
+            lanes: corpus.lanes,
+            sigs: &corpus.sigs,
+            docs: &corpus.docs,
+            canon,
+            bottom: &corpus.bottom,
+            first_new: corpus.indexed(),
+        }
+    }
+
     /// MinHash signature of `d`'s content.
     pub fn sig(&self, d: u32) -> &[u32] {
         let c = self.canon[d as usize] as usize;
