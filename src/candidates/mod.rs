@@ -88,15 +88,12 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
 
     let tables = match &cfg.method {
         MethodConfig::MinHash {
-            containment: true,
-            threshold,
+            containment: Some(scheme),
             report_threshold,
-            num_perm,
             ..
         } => {
             let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
-            let scheme = containment::Scheme::new(*threshold, *num_perm);
-            let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
+            let c = containment::candidates(scheme, units, sigs, lanes, &sizes, *report_threshold);
             // The pairs of two size classes: those the single-value bands make candidates (pairs
             // of one class come from the buckets of two-value bands, and are not counted).
             // A warning: the run is slow for a reason the user can change.

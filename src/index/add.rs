@@ -6,7 +6,7 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::index::codec::{self, BlobKind, Packer};
 use crate::index::dir::IndexDir;
 use crate::index::paths::{mtime_ns, path_key};
@@ -59,13 +59,11 @@ impl NewDocs<'_> {
             Some(r) => (Some(r.line), r.id.clone(), r.file_size),
             None => (None, None, f.size),
         };
-        let signature = match &self.cfg.method {
-            MethodConfig::MinHash { .. } => {
-                let lanes = self.corpus.lanes;
-                let c = canon as usize;
-                self.corpus.sigs[c * lanes..(c + 1) * lanes].to_vec()
-            }
-            MethodConfig::SimHash { .. } => Vec::new(),
+        let signature = if self.cfg.method.is_simhash() {
+            Vec::new()
+        } else {
+            let (lanes, c) = (self.corpus.lanes, canon as usize);
+            self.corpus.sigs[c * lanes..(c + 1) * lanes].to_vec()
         };
         Entry {
             path: path_key(&f.path),

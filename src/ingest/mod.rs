@@ -110,14 +110,7 @@ pub fn sign(
         }
         _ => None,
     };
-    let bottom_k = match &cfg.method {
-        MethodConfig::MinHash {
-            bottom_k: true,
-            num_perm,
-            ..
-        } => Some((*num_perm, cfg.seed)),
-        _ => None,
-    };
+    let bottom_k = cfg.method.bottom_k().map(|k| (k, cfg.seed));
     let lanes = cfg.lanes();
     let ingested = Ingest {
         engine,

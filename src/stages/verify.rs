@@ -16,7 +16,7 @@ use crate::candidates::identical::Identical;
 use crate::candidates::keys::Keying;
 use crate::candidates::Candidates;
 use crate::conclude::{conclude, Concluded};
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome};
@@ -185,14 +185,7 @@ type Texts = Vec<(u32, Result<Vec<u8>, String>)>;
 fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus, Texts) {
     let lanes = cfg.lanes();
     let n = rows.len();
-    let bottom_k = match cfg.method {
-        MethodConfig::MinHash {
-            bottom_k: true,
-            num_perm,
-            ..
-        } => Some(num_perm),
-        _ => None,
-    };
+    let bottom_k = cfg.method.bottom_k();
     let mut corpus = Corpus::new(
         Vec::with_capacity(n),
         Vec::with_capacity(n),

@@ -6,7 +6,7 @@
 //! Byte-identical documents are sketched once: `canon[d]` is the document holding the
 //! signature, fingerprint and material (set, tokens) of `d`'s content.
 
-use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
+use crate::candidates::containment::{self, containment_from_jaccard};
 use crate::config::banding::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
 use crate::ingest::corpus::Corpus;
@@ -91,10 +91,7 @@ impl<'a> Judge<'a> {
 
     /// The verification, for MinHash.
     pub fn verify(&self) -> Option<Verify> {
-        match self.method {
-            MethodConfig::MinHash { verify, .. } => Some(*verify),
-            MethodConfig::SimHash { .. } => None,
-        }
+        self.method.verify()
     }
 
     /// Distinct shingles of `d`'s content (counted only for `--containment`).
@@ -104,18 +101,12 @@ impl<'a> Judge<'a> {
 
     /// True with `--containment`: similarities are containments of the smaller document.
     pub fn is_containment(&self) -> bool {
-        matches!(
-            self.method,
-            MethodConfig::MinHash {
-                containment: true,
-                ..
-            }
-        )
+        self.method.containment().is_some()
     }
 
     /// True under `--method simhash`.
     pub fn is_simhash(&self) -> bool {
-        matches!(self.method, MethodConfig::SimHash { .. })
+        self.method.is_simhash()
     }
 
     /// The similarity of two sorted shingle sets: Jaccard, or the containment of the smaller.
@@ -153,7 +144,7 @@ impl<'a> Judge<'a> {
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
-                containment: true,
+                containment: Some(_),
                 ..
             } => containment::plausible(
                 self.estimate(a, b),
@@ -199,7 +190,7 @@ impl<'a> Judge<'a> {
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
-                containment: true,
+                containment: Some(_),
                 ..
             } => {
                 // A pair of one size class is checked here as the gathering checks the others,
@@ -309,11 +300,9 @@ impl<'a> Judge<'a> {
     pub fn first_table(&self, a: u32, b: u32) -> Option<usize> {
         match self.method {
             MethodConfig::MinHash {
-                containment: true,
-                threshold,
+                containment: Some(scheme),
                 ..
-            } => Scheme::new(*threshold, self.lanes)
-                .first_band((self.size(a), self.size(b)), (self.sig(a), self.sig(b))),
+            } => scheme.first_band((self.size(a), self.size(b)), (self.sig(a), self.sig(b))),
             MethodConfig::MinHash {
                 banding: Banding { bands, rows },
                 ..
@@ -324,11 +313,9 @@ impl<'a> Judge<'a> {
                     x[r.clone()] == y[r]
                 })
             }
-            MethodConfig::SimHash { max_distance, .. } => {
+            MethodConfig::SimHash { pieces, .. } => {
                 let (x, y) = (self.fingerprint(a), self.fingerprint(b));
-                simhash::pieces(*max_distance)
-                    .into_iter()
-                    .position(|p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
+                (pieces.iter()).position(|&p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
             }
         }
     }
