@@ -1,5 +1,5 @@
-//! Assembly: the stages' counts and errors → the report's `stats` and `errors`, and the exit
-//! status they imply. The only place that fills [`Stats`].
+//! Assembly: the stages' counts and errors → the report's `stats` (through [`Counts`], as
+//! `stage report` adds them up) and `errors`, and the exit status they imply.
 
 use crate::candidates::identical::Identical;
 use crate::cluster::Found;
