@@ -26,9 +26,12 @@ fn corpus(t: &TestDir) {
         .write("new/huge.txt", text(802, 6000));
 }
 
-/// Every cluster's member paths as a set, and every verified pair as its two paths (sorted)
-/// with its similarity.
-fn shape(report: &Value) -> (BTreeSet<Vec<String>>, BTreeSet<(String, String, String)>) {
+/// Every cluster's member paths, sorted.
+type Members = BTreeSet<Vec<String>>;
+/// Every verified pair as its two paths (sorted) and its similarity (as JSON writes it).
+type Pairs = BTreeSet<(String, String, String)>;
+
+fn shape(report: &Value) -> (Members, Pairs) {
     let mut sets = BTreeSet::new();
     let mut pairs = BTreeSet::new();
     for c in clusters(report) {
@@ -120,7 +123,7 @@ fn scan_against_a_clean_index_warns_exits_and_pairs_as_scan_of_both() {
     let (sets, pairs) = shape(&r_both);
     assert_eq!(shape(&r_against), (sets.clone(), pairs));
     // The old documents are in no cluster of their own, so every component holds a new one.
-    let want: BTreeSet<Vec<String>> = [
+    let want: Members = [
         vec!["new/copy5.txt", "old/o5.txt"],
         vec!["new/fam-a.txt", "new/fam-b.txt", "new/fam-c.txt"],
         vec!["new/near0.txt", "old/o0.txt"],
