@@ -192,6 +192,9 @@ pub struct Record {
     /// Where the record's JSON lies in the dump (offset, length), when the dump is not
     /// compressed: verification reads it from there again.
     pub at: Option<(u64, u64)>,
+    /// Its value of the `--keep-by` field, when it has one (an indexed document has none: the
+    /// index stores no fields).
+    pub keep: Option<crate::input::field_value::FieldValue>,
 }
 
 /// Counts of files the walk saw but did not keep.
