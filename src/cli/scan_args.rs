@@ -157,8 +157,7 @@ pub struct ScanArgs {
     #[serde(default)]
     pub max_memory: Option<u64>,
 
-    /// Output format: json, jsonl, text, paths or parquet [default: text on a terminal, else
-    /// json].
+    /// Output format [default: text on a terminal, else json].
     ///
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
     /// people reading in a terminal; paths: the removable duplicates, one path per line (with
@@ -188,7 +187,7 @@ pub struct ScanArgs {
     #[arg(long, value_enum, help_heading = OUTPUT)]
     pub cluster: Option<ClusterArg>,
 
-    /// Which member represents a cluster (the one to keep).
+    /// The member to keep, the representative.
     ///
     /// The others are its `duplicates`. oldest: the earliest modification time, since a copy is
     /// made after its original; ties (and files without a time) in path order. none: no member
@@ -197,13 +196,13 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value_t = KeepArg::Oldest, help_heading = OUTPUT)]
     pub keep: KeepArg,
 
-    /// Keep the dump record with the greatest (:max, the default) or least (:min) FIELD.
+    /// Keep the dump record of greatest FIELD (FIELD:min: of least).
     ///
-    /// FIELD is a field of JSON Lines records or a Parquet column, dotted into objects and
+    /// FIELD[:max|:min]: FIELD is a field of JSON Lines records or a Parquet column, dotted into objects and
     /// structs as --text-field takes it: numbers, strings, booleans, timestamps and dates
     /// compare. Ties, and records without a value, follow --keep. With --against an indexed
     /// document still represents its cluster (the index stores no fields).
-    #[arg(long, value_name = "FIELD[:max|:min]", help_heading = OUTPUT)]
+    #[arg(long, value_name = "FIELD", help_heading = OUTPUT)]
     #[serde(default)]
     pub keep_by: Option<String>,
 

@@ -57,7 +57,7 @@ pub fn form(
         value: files[d as usize]
             .record
             .as_ref()
-            .and_then(|r| r.keep.as_ref()),
+            .and_then(|r| r.keep.as_deref()),
     };
     let order = representative::Order::of(cfg);
     match cfg.cluster {

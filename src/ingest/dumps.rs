@@ -288,7 +288,7 @@ impl Ingest<'_> {
                     id,
                     file_size: file.size,
                     at,
-                    keep,
+                    keep: keep.map(Box::new),
                 })),
                 deferred: false,
             });

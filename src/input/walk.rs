@@ -193,8 +193,9 @@ pub struct Record {
     /// compressed: verification reads it from there again.
     pub at: Option<(u64, u64)>,
     /// Its value of the `--keep-by` field, when it has one (an indexed document has none: the
-    /// index stores no fields).
-    pub keep: Option<crate::input::field_value::FieldValue>,
+    /// index stores no fields). Boxed: most records of most runs have none, and every dump
+    /// record has a `Record`.
+    pub keep: Option<Box<crate::input::field_value::FieldValue>>,
 }
 
 /// Counts of files the walk saw but did not keep.

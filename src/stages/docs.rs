@@ -92,7 +92,7 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
         bottoms.append_option(r.bottom.as_deref().map(u64s_le));
         texts.append_option(r.text.as_deref());
         text_errors.append_option(r.text_error.as_deref());
-        let keep = r.file.record.as_ref().and_then(|rec| rec.keep.as_ref());
+        let keep = r.file.record.as_ref().and_then(|rec| rec.keep.as_deref());
         keeps.append_option(keep.map(FieldValue::to_bytes));
     }
     let record = |r: &DocRow| r.file.record.as_deref().cloned();
@@ -182,7 +182,8 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
                     .map(|(o, n)| (o as u64, n as u64)),
                 keep: (!keeps.is_null(k))
                     .then(|| FieldValue::from_bytes(keeps.value(k)))
-                    .flatten(),
+                    .flatten()
+                    .map(Box::new),
             })
         });
         let modified = opt(secs, k).and_then(|s| time_from_parts(s, nanos.value(k)));
@@ -239,7 +240,7 @@ mod tests {
                 id: Some("doc-3".into()),
                 file_size: 1000,
                 at: Some((100, 42)),
-                keep: Some(FieldValue::Text("2026-01-02".into())),
+                keep: Some(Box::new(FieldValue::Text("2026-01-02".into()))),
             })),
             deferred: false,
         };
