@@ -167,23 +167,32 @@ impl<'de> DeserializeSeed<'de> for Paths<'_> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Picked, D::Error> {
         let ends = |p: Option<&[String]>| p.is_some_and(<[String]>::is_empty);
         let below = |p: Option<&[String]>| p.is_some_and(|p| !p.is_empty());
+        let shared = |p: Option<&[String]>| ends(p) && (self.text.is_some() || self.id.is_some());
         if ends(self.id)
-            || ends(self.keep)
+            || shared(self.keep)
             || (ends(self.text) && (below(self.id) || below(self.keep)))
         {
             // The id or keep field (perhaps holding the others, or held by the text field):
             // built whole, the others looked up in it.
             let value = Value::deserialize(d)?;
             let at = |p: Option<&[String]>| p.and_then(|rest| lookup(&value, rest));
-            return Ok(Picked {
-                text: at(self.text).map(Text::of),
-                id: at(self.id).cloned(),
-                keep: at(self.keep).cloned(),
-            });
+            let (text, keep) = (at(self.text).map(Text::of), at(self.keep).cloned());
+            // The id field itself is moved, not copied: it is the common case.
+            let id = match self.id {
+                Some([]) => Some(value),
+                rest => rest.and_then(|rest| lookup(&value, rest)).cloned(),
+            };
+            return Ok(Picked { text, id, keep });
         }
         if ends(self.text) {
             return Ok(Picked {
                 text: Some(d.deserialize_any(TextField)?),
+                ..Picked::default()
+            });
+        }
+        if ends(self.keep) && self.text.is_none() && self.id.is_none() {
+            return Ok(Picked {
+                keep: d.deserialize_any(KeepField)?,
                 ..Picked::default()
             });
         }
@@ -293,6 +302,56 @@ impl<'de> Visitor<'de> for TextField {
 
     fn visit_unit<E>(self) -> Result<Text, E> {
         Ok(Text::Other)
+    }
+}
+
+/// The `--keep-by` field's value: a scalar (a number, string or boolean) as a `Value`; an array
+/// or object is skipped unbuilt (it is no value to compare), so that nothing inside it can drop
+/// the record.
+struct KeepField;
+
+impl<'de> Visitor<'de> for KeepField {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(s)))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(s)))
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(b)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Option<Value>, E> {
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Value>, A::Error> {
+        skip_seq(seq).map(|()| None)
     }
 }
 
@@ -429,6 +488,40 @@ mod tests {
             let got = parse_record(record.as_bytes(), &opts(text, id));
             assert_eq!(got, want, "{text} {id} {record}");
         }
+    }
+
+    #[test]
+    fn the_keep_by_field_is_found_beside_inside_or_on_the_other_paths() {
+        let opts = |text: &str, id: &str, keep: &str| JsonlOptions {
+            keep_field: Some(field_path(keep).unwrap()),
+            ..self::opts(text, id)
+        };
+        let keep = |o: &JsonlOptions, record: &str| parse_fields(record.as_bytes(), o).unwrap();
+        let r = r#"{"id":"x","text":"t","q":{"n":2.5,"s":"b"},"big":[1e400]}"#;
+        assert_eq!(
+            keep(&opts("text", "id", "q.n"), r).keep,
+            Some(FieldValue::Float(2.5))
+        );
+        assert_eq!(
+            keep(&opts("text", "id", "q.s"), r).keep,
+            Some(FieldValue::Text("b".into()))
+        );
+        // The id itself, or inside it; the id is kept too.
+        let f = keep(&opts("text", "id", "id"), r);
+        assert_eq!(
+            (f.id.as_deref(), f.keep),
+            (Some("x"), Some(FieldValue::Text("x".into())))
+        );
+        let f = keep(&opts("text", "q", "q.n"), r);
+        assert_eq!(f.id.as_deref(), Some(r#"{"n":2.5,"s":"b"}"#));
+        assert_eq!(f.keep, Some(FieldValue::Float(2.5)));
+        // Not there, null, or no scalar: no value, and the record is a document all the same.
+        for path in ["nope", "q.nope", "text.x", "q", "big"] {
+            let f = keep(&opts("text", "id", path), r);
+            assert_eq!((f.text.as_str(), f.keep), ("t", None), "{path}");
+        }
+        let f = keep(&opts("text", "id", "q"), r#"{"text":"t","q":null}"#);
+        assert_eq!(f.keep, None);
     }
 
     #[test]
