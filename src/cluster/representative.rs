@@ -152,7 +152,7 @@ mod tests {
             path: Path::new("p"),
             bytes: u64::from(4 - i),
             modified: None,
-            indexed: i == 1 && values[0].is_none(),
+            indexed: false,
             value: values[i as usize].as_ref(),
         };
         let order = |keep, by_max| {
@@ -164,5 +164,24 @@ mod tests {
         assert_eq!(order(KeepPolicy::First, Some(false)), vec![0, 3, 2, 1]);
         assert_eq!(order(KeepPolicy::Smallest, Some(false)), vec![3, 0, 2, 1]);
         assert_eq!(order(KeepPolicy::First, None), vec![0, 1, 2, 3]);
+        let indexed = |i: u32| Facts {
+            indexed: i == 1,
+            ..facts(i)
+        };
+        let mut ids = vec![0, 1, 2, 3];
+        let by_max = Some(true);
+        sort(
+            Order {
+                keep: KeepPolicy::First,
+                by_max,
+            },
+            &mut ids,
+            indexed,
+        );
+        assert_eq!(
+            ids,
+            [1, 2, 0, 3],
+            "an indexed document first, whatever its value"
+        );
     }
 }

@@ -102,18 +102,17 @@ fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
             exact.append_option(role[at].map(|r| r.0.exact));
         }
     }
-    let arc = |a: ArrayRef| a;
     vec![
-        arc(Arc::new(cluster.finish())),
-        arc(Arc::new(size.finish())),
-        arc(Arc::new(path.finish())),
-        arc(Arc::new(line.finish())),
-        arc(Arc::new(id.finish())),
-        arc(Arc::new(bytes.finish())),
-        arc(Arc::new(indexed.finish())),
-        arc(Arc::new(representative.finish())),
-        arc(Arc::new(duplicate.finish())),
-        arc(Arc::new(similarity.finish())),
-        arc(Arc::new(exact.finish())),
+        Arc::new(cluster.finish()) as ArrayRef,
+        Arc::new(size.finish()),
+        Arc::new(path.finish()),
+        Arc::new(line.finish()),
+        Arc::new(id.finish()),
+        Arc::new(bytes.finish()),
+        Arc::new(indexed.finish()),
+        Arc::new(representative.finish()),
+        Arc::new(duplicate.finish()),
+        Arc::new(similarity.finish()),
+        Arc::new(exact.finish()),
     ]
 }
