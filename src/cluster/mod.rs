@@ -53,7 +53,7 @@ pub fn form(
         path: &files[d as usize].path,
         bytes: corpus.docs[d as usize].bytes,
         modified: files[d as usize].modified,
-        indexed: d < corpus.first_new,
+        indexed: !corpus.is_new(d),
         value: files[d as usize]
             .record
             .as_ref()

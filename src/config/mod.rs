@@ -6,11 +6,13 @@
 pub mod banding;
 pub mod containment;
 pub(crate) mod inputs;
+mod method;
 mod validate;
 
 use std::path::PathBuf;
 
 use crate::config::banding::Banding;
+use crate::config::containment::Scheme;
 use crate::input::jsonl::JsonlOptions;
 use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
@@ -56,8 +58,9 @@ pub enum MethodConfig {
         /// (`--sketch bottom-k`; the bands still use the OPH signature).
         bottom_k: bool,
         /// `--containment`: the thresholds are containments, candidates come from
-        /// [`crate::candidates::containment`] and `banding` is that of documents of one size class.
-        containment: bool,
+        /// [`crate::candidates::containment`] with this banding of each size class offset, and
+        /// `banding` is that of documents of one size class (resolved once, when validated).
+        containment: Option<Scheme>,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
@@ -65,6 +68,8 @@ pub enum MethodConfig {
         max_distance: u32,
         /// Largest distance of a reported pair (`--min-similarity` may lower it).
         report_distance: u32,
+        /// The fingerprint's pieces (shift, width) for `max_distance`, resolved once.
+        pieces: Vec<(u32, u32)>,
     },
 }
 
@@ -241,29 +246,17 @@ impl Config {
     /// Signature values per document: K for MinHash, none kept for SimHash (one slot, unused,
     /// so that rows of the signature vector line up with documents).
     pub fn lanes(&self) -> usize {
-        match &self.method {
-            MethodConfig::MinHash { num_perm, .. } => *num_perm,
-            MethodConfig::SimHash { .. } => 1,
-        }
+        self.method.lanes()
     }
 
     /// True with `--containment`.
     pub fn containment(&self) -> bool {
-        matches!(
-            self.method,
-            MethodConfig::MinHash {
-                containment: true,
-                ..
-            }
-        )
+        self.method.containment().is_some()
     }
 
     /// The MinHash verification, None for SimHash.
     pub fn verify(&self) -> Option<Verify> {
-        match &self.method {
-            MethodConfig::MinHash { verify, .. } => Some(*verify),
-            MethodConfig::SimHash { .. } => None,
-        }
+        self.method.verify()
     }
 }
 

@@ -15,6 +15,7 @@ use crate::cli::{
     VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
+use crate::config::containment::Scheme;
 use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
@@ -319,6 +320,7 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     Ok(MethodConfig::SimHash {
         max_distance,
         report_distance,
+        pieces: crate::sketch::simhash::pieces(max_distance),
     })
 }
 
@@ -393,7 +395,7 @@ impl Config {
             ..
         } = &self.method
         {
-            if *containment {
+            if containment.is_some() {
                 bail!("--containment cannot be used with an index yet (it needs every set's size)");
             }
             if *verify == Verify::Edit {
@@ -424,10 +426,11 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         VerifyArg::Estimate => Verify::Estimate,
         VerifyArg::Edit => Verify::Edit,
     };
-    let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
-        Some(given) => (given, false),
-        None if args.containment => (super::containment::Scheme::new(t, k).offsets[0], true),
-        None => {
+    let containment = args.containment.then(|| Scheme::new(t, k));
+    let (banding, chosen) = match (given_banding(args.bands, args.rows, k), &containment) {
+        (Some(given), _) => (given, false),
+        (None, Some(scheme)) => (scheme.offsets[0], true),
+        (None, None) => {
             // Checking documents makes a false candidate cheap, so favour recall.
             let weight = if verify == Verify::Estimate {
                 1.0
@@ -470,7 +473,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         banding_chosen: chosen,
         threshold: t,
         verify,
-        containment: args.containment,
+        containment,
     })
 }
 

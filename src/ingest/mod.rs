@@ -114,14 +114,7 @@ pub fn sign(
         }
         _ => None,
     };
-    let bottom_k = match &cfg.method {
-        MethodConfig::MinHash {
-            bottom_k: true,
-            num_perm,
-            ..
-        } => Some((*num_perm, cfg.seed)),
-        _ => None,
-    };
+    let bottom_k = cfg.method.bottom_k().map(|k| (k, cfg.seed));
     let lanes = cfg.lanes();
     let ingested = Ingest {
         engine,
@@ -136,14 +129,13 @@ pub fn sign(
         anyhow::bail!(reason);
     }
     Ok(Signed {
-        corpus: Corpus {
-            files: ingested.entries,
-            docs: ingested.docs,
-            sigs: ingested.sigs,
+        corpus: Corpus::new(
+            ingested.entries,
+            ingested.docs,
+            ingested.sigs,
             lanes,
-            bottom: ingested.bottom,
-            first_new: 0,
-        },
+            ingested.bottom,
+        ),
         summary: SignSummary {
             distinct: ingested.distinct,
             errors: ingested.errors,
@@ -164,9 +156,9 @@ pub fn keep_record_texts(
     corpus: &Corpus,
     compared: impl FnOnce() -> Vec<u32>,
 ) -> anyhow::Result<()> {
-    let (files, first_new) = (&corpus.files, corpus.first_new);
+    let files = &corpus.files;
     let updating = cfg.against.as_ref().is_some_and(|a| a.update);
-    let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
+    let new_records = || (corpus.new_ids()).filter(|&d| files[d as usize].record.is_some());
     // Exact and edit verification and `--pairs` evidence read texts again.
     let needs_texts = cfg.pairs || matches!(cfg.verify(), Some(Verify::Exact | Verify::Edit));
     if new_records().next().is_none() || !(needs_texts || updating) {
@@ -174,11 +166,11 @@ pub fn keep_record_texts(
     }
     let mut wanted: Vec<u32> = if updating {
         // Every new record goes into the index with its set.
-        new_records().map(|d| d as u32).collect()
+        new_records().collect()
     } else {
         compared()
     };
-    wanted.retain(|&d| d >= first_new);
+    wanted.retain(|&d| corpus.is_new(d));
     wanted.sort_unstable();
     wanted.dedup();
     if let Err(e) = spill_records(engine, files, &wanted, &cfg.jsonl) {

@@ -11,6 +11,7 @@
 mod assemble;
 pub mod build;
 mod clusters;
+mod counts;
 mod model;
 pub mod params;
 mod parquet;
@@ -28,6 +29,7 @@ pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };
+pub use counts::Counts;
 pub use model::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
 
 #[derive(Serialize)]

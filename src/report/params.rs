@@ -2,7 +2,6 @@
 
 use crate::config::{Config, MethodConfig};
 use crate::report::Params;
-use crate::sketch::simhash;
 use crate::verify::judge::simhash_similarity;
 
 /// The report's `params`: the effective settings.
@@ -51,11 +50,12 @@ pub fn params(cfg: &Config) -> Params {
                 p.min_similarity = Some(*report_threshold);
             }
             p.verify = verify.name();
-            p.containment = *containment;
+            p.containment = containment.is_some();
         }
         MethodConfig::SimHash {
             max_distance,
             report_distance,
+            pieces,
         } => {
             if report_distance < max_distance {
                 p.min_similarity = Some(simhash_similarity(*report_distance));
@@ -63,7 +63,7 @@ pub fn params(cfg: &Config) -> Params {
             p.method = "simhash";
             p.bits = Some(64);
             p.max_distance = Some(*max_distance);
-            p.pieces = Some(simhash::pieces(*max_distance).len());
+            p.pieces = Some(pieces.len());
         }
     }
     p

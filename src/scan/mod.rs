@@ -72,15 +72,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     ingest::keep_record_texts(cfg, &engine, &corpus, || candidates.compared(&identical))?;
 
     let kept = corpus.take_kept_sets();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let skew = (candidates.largest_bucket, candidates.largest_component);
     let Concluded {
         verified,
@@ -135,7 +127,7 @@ fn write_dataset(
     use crate::dataset::{self, DatasetDoc};
     use crate::ingest::worker::Outcome;
     let dropped = dataset::dropped(found, clusters, corpus.len());
-    let docs: Vec<DatasetDoc> = (corpus.first_new as usize..corpus.len())
+    let docs: Vec<DatasetDoc> = (corpus.new_ids().map(|d| d as usize))
         .filter(|&d| {
             matches!(
                 corpus.docs[d].outcome,

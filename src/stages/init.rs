@@ -14,7 +14,7 @@ use arrow_array::{
 };
 
 use crate::cli::ScanArgs;
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::input::walk::{walk, FileEntry, Walked};
 use crate::messages::display_path;
 
@@ -116,10 +116,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
 
 /// What the staged pipeline does not do yet, refused before anything is written.
 fn refuse_unsupported(cfg: &Config) -> Result<()> {
-    if let MethodConfig::MinHash {
-        containment: true, ..
-    } = cfg.method
-    {
+    if cfg.containment() {
         bail!(
             "--containment is not supported by the staged pipeline (its candidates are gathered \
              per document over every size class); use `dupfind scan`"
