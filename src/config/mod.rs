@@ -109,6 +109,8 @@ pub enum OutputFormat {
         /// `-0`: a NUL after each path.
         null: bool,
     },
+    /// One Parquet table, a row per clustered document.
+    Parquet,
 }
 
 /// How verified pairs become clusters (`--cluster`).
@@ -145,6 +147,9 @@ pub enum KeepPolicy {
     Oldest,
     /// Shortest path.
     ShortestPath,
+    /// No member is kept: every member of a cluster is a duplicate. Members are ordered (for
+    /// strict clusters' centers) as with `First`.
+    None,
 }
 
 impl KeepPolicy {
@@ -157,7 +162,25 @@ impl KeepPolicy {
             KeepPolicy::Newest => "newest",
             KeepPolicy::Oldest => "oldest",
             KeepPolicy::ShortestPath => "shortest-path",
+            KeepPolicy::None => "none",
         }
+    }
+}
+
+/// `--keep-by FIELD[:max|:min]`: the dump record to keep, by a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeepBy {
+    /// The field's path (as `--text-field`'s).
+    pub field: Vec<String>,
+    /// The greatest value is kept (`:max`), else the least.
+    pub max: bool,
+}
+
+impl KeepBy {
+    /// As the command line and the report write it: `quality:max`.
+    pub fn name(&self) -> String {
+        let order = if self.max { "max" } else { "min" };
+        format!("{}:{order}", self.field.join("."))
     }
 }
 
@@ -207,6 +230,8 @@ pub struct Config {
     pub cluster: ClusterMode,
     /// Which member represents a cluster.
     pub keep: KeepPolicy,
+    /// `--keep-by`: the dump record to keep, by a field, before `keep`.
+    pub keep_by: Option<KeepBy>,
     /// Evidence for each reported pair.
     pub pairs: bool,
     /// `--write-dataset`: where the deduplicated dataset goes.

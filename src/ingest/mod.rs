@@ -12,6 +12,7 @@
 
 pub mod corpus;
 pub(crate) mod dumps;
+pub mod keep_by;
 mod links;
 mod pool;
 pub mod reread;
@@ -34,6 +35,7 @@ use crate::sketch::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::sketch::minhash::MinHasher;
 use corpus::Corpus;
 pub use dumps::spill_records;
+pub use keep_by::KeepSeen;
 use links::merge_links;
 use pool::{BottomSlots, Scratch, Workers};
 
@@ -75,6 +77,8 @@ pub struct SignSummary {
     pub bad_lines: u64,
     /// Dumps that held no record at all.
     pub empty_dumps: u64,
+    /// What it saw of the `--keep-by` field.
+    pub keep_seen: KeepSeen,
 }
 
 /// The first pass's result.
@@ -137,6 +141,7 @@ pub fn sign(
             errors: ingested.errors,
             bad_lines: ingested.bad_lines,
             empty_dumps: ingested.empty_dumps,
+            keep_seen: ingested.keep_seen,
         },
     })
 }
@@ -198,6 +203,8 @@ pub struct Ingested {
     pub bad_lines: u64,
     /// Dumps that held no record at all.
     pub empty_dumps: u64,
+    /// What it saw of the `--keep-by` field.
+    pub keep_seen: KeepSeen,
     /// The pass stopped: the documents' signatures alone would exceed the memory budget.
     pub over_budget: Option<String>,
 }
@@ -238,6 +245,7 @@ impl Ingest<'_> {
             errors: Vec::new(),
             bad_lines: 0,
             empty_dumps: 0,
+            keep_seen: KeepSeen::default(),
             over_budget: None,
         };
         // Known before anything is read for plain files; a dump's records are checked as they

@@ -255,6 +255,7 @@ mod tests {
                 ],
                 bad_lines: 1,
                 empty_dumps: 0,
+                keep_seen: Default::default(),
             },
             outcomes: Default::default(),
             identical,

@@ -26,6 +26,7 @@ pub fn params(cfg: &Config) -> Params {
         min_similarity: None,
         cluster: cfg.cluster.name(),
         keep: cfg.keep.name(),
+        keep_by: cfg.keep_by.as_ref().map(|k| k.name()),
         containment: false,
     };
     match &cfg.method {

@@ -57,10 +57,12 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
+    ingest::keep_by::check_inputs(cfg, &files)?;
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
+    ingest::keep_by::check_seen(cfg, &signed.summary.keep_seen)?;
     let indexed = index::attach(cfg, &mut joined, &signed.corpus)?;
     engine.indexed = joined.stored_sets();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);

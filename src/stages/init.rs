@@ -76,6 +76,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         skipped,
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
+    crate::ingest::keep_by::check_inputs(&cfg, &files)?;
     let run = format!("{:016x}", crate::token::fresh_token());
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut plan = Plan {

@@ -20,12 +20,17 @@ use super::{read_task, read_tasks, Tasks};
 pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
+    cfg.check_report_target()?;
     // The whole chain first: a missing, misplaced, damaged or stale summary is an error naming
     // it and what to run, never part of a report. The partitions' summaries, which hold the
     // clusters, are read whole while they are checked.
     let parts: Vec<VerifySummary> = super::status::check(work, &plan, Tasks::Verify)?;
     let walk: WalkSummary = read_task(work, &plan, Tasks::Init, 0)?;
     let signs: Vec<SignSummary> = read_tasks(work, &plan, Tasks::Sign)?;
+    // Shards in input order: the first dump's fields are the first shard's that has one.
+    let mut keep_seen = crate::ingest::KeepSeen::default();
+    signs.iter().for_each(|s| keep_seen.add(&s.keep_seen));
+    crate::ingest::keep_by::check_seen(&cfg, &keep_seen)?;
     let comps: ComponentsSummary = read_task(work, &plan, Tasks::Components, 0)?;
     let mut counts = walk.counts();
     let each = (signs.iter().map(SignSummary::counts))

@@ -127,6 +127,7 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
         kmv_k: signed.summary.distinct.k(),
         kmv: signed.summary.distinct.kept().into_owned(),
         errors,
+        keep_seen: signed.summary.keep_seen,
     };
     files::write_json(&summary_path(work, shard), &summary)
 }

@@ -118,6 +118,9 @@ pub struct SignSummary {
     pub kmv: Vec<u64>,
     /// Dump errors, then read errors, in input order.
     pub errors: Vec<ErrorRec>,
+    /// What it saw of the `--keep-by` field.
+    #[serde(default)]
+    pub keep_seen: crate::ingest::KeepSeen,
 }
 
 impl SignSummary {
