@@ -38,6 +38,9 @@ mod index;
 /// Encodings, binary, empty, size limits, unreadable files.
 #[path = "integration/inputs.rs"]
 mod inputs;
+/// `--keep-by`, `--keep none`, `--format parquet`.
+#[path = "integration/keep_by.rs"]
+mod keep_by;
 /// `--max-memory`.
 #[path = "integration/memory.rs"]
 mod memory;

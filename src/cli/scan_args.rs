@@ -157,12 +157,13 @@ pub struct ScanArgs {
     #[serde(default)]
     pub max_memory: Option<u64>,
 
-    /// Output format: json, jsonl, text or paths [default: text on a terminal, else json].
+    /// Output format [default: text on a terminal, else json].
     ///
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
     /// people reading in a terminal; paths: the removable duplicates, one path per line (with
-    /// -0, NUL-separated), their exact bytes. Without --format, a terminal gets text and a pipe
-    /// or file gets json.
+    /// -0, NUL-separated), their exact bytes; parquet: one table, a row per clustered document,
+    /// for joins in DuckDB or Spark (to -o FILE or a pipe, never a terminal). Without --format,
+    /// a terminal gets text and a pipe or file gets json.
     #[arg(long, value_enum, help_heading = OUTPUT)]
     pub format: Option<Format>,
 
@@ -186,12 +187,24 @@ pub struct ScanArgs {
     #[arg(long, value_enum, help_heading = OUTPUT)]
     pub cluster: Option<ClusterArg>,
 
-    /// Which member represents a cluster (the one to keep).
+    /// The member to keep, the representative.
     ///
     /// The others are its `duplicates`. oldest: the earliest modification time, since a copy is
-    /// made after its original; ties (and files without a time) in path order.
+    /// made after its original; ties (and files without a time) in path order. none: no member
+    /// is kept, every member of a cluster is a duplicate (the report's `representative` is
+    /// null).
     #[arg(long, value_enum, default_value_t = KeepArg::Oldest, help_heading = OUTPUT)]
     pub keep: KeepArg,
+
+    /// Keep the dump record of greatest FIELD (FIELD:min: of least).
+    ///
+    /// FIELD[:max|:min]: FIELD is a field of JSON Lines records or a Parquet column, dotted into objects and
+    /// structs as --text-field takes it: numbers, strings, booleans, timestamps and dates
+    /// compare. Ties, and records without a value, follow --keep. With --against an indexed
+    /// document still represents its cluster (the index stores no fields).
+    #[arg(long, value_name = "FIELD", help_heading = OUTPUT)]
+    #[serde(default)]
+    pub keep_by: Option<String>,
 
     /// Colour in the text format: auto, always or never [default: auto].
     ///
@@ -400,6 +413,8 @@ pub enum Format {
     Text,
     /// The removable duplicates' paths, one per line (NUL-separated with -0).
     Paths,
+    /// One Parquet table, a row per clustered document (needs -o or a pipe).
+    Parquet,
 }
 
 /// `--color`.
@@ -450,6 +465,8 @@ pub enum KeepArg {
     Oldest,
     /// Shortest path.
     ShortestPath,
+    /// No member: every member of a cluster is a duplicate.
+    None,
 }
 
 /// `--progress`.

@@ -53,14 +53,20 @@ pub fn form(
         path: &files[d as usize].path,
         bytes: corpus.docs[d as usize].bytes,
         modified: files[d as usize].modified,
-        indexed: d < corpus.first_new,
+        indexed: !corpus.is_new(d),
+        value: files[d as usize]
+            .record
+            .as_ref()
+            .and_then(|r| r.keep.as_deref()),
     };
+    let order = representative::Order::of(cfg);
     match cfg.cluster {
         ClusterMode::Components => components
             .into_iter()
             .map(|c| {
+                let keep = order;
                 let mut order = c.members.clone();
-                representative::sort(cfg.keep, &mut order, facts);
+                representative::sort(keep, &mut order, facts);
                 if judge.is_containment() {
                     containment::largest_first(&mut order, |d| judge.size(d));
                 }
@@ -70,9 +76,7 @@ pub fn form(
                 }
             })
             .collect(),
-        ClusterMode::Strict => {
-            strict::clusters(components, cfg.keep, material, files, facts, errors)
-        }
+        ClusterMode::Strict => strict::clusters(components, order, material, files, facts, errors),
     }
 }
 

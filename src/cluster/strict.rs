@@ -9,9 +9,8 @@
 //! `link_orphans`). Only documents of one component can match, so components are split, never
 //! merged.
 
-use crate::cluster::representative::{self, Facts};
+use crate::cluster::representative::{self, Facts, Order};
 use crate::cluster::{Cluster, Found, Material};
-use crate::config::KeepPolicy;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
 use crate::pairs::Pair;
@@ -24,7 +23,7 @@ use crate::verify::reload::{Loaded, Want};
 /// memory stays that of the largest component).
 pub fn clusters<'a>(
     components: Vec<Cluster>,
-    keep: KeepPolicy,
+    keep: Order,
     material: &Material<'_>,
     files: &'a [FileEntry],
     facts: impl Fn(u32) -> Facts<'a> + Copy,

@@ -90,7 +90,9 @@ impl Annotation {
             cluster: fate.map(|f| f.cluster.id as i64),
             size: fate.map(|f| f.cluster.size as i64),
             keep: duplicate.is_none(),
-            duplicate_of: duplicate.map(|(c, _)| name(c.representative())),
+            // With `--keep none` no member is kept: a duplicate is of none of them.
+            duplicate_of: (duplicate.filter(|(c, _)| c.kept))
+                .map(|(c, _)| name(c.representative())),
             similarity: duplicate.map(|(_, d)| d.similarity),
         }
     }

@@ -25,6 +25,7 @@ pub fn parquet(data: &[u8]) {
     let opts = JsonlOptions {
         text_field: split(text),
         id_field: split(id),
+        keep_field: None,
         max_line: MAX_TEXT[pick / PATHS.len() % MAX_TEXT.len()],
     };
     let Ok(mut file) = tempfile::tempfile() else {

@@ -60,6 +60,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
+    ingest::keep_by::check_inputs(cfg, &files)?;
     let dataset_format = (cfg.dataset.as_ref())
         .map(|_| crate::dataset::check_inputs(cfg, &files))
         .transpose()?;
@@ -67,6 +68,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     let mut joined = index::join(cfg, files)?;
     let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
+    ingest::keep_by::check_seen(cfg, &signed.summary.keep_seen)?;
     let indexed = index::attach(cfg, &mut joined, &signed.corpus)?;
     engine.indexed = joined.stored_sets();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);
@@ -76,15 +78,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     ingest::keep_record_texts(cfg, &engine, &corpus, || candidates.compared(&identical))?;
 
     let kept = corpus.take_kept_sets();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let skew = (candidates.largest_bucket, candidates.largest_component);
     let Concluded {
         verified,
@@ -138,7 +132,7 @@ fn write_dataset(
     use crate::dataset::{self, DatasetDoc, Fate};
     use crate::ingest::worker::Outcome;
     let marks = dataset::marks(found, clusters, corpus.len());
-    let docs: Vec<DatasetDoc> = (corpus.first_new as usize..corpus.len())
+    let docs: Vec<DatasetDoc> = (corpus.new_ids().map(|d| d as usize))
         .filter(|&d| {
             matches!(
                 corpus.docs[d].outcome,

@@ -93,15 +93,7 @@ fn each_stage_hands_the_next_what_it_needs() {
     assert!(bucketed.iter().all(|b| *b == [0, 1]), "{bucketed:?}");
 
     let kept = corpus.take_kept_sets();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let verified = verify::run(
         &cfg,
         &judge,
@@ -186,15 +178,7 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     // files again, and a-edit.txt no longer holds what the first pass hashed.
     let kept = vec![None; corpus.len()];
     fs::write(t.path().join("a-edit.txt"), "something else entirely now").unwrap();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let verified = verify::run(
         &cfg,
         &judge,

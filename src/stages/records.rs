@@ -16,6 +16,7 @@ pub struct ClusterRec {
     min_similarity: u64,
     max_similarity: u64,
     representative: usize,
+    kept: bool,
     duplicates: Vec<DuplicateRec>,
     linked: Vec<DuplicateRec>,
     members: Vec<MemberRec>,
@@ -129,11 +130,17 @@ impl ClusterRec {
             min_similarity: c.min_similarity.to_bits(),
             max_similarity: c.max_similarity.to_bits(),
             representative: c.representative,
+            kept: c.kept,
             duplicates: c.duplicates.iter().map(dup).collect(),
             linked: c.linked.iter().map(dup).collect(),
             members: c.members.iter().map(member).collect(),
             pairs: c.pairs.iter().map(pair).collect(),
         }
+    }
+
+    /// Its members.
+    pub fn size(&self) -> usize {
+        self.size
     }
 
     /// The cluster again, as the report's `id`-th.
@@ -188,6 +195,7 @@ impl ClusterRec {
             min_similarity: f64::from_bits(self.min_similarity),
             max_similarity: f64::from_bits(self.max_similarity),
             representative: self.representative,
+            kept: self.kept,
             duplicates: self.duplicates.into_iter().map(dup).collect(),
             linked: self.linked.into_iter().map(dup).collect(),
             members: self.members.into_iter().map(member).collect(),

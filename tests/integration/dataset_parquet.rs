@@ -616,3 +616,35 @@ fn files_become_path_and_text_rows_a_part_per_run_of_files() {
         [Some("in/e.txt".into())]
     );
 }
+
+#[test]
+fn with_keep_none_every_clustered_row_is_a_duplicate_of_no_kept_member() {
+    let t = TestDir::new();
+    write(&t, "d.parquet", &table(0, 6));
+    let r = t.run(&[
+        "scan",
+        "--keep",
+        "none",
+        "--annotate",
+        "--write-dataset",
+        "out",
+        "d.parquet",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let clustered = clustered(&r.json());
+    assert_eq!(clustered.len(), 5, "{}", r.stdout);
+    let (schema, rows) = read_dataset(&t.join("out"));
+    let column = |name: &str| rows.column(schema.index_of(name).unwrap()).clone();
+    let ids = column("id");
+    let ids = ids.as_any().downcast_ref::<StringArray>().unwrap();
+    let keep = column("dupfind_keep");
+    let keep = keep.as_any().downcast_ref::<BooleanArray>().unwrap();
+    let of = column("dupfind_duplicate_of");
+    let sim = column("dupfind_similarity");
+    for i in 0..rows.num_rows() {
+        let in_cluster = clustered.contains_key(ids.value(i));
+        assert_eq!(keep.value(i), !in_cluster, "{}", ids.value(i));
+        assert!(of.is_null(i));
+        assert_eq!(sim.is_valid(i), in_cluster);
+    }
+}

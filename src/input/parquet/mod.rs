@@ -72,6 +72,8 @@ pub struct ParquetDump {
     text_name: String,
     /// Path to the id column; None when the file has no such column (no record has an id).
     id: Option<Vec<String>>,
+    /// Path to the `--keep-by` column; None when not given or the file has no such column.
+    keep: Option<Vec<String>>,
     /// The leaf columns of the text, and of the text and id.
     text_leaves: Vec<usize>,
     all_leaves: Vec<usize>,
@@ -118,20 +120,43 @@ impl ParquetDump {
             Some(_) => Some(opts.id_field.clone()),
             None => None,
         };
+        let keep_field = opts.keep_field.as_deref();
+        let keep = match keep_field.and_then(|p| Some((p, columns::find(fields, p)?))) {
+            Some((p, f)) if !columns::is_comparable(f.data_type()) => {
+                return Err(format!(
+                    "column \"{}\" is {}, which --keep-by cannot compare (numbers, strings, \
+                     booleans, timestamps and dates can)",
+                    p.join("."),
+                    type_name(f.data_type())
+                ))
+            }
+            Some((p, _)) => Some(p.to_vec()),
+            None => None,
+        };
         let schema = meta.parquet_schema();
         let text_leaves = leaves_under(schema, &opts.text_field);
         let mut all_leaves = text_leaves.clone();
         all_leaves.extend(id.iter().flat_map(|p| leaves_under(schema, p)));
+        all_leaves.extend(keep.iter().flat_map(|p| leaves_under(schema, p)));
+        // A column on two paths (the id is the keep-by field) is read once.
+        all_leaves.sort_unstable();
+        all_leaves.dedup();
         Ok(ParquetDump {
             file,
             meta,
             text: opts.text_field.clone(),
             text_name,
             id,
+            keep,
             text_leaves,
             all_leaves,
             max_text: opts.max_line,
         })
+    }
+
+    /// Its columns, struct fields by their dotted names (for a message).
+    pub fn columns(&self) -> String {
+        columns::listing(self.meta.schema().fields())
     }
 
     /// Every row, in order: a document, a bad row, or the failure that ended the reading.
