@@ -6,12 +6,13 @@
 #   BASELINE=path/to/old/dupfind benches/same-output.sh            10k benchmark corpus + example
 #   BASELINE=... benches/same-output.sh --docs 2000                 a smaller generated corpus
 #
-# Cases: defaults, --pairs, --cluster strict, --cluster components, -m simhash, --shingle char,
-# --containment, --verify edit, --verify estimate, --sketch bottom-k, --sketch kperm, --format
-# text, --format jsonl, -j1 and -j2, a JSON Lines dump (plain, gzip, zstd when the zstd command
-# is there), and index build followed
-# by scan --against --update (reports; index info and the index files' sizes when both builds
-# write the same index format).
+# Every case compares stdout, stderr and the exit status. Cases: defaults, --pairs, --cluster
+# strict, --cluster components, -m simhash, --shingle char, --containment, --verify edit,
+# --verify estimate, --sketch bottom-k, --sketch kperm, --format text, --format jsonl, -j1 and
+# -j2, a JSON Lines dump (plain, gzip, zstd when the zstd command is there), seven of them again
+# with -v (its notes), and index build followed by scan --against --update (reports; index info
+# and the index files' sizes when both builds write the same index format). The build is taken
+# from $CARGO_TARGET_DIR when it is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,8 +31,9 @@ fi
 baseline=$(realpath "$BASELINE")
 
 cargo build --release --quiet --bin dupfind --example corpus
-bin=$(realpath target/release/dupfind)
-gen=target/release/examples/corpus
+target=${CARGO_TARGET_DIR:-target}
+bin=$(realpath "$target/release/dupfind")
+gen=$target/release/examples/corpus
 mkdir -p "$work"
 work=$(realpath "$work")
 corpus=$work/corpus-$docs
@@ -49,15 +51,16 @@ if command -v zstd > /dev/null && [ ! -f "$work/dump-$docs.jsonl.zst" ]; then
 fi
 
 cases=0
-# same NAME ARGS...: runs both builds from $work with ARGS and compares stdout and the status.
+# same NAME ARGS...: runs both builds from $work with ARGS and compares stdout, stderr and the status.
 same() {
     local name=$1; shift
     local rc_new=0 rc_old=0
     (cd "$work" && "$bin" "$@" > "$work/new.out" 2> "$work/new.err") || rc_new=$?
     (cd "$work" && "$baseline" "$@" > "$work/old.out" 2> "$work/old.err") || rc_old=$?
-    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out"; then
+    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out" || ! cmp -s "$work/new.err" "$work/old.err"; then
         echo "DIFFERENT: $name (exit $rc_new, baseline $rc_old): $*"
         diff "$work/old.out" "$work/new.out" | head -40
+        diff "$work/old.err" "$work/new.err" | head -20
         exit 1
     fi
     cases=$((cases + 1))
@@ -95,6 +98,14 @@ if [ -f "$work/dump-$docs.jsonl.zst" ]; then
     same "JSON Lines dump, zstd" scan -q --pairs "dump-$docs.jsonl.zst"
 fi
 
+# Without -q: the notes and warnings -v prints (no timings among them) must agree too.
+same "-v defaults" scan -v "$c"
+same "-v --containment --pairs" scan -v --containment --pairs "$c"
+same "-v -m simhash --pairs" scan -v -m simhash --pairs "$c"
+same "-v --verify edit" scan -v --verify edit "$c"
+same "-v --sketch bottom-k" scan -v --sketch bottom-k --verify estimate --pairs "$c"
+same "-v -t 0.5 --num-perm 64" scan -v -t 0.5 --num-perm 64 "$c"
+same "-v dump" scan -v --pairs "dump-$docs.jsonl"
 # The index: built from the first half of the corpus, then the rest scanned against it and
 # added. Each build writes its own index; the reports, `index info` and the files must agree.
 rm -rf "$work/half-a" "$work/half-b" "$work/idx-new" "$work/idx-old"
@@ -112,7 +123,7 @@ index_case() { # name build|update
         (cd "$work" && "$bin" scan -q --against idx-new --update half-b > new.out 2> new.err) || rc_new=$?
         (cd "$work" && "$baseline" scan -q --against idx-old --update half-b > old.out 2> old.err) || rc_old=$?
     fi
-    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out"; then
+    if [ "$rc_new" != "$rc_old" ] || ! cmp -s "$work/new.out" "$work/old.out" || ! cmp -s "$work/new.err" "$work/old.err"; then
         echo "DIFFERENT: $1 (exit $rc_new, baseline $rc_old)"
         diff "$work/old.out" "$work/new.out" | head -40
         exit 1

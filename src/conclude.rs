@@ -65,6 +65,7 @@ pub fn conclude(
         engine,
         evidence: cfg.pairs,
         retained: &verified.retained,
+        keep_none: cfg.keep == crate::config::KeepPolicy::None,
     };
     let clusters = build::cluster_records(&inputs, &found, &mut late_errors);
     // Members read again for strict clusters and cluster records fail after verification's own

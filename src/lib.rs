@@ -25,7 +25,8 @@
 //! `pairs` holds what the middle stages share (document ids, pairs, scores, union-find); `cpu`
 //! the run-time CPU features; `budget` the memory budget (`--max-memory`); `varint` LEB128
 //! integers (the index's sets, Parquet footers); `token` fresh tokens (temporary names, ids);
-//! `messages` what goes to stderr; `exit` the exit codes; `sink` where the report goes. No
+//! `messages` what goes to stderr; `exit` the exit codes; `sink` where the report goes;
+//! `dataset` the deduplicated dataset (`--write-dataset`); `atomic` files renamed into place. No
 //! top-level module imports one that imports it back (a test checks). Only
 //! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
 //! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
@@ -33,6 +34,7 @@
 //! their replay test call [`fuzzing`].
 
 mod app;
+mod atomic;
 mod budget;
 mod candidates;
 pub mod cli;

@@ -17,6 +17,9 @@ mod containment;
 /// `--write-dataset`.
 #[path = "integration/dataset.rs"]
 mod dataset;
+/// `--write-dataset` as Parquet, `--annotate`.
+#[path = "integration/dataset_parquet.rs"]
+mod dataset_parquet;
 /// Threads, seeds and order.
 #[path = "integration/determinism.rs"]
 mod determinism;
@@ -35,6 +38,9 @@ mod index;
 /// Encodings, binary, empty, size limits, unreadable files.
 #[path = "integration/inputs.rs"]
 mod inputs;
+/// `--keep-by`, `--keep none`, `--format parquet`.
+#[path = "integration/keep_by.rs"]
+mod keep_by;
 /// `--max-memory`.
 #[path = "integration/memory.rs"]
 mod memory;

@@ -45,7 +45,6 @@ fn canonical(n: usize, exact_pairs: &[Pair]) -> Vec<u32> {
 /// its first document, the one that represents the group from then on.
 pub fn group(corpus: &mut Corpus) -> Identical {
     let (keyed, spans) = groups(&corpus.docs);
-    let first_new = corpus.first_new;
     let mut out = Identical::default();
     let mut members: Vec<u32> = Vec::new();
     for (_, at, len) in spans {
@@ -57,11 +56,11 @@ pub fn group(corpus: &mut Corpus) -> Identical {
         };
         out.units.push(first);
         // Copies among indexed documents were reported when they were new.
-        let new_members = members.iter().filter(|&&m| m >= first_new).count();
+        let new_members = members.iter().filter(|&&m| corpus.is_new(m)).count();
         if members.len() > 1 && new_members > 0 {
             out.groups += 1;
         }
-        for &m in members[1..].iter().filter(|&&m| m >= first_new) {
+        for &m in members[1..].iter().filter(|&&m| corpus.is_new(m)) {
             out.pairs.push(Pair {
                 lo: first,
                 hi: m,
@@ -72,7 +71,7 @@ pub fn group(corpus: &mut Corpus) -> Identical {
         }
     }
     // Empty documents (including copies of an empty claimer) never join a cluster.
-    for d in &corpus.docs[first_new as usize..] {
+    for d in corpus.new_docs() {
         match d.outcome {
             Outcome::Sketched | Outcome::Duplicate => {
                 out.documents += 1;
@@ -104,24 +103,42 @@ fn groups(docs: &[DocResult]) -> (Vec<Keyed>, Vec<Span>) {
         .map(|(i, d)| ((d.hash >> 64) as u64, i as u32))
         .collect();
     keyed.par_sort_unstable();
-    // Runs of one high half hold one content, unless two contents share those 64 bits: then
-    // the run is ordered by the whole hash (stably, so ids stay increasing) and split.
-    let hash = |k: &(u64, u32)| docs[k.1 as usize].hash;
     let mut spans = Vec::new();
     let mut at = 0;
+    content_groups(
+        &mut keyed,
+        |d| docs[d as usize].hash,
+        |group| {
+            spans.push((group[0].1, at as u32, group.len() as u32));
+            at += group.len();
+        },
+    );
+    // In order of each group's first document, as the pairs have always been listed.
+    spans.sort_unstable_by_key(|s| s.0);
+    (keyed, spans)
+}
+
+/// The byte-identical groups among `keyed`: (the high half of a content hash, a document),
+/// sorted by both. `group` is given each group of documents of one whole `hash`, in the order
+/// of `keyed` (documents in increasing order). `scan` feeds it its corpus, the staged
+/// components stage each content bucket of the group files.
+pub fn content_groups<D: Copy>(
+    keyed: &mut [(u64, D)],
+    hash: impl Fn(D) -> u128,
+    mut group: impl FnMut(&[(u64, D)]),
+) {
+    // Runs of one high half hold one content, unless two contents share those 64 bits: then
+    // the run is ordered by the whole hash (stably, so ids stay increasing) and split.
+    let hash = |k: &(u64, D)| hash(k.1);
     for run in keyed.chunk_by_mut(|x, y| x.0 == y.0) {
         let first = hash(&run[0]);
         if run.iter().any(|k| hash(k) != first) {
             run.sort_by_key(hash);
         }
-        for group in run.chunk_by(|x, y| hash(x) == hash(y)) {
-            spans.push((group[0].1, at as u32, group.len() as u32));
-            at += group.len();
+        for g in run.chunk_by(|x, y| hash(x) == hash(y)) {
+            group(g);
         }
     }
-    // In order of each group's first document, as the pairs have always been listed.
-    spans.sort_unstable_by_key(|s| s.0);
-    (keyed, spans)
 }
 
 /// Moves the sketches of the group's sketched copy to its first member, which represents the
@@ -171,9 +188,22 @@ mod tests {
     }
 
     #[test]
+    fn content_groups_split_a_shared_high_half_by_the_whole_hash_keeping_id_order() {
+        // Documents 2, 5, 6, 9 share the high half 7; 2 and 9 have one content, 5 and 6 another.
+        let low = |d: u32| if d == 2 || d == 9 { 1 } else { 0 };
+        let mut keyed = vec![(3u64, 1u32), (7, 2), (7, 5), (7, 6), (7, 9), (8, 4)];
+        let mut seen = Vec::new();
+        let hash = |d: u32| (7u128 << 64) | low(d);
+        content_groups(&mut keyed, hash, |g| {
+            seen.push(g.iter().map(|k| k.1).collect::<Vec<u32>>())
+        });
+        assert_eq!(seen, [vec![1], vec![5, 6], vec![2, 9], vec![4]]);
+    }
+
+    #[test]
     fn copies_are_grouped_by_the_whole_hash_in_order_of_their_first_document() {
         let high = 7u128 << 64;
-        let mut docs = vec![
+        let docs = vec![
             doc(high | 2, Outcome::Duplicate), // 0: a copy of 3, read before its claimer
             doc(high | 1, Outcome::Sketched),  // 1: same high half as 0, another content
             doc(5, Outcome::Sketched),         // 2: alone
@@ -184,14 +214,8 @@ mod tests {
             doc(high | 2, Outcome::Duplicate), // 7: another copy of 3
         ];
         let n = docs.len();
-        let mut corpus = Corpus {
-            files: Vec::new(),
-            sigs: (0..n as u32 * 2).collect(),
-            docs: std::mem::take(&mut docs),
-            lanes: 2,
-            bottom: Sketches::default(),
-            first_new: 0,
-        };
+        let sigs = (0..n as u32 * 2).collect();
+        let mut corpus = Corpus::new(Vec::new(), docs, sigs, 2, Sketches::default());
         let found = group(&mut corpus);
         let listed: Vec<(u32, u32)> = found.pairs.iter().map(|p| (p.lo, p.hi)).collect();
         assert_eq!(listed, [(0, 3), (0, 7), (1, 4)]);

@@ -39,9 +39,7 @@ impl Keying {
                 bands: banding.bands,
                 rows: banding.rows,
             },
-            MethodConfig::SimHash { max_distance, .. } => {
-                Keying::Pieces(simhash::pieces(*max_distance))
-            }
+            MethodConfig::SimHash { pieces, .. } => Keying::Pieces(pieces.clone()),
         }
     }
 

@@ -70,10 +70,9 @@ pub fn skew(tables: &[Buckets], n: usize) -> (u64, u64) {
 /// Buckets the `units` (one document per distinct content, in increasing order).
 pub fn find(cfg: &Config, corpus: &Corpus, units: &[u32]) -> Candidates {
     let (mut tables, ruled_out) = bucket(cfg, corpus, units);
-    if corpus.first_new > 0 {
-        tables
-            .iter_mut()
-            .for_each(|t| t.keep_from(corpus.first_new));
+    if corpus.indexed() > 0 {
+        let first_new = corpus.new_ids().start;
+        tables.iter_mut().for_each(|t| t.keep_from(first_new));
     }
     let (largest_bucket, largest_component) = skew(&tables, corpus.docs.len());
     Candidates {
@@ -89,15 +88,12 @@ fn bucket(cfg: &Config, corpus: &Corpus, units: &[u32]) -> (Vec<Buckets>, u64) {
 
     let tables = match &cfg.method {
         MethodConfig::MinHash {
-            containment: true,
-            threshold,
+            containment: Some(scheme),
             report_threshold,
-            num_perm,
             ..
         } => {
             let sizes: Vec<u64> = docs.iter().map(|d| d.shingles).collect();
-            let scheme = containment::Scheme::new(*threshold, *num_perm);
-            let c = containment::candidates(&scheme, units, sigs, lanes, &sizes, *report_threshold);
+            let c = containment::candidates(scheme, units, sigs, lanes, &sizes, *report_threshold);
             // The pairs of two size classes: those the single-value bands make candidates (pairs
             // of one class come from the buckets of two-value bands, and are not counted).
             // A warning: the run is slow for a reason the user can change.

@@ -157,12 +157,13 @@ pub struct ScanArgs {
     #[serde(default)]
     pub max_memory: Option<u64>,
 
-    /// Output format: json, jsonl, text or paths [default: text on a terminal, else json].
+    /// Output format [default: text on a terminal, else json].
     ///
     /// json: one document; jsonl: one typed record per line; text: one block per cluster for
     /// people reading in a terminal; paths: the removable duplicates, one path per line (with
-    /// -0, NUL-separated), their exact bytes. Without --format, a terminal gets text and a pipe
-    /// or file gets json.
+    /// -0, NUL-separated), their exact bytes; parquet: one table, a row per clustered document,
+    /// for joins in DuckDB or Spark (to -o FILE or a pipe, never a terminal). Without --format,
+    /// a terminal gets text and a pipe or file gets json.
     #[arg(long, value_enum, help_heading = OUTPUT)]
     pub format: Option<Format>,
 
@@ -186,12 +187,24 @@ pub struct ScanArgs {
     #[arg(long, value_enum, help_heading = OUTPUT)]
     pub cluster: Option<ClusterArg>,
 
-    /// Which member represents a cluster (the one to keep).
+    /// The member to keep, the representative.
     ///
     /// The others are its `duplicates`. oldest: the earliest modification time, since a copy is
-    /// made after its original; ties (and files without a time) in path order.
+    /// made after its original; ties (and files without a time) in path order. none: no member
+    /// is kept, every member of a cluster is a duplicate (the report's `representative` is
+    /// null).
     #[arg(long, value_enum, default_value_t = KeepArg::Oldest, help_heading = OUTPUT)]
     pub keep: KeepArg,
+
+    /// Keep the dump record of greatest FIELD (FIELD:min: of least).
+    ///
+    /// FIELD[:max|:min]: FIELD is a field of JSON Lines records or a Parquet column, dotted into objects and
+    /// structs as --text-field takes it: numbers, strings, booleans, timestamps and dates
+    /// compare. Ties, and records without a value, follow --keep. With --against an indexed
+    /// document still represents its cluster (the index stores no fields).
+    #[arg(long, value_name = "FIELD", help_heading = OUTPUT)]
+    #[serde(default)]
+    pub keep_by: Option<String>,
 
     /// Colour in the text format: auto, always or never [default: auto].
     ///
@@ -202,12 +215,35 @@ pub struct ScanArgs {
 
     /// Write the deduplicated dataset to DIR.
     ///
-    /// Every document with text but the duplicates, as JSON Lines in DIR/part-00000.jsonl: a
-    /// JSON Lines record as its original line, a Parquet row as an object of all its columns, a
-    /// file as {"path", "text"}.
+    /// Every document with text but the duplicates: a JSON Lines record as its original line, a
+    /// Parquet row with all its columns, a file as {"path", "text"}. DIR must not hold a dataset
+    /// already. See also --dataset-format and --annotate.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     #[serde(skip)]
     pub write_dataset: Option<PathBuf>,
+
+    /// The dataset's format: parquet or jsonl [default: parquet when every input is a Parquet
+    /// dump, else jsonl].
+    ///
+    /// parquet: a part file per input, DIR/part-SSSSS-NNNNN.parquet, with the input's schema
+    /// (JSON Lines dumps are refused); jsonl: DIR/part-SSSSS.jsonl, a Parquet row as an object of
+    /// all its columns.
+    // This and --annotate's two are left out of -h, which stays within 80 lines; --help has them.
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "write_dataset", hide_short_help = true, help_heading = OUTPUT)]
+    pub dataset_format: Option<DatasetFormatArg>,
+
+    /// Write every document to the dataset, none dropped, with its cluster in five added
+    /// columns.
+    ///
+    /// dupfind_cluster, dupfind_cluster_size, dupfind_keep, dupfind_duplicate_of and
+    /// dupfind_similarity (docs/output.md); filtering on dupfind_keep gives the deduplicated
+    /// dataset. Needs --write-dataset.
+    #[arg(long, requires = "write_dataset", hide_short_help = true, help_heading = OUTPUT)]
+    pub annotate: bool,
+
+    /// The prefix of --annotate's columns [default: dupfind_].
+    #[arg(long, value_name = "P", requires = "annotate", hide_short_help = true, help_heading = OUTPUT)]
+    pub annotate_prefix: Option<String>,
 
     /// Evidence for each reported pair (json, jsonl and text).
     ///
@@ -377,6 +413,8 @@ pub enum Format {
     Text,
     /// The removable duplicates' paths, one per line (NUL-separated with -0).
     Paths,
+    /// One Parquet table, a row per clustered document (needs -o or a pipe).
+    Parquet,
 }
 
 /// `--color`.
@@ -401,6 +439,16 @@ pub enum ClusterArg {
     Strict,
 }
 
+/// `--dataset-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DatasetFormatArg {
+    /// Parquet, with the input's schema.
+    Parquet,
+    /// JSON Lines.
+    Jsonl,
+}
+
 /// `--keep`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -417,6 +465,8 @@ pub enum KeepArg {
     Oldest,
     /// Shortest path.
     ShortestPath,
+    /// No member: every member of a cluster is a duplicate.
+    None,
 }
 
 /// `--progress`.

@@ -51,12 +51,14 @@ pub fn form(
     let components = clusters(corpus.len(), pairs);
     let files = &corpus.files;
     let facts = facts(corpus);
+    let order = representative::Order::of(cfg);
     match cfg.cluster {
         ClusterMode::Components => components
             .into_iter()
             .map(|c| {
+                let keep = order;
                 let mut order = c.members.clone();
-                representative::sort(cfg.keep, &mut order, facts);
+                representative::sort(keep, &mut order, facts);
                 if judge.is_containment() {
                     containment::largest_first(&mut order, |d| judge.size(d));
                 }
@@ -66,9 +68,7 @@ pub fn form(
                 }
             })
             .collect(),
-        ClusterMode::Strict => {
-            strict::clusters(components, cfg.keep, material, files, facts, errors)
-        }
+        ClusterMode::Strict => strict::clusters(components, order, material, files, facts, errors),
     }
 }
 
@@ -80,7 +80,11 @@ fn facts<'a>(corpus: &'a Corpus) -> impl Fn(u32) -> representative::Facts<'a> + 
         path: &files[d as usize].path,
         bytes: corpus.docs[d as usize].bytes,
         modified: files[d as usize].modified,
-        indexed: d < corpus.first_new,
+        indexed: !corpus.is_new(d),
+        value: files[d as usize]
+            .record
+            .as_ref()
+            .and_then(|r| r.keep.as_deref()),
     }
 }
 
@@ -91,9 +95,10 @@ pub fn rehearsal<'a>(
     corpus: &'a Corpus,
 ) -> Option<impl Fn(&[DocId], &mut Check) + Sync + 'a> {
     let facts = facts(corpus);
+    let keep = representative::Order::of(cfg);
     (cfg.cluster == ClusterMode::Strict).then_some(move |members: &[DocId], check: &mut Check| {
         let mut order = members.to_vec();
-        representative::sort(cfg.keep, &mut order, facts);
+        representative::sort(keep, &mut order, facts);
         strict::split_component(&order, check);
     })
 }

@@ -12,9 +12,8 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::cluster::representative::{self, Facts};
+use crate::cluster::representative::{self, Facts, Order};
 use crate::cluster::{Cluster, Found, Material};
-use crate::config::KeepPolicy;
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
 use crate::pairs::Pair;
@@ -32,7 +31,7 @@ use crate::verify::reload::{Loaded, Want};
 /// shingles, whose sets outgrow what verification retains.
 pub fn clusters<'a>(
     components: Vec<Cluster>,
-    keep: KeepPolicy,
+    keep: Order,
     material: &Material<'_>,
     files: &'a [FileEntry],
     facts: impl Fn(u32) -> Facts<'a> + Copy,

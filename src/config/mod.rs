@@ -6,11 +6,13 @@
 pub mod banding;
 pub mod containment;
 pub(crate) mod inputs;
+mod method;
 mod validate;
 
 use std::path::PathBuf;
 
 use crate::config::banding::Banding;
+use crate::config::containment::Scheme;
 use crate::input::jsonl::JsonlOptions;
 use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
@@ -56,8 +58,9 @@ pub enum MethodConfig {
         /// (`--sketch bottom-k`; the bands still use the OPH signature).
         bottom_k: bool,
         /// `--containment`: the thresholds are containments, candidates come from
-        /// [`crate::candidates::containment`] and `banding` is that of documents of one size class.
-        containment: bool,
+        /// [`crate::candidates::containment`] with this banding of each size class offset, and
+        /// `banding` is that of documents of one size class (resolved once, when validated).
+        containment: Option<Scheme>,
     },
     /// SimHash fingerprints and pieces.
     SimHash {
@@ -65,6 +68,8 @@ pub enum MethodConfig {
         max_distance: u32,
         /// Largest distance of a reported pair (`--min-similarity` may lower it).
         report_distance: u32,
+        /// The fingerprint's pieces (shift, width) for `max_distance`, resolved once.
+        pieces: Vec<(u32, u32)>,
     },
 }
 
@@ -104,6 +109,8 @@ pub enum OutputFormat {
         /// `-0`: a NUL after each path.
         null: bool,
     },
+    /// One Parquet table, a row per clustered document.
+    Parquet,
 }
 
 /// How verified pairs become clusters (`--cluster`).
@@ -125,6 +132,15 @@ impl ClusterMode {
     }
 }
 
+/// The format of the dataset `--write-dataset` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatasetFormat {
+    /// A Parquet file per input, with the input's schema.
+    Parquet,
+    /// JSON Lines, a file per shard.
+    Jsonl,
+}
+
 /// Which member represents a cluster (`--keep`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeepPolicy {
@@ -140,6 +156,9 @@ pub enum KeepPolicy {
     Oldest,
     /// Shortest path.
     ShortestPath,
+    /// No member is kept: every member of a cluster is a duplicate. Members are ordered (for
+    /// strict clusters' centers) as with `First`.
+    None,
 }
 
 impl KeepPolicy {
@@ -152,7 +171,25 @@ impl KeepPolicy {
             KeepPolicy::Newest => "newest",
             KeepPolicy::Oldest => "oldest",
             KeepPolicy::ShortestPath => "shortest-path",
+            KeepPolicy::None => "none",
         }
+    }
+}
+
+/// `--keep-by FIELD[:max|:min]`: the dump record to keep, by a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeepBy {
+    /// The field's path (as `--text-field`'s).
+    pub field: Vec<String>,
+    /// The greatest value is kept (`:max`), else the least.
+    pub max: bool,
+}
+
+impl KeepBy {
+    /// As the command line and the report write it: `quality:max`.
+    pub fn name(&self) -> String {
+        let order = if self.max { "max" } else { "min" };
+        format!("{}:{order}", self.field.join("."))
     }
 }
 
@@ -202,10 +239,16 @@ pub struct Config {
     pub cluster: ClusterMode,
     /// Which member represents a cluster.
     pub keep: KeepPolicy,
+    /// `--keep-by`: the dump record to keep, by a field, before `keep`.
+    pub keep_by: Option<KeepBy>,
     /// Evidence for each reported pair.
     pub pairs: bool,
     /// `--write-dataset`: where the deduplicated dataset goes.
     pub dataset: Option<PathBuf>,
+    /// `--dataset-format`; None until the inputs are walked, when it is not given.
+    pub dataset_format: Option<DatasetFormat>,
+    /// `--annotate`: the prefix of the added columns (every document written).
+    pub annotate: Option<String>,
     /// Exit 1 when duplicates were found.
     pub exit_code: bool,
     /// Diagnostics settings.
@@ -216,29 +259,17 @@ impl Config {
     /// Signature values per document: K for MinHash, none kept for SimHash (one slot, unused,
     /// so that rows of the signature vector line up with documents).
     pub fn lanes(&self) -> usize {
-        match &self.method {
-            MethodConfig::MinHash { num_perm, .. } => *num_perm,
-            MethodConfig::SimHash { .. } => 1,
-        }
+        self.method.lanes()
     }
 
     /// True with `--containment`.
     pub fn containment(&self) -> bool {
-        matches!(
-            self.method,
-            MethodConfig::MinHash {
-                containment: true,
-                ..
-            }
-        )
+        self.method.containment().is_some()
     }
 
     /// The MinHash verification, None for SimHash.
     pub fn verify(&self) -> Option<Verify> {
-        match &self.method {
-            MethodConfig::MinHash { verify, .. } => Some(*verify),
-            MethodConfig::SimHash { .. } => None,
-        }
+        self.method.verify()
     }
 }
 

@@ -38,7 +38,7 @@ fn defaults_are_the_documented_ones() {
             assert!(banding_chosen);
             assert_eq!((threshold, report_threshold), (0.8, 0.8));
             assert_eq!(sketch, SketchKind::Oph);
-            assert!(!bottom_k && !containment);
+            assert!(!bottom_k && containment.is_none());
         }
         MethodConfig::SimHash { .. } => panic!("minhash is the default"),
     }

@@ -7,14 +7,15 @@ use anyhow::{bail, Context, Result};
 
 use super::inputs::{absolute_dir, globs, read_list};
 use super::{
-    ClusterMode, Config, IndexUse, KeepPolicy, MethodConfig, OutputFormat, Verify,
-    DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
+    ClusterMode, Config, DatasetFormat, IndexUse, KeepBy, KeepPolicy, MethodConfig, OutputFormat,
+    Verify, DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
 use crate::cli::{
-    ClusterArg, ColorWhen, Format, KeepArg, Method, ProgressWhen, ScanArgs, ShingleArg, SketchArg,
-    VerifyArg,
+    ClusterArg, ColorWhen, DatasetFormatArg, Format, KeepArg, Method, ProgressWhen, ScanArgs,
+    ShingleArg, SketchArg, VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
+use crate::config::containment::Scheme;
 use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
@@ -52,9 +53,11 @@ impl Config {
                 args.max_size
             );
         }
+        let keep_by = keep_by(&args)?;
         let jsonl = JsonlOptions {
             text_field: field_path(&args.text_field).context("--text-field")?,
             id_field: field_path(&args.id_field).context("--id-field")?,
+            keep_field: keep_by.as_ref().map(|k| k.field.clone()),
             max_line: args.max_size,
         };
         output_conflicts(&args)?;
@@ -84,6 +87,7 @@ impl Config {
                 Some(Format::Jsonl) => OutputFormat::Jsonl,
                 Some(Format::Text) => OutputFormat::Text,
                 Some(Format::Paths) => OutputFormat::Paths { null: args.null },
+                Some(Format::Parquet) => OutputFormat::Parquet,
                 None if to_terminal => OutputFormat::Text,
                 None => OutputFormat::Json,
             },
@@ -108,8 +112,16 @@ impl Config {
                 ClusterMode::from,
             ),
             keep: args.keep.into(),
+            keep_by,
             pairs: args.pairs,
             dataset: args.write_dataset.clone(),
+            dataset_format: args.dataset_format.map(|f| match f {
+                DatasetFormatArg::Parquet => DatasetFormat::Parquet,
+                DatasetFormatArg::Jsonl => DatasetFormat::Jsonl,
+            }),
+            annotate: args
+                .annotate
+                .then(|| (args.annotate_prefix.clone()).unwrap_or_else(|| "dupfind_".to_string())),
             exit_code: args.exit_code,
             messages: Messages {
                 quiet: args.quiet,
@@ -122,6 +134,30 @@ impl Config {
             },
         })
     }
+}
+
+/// `--keep-by FIELD[:max|:min]`, checked; refused with `--keep none`, which keeps no member.
+fn keep_by(args: &ScanArgs) -> Result<Option<KeepBy>> {
+    let Some(given) = &args.keep_by else {
+        return Ok(None);
+    };
+    let (field, max) = match given.rsplit_once(':') {
+        Some((field, "max")) => (field, true),
+        Some((field, "min")) => (field, false),
+        Some((_, order)) => bail!(
+            "--keep-by {given}: the order after ':' is max or min, not {order:?} (quality:max \
+             keeps the greatest quality)"
+        ),
+        None => (given.as_str(), true),
+    };
+    let field = field_path(field).with_context(|| format!("--keep-by {given}"))?;
+    if args.keep == KeepArg::None {
+        bail!(
+            "--keep-by {given} chooses the member to keep, and --keep none keeps none; give one \
+             or the other"
+        );
+    }
+    Ok(Some(KeepBy { field, max }))
 }
 
 /// Output options that cannot apply together, refused rather than ignored.
@@ -137,6 +173,12 @@ fn output_conflicts(args: &ScanArgs) -> Result<()> {
         bail!(
             "--pairs adds the evidence for each pair to json, jsonl and text reports; --format \
              paths prints only the paths of duplicates"
+        );
+    }
+    if args.pairs && args.format == Some(Format::Parquet) {
+        bail!(
+            "--pairs adds the evidence for each pair to json, jsonl and text reports; --format \
+             parquet has a row per clustered document, not per pair"
         );
     }
     if args.quiet && args.progress == ProgressWhen::Always {
@@ -285,13 +327,27 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     Ok(MethodConfig::SimHash {
         max_distance,
         report_distance,
+        pieces: crate::sketch::simhash::pieces(max_distance),
     })
 }
 
 impl Config {
+    /// Refuses to write a binary report to a terminal (checked by the command that writes the
+    /// report: a stage that does not is free to run at one).
+    pub fn check_report_target(&self) -> Result<()> {
+        if self.format == OutputFormat::Parquet && self.sink.is_terminal() {
+            bail!(
+                "--format parquet writes a binary table, not for a terminal: give -o FILE, or \
+                 send standard output to a file or a pipe"
+            );
+        }
+        Ok(())
+    }
+
     /// The settings of `dupfind index build`: a scan whose documents go into a new index.
     pub fn for_build(args: crate::cli::IndexBuildArgs) -> Result<Config> {
         let mut cfg = Config::from_args(args.scan)?;
+        cfg.check_report_target()?;
         if cfg.stdin {
             bail!("`-` (standard input) cannot go into an index: it has no path to check again");
         }
@@ -312,6 +368,7 @@ impl Config {
     /// The settings of `dupfind scan`, with `--against`.
     pub fn for_scan(cmd: crate::cli::ScanCommand) -> Result<Config> {
         let mut cfg = Config::from_args(cmd.scan)?;
+        cfg.check_report_target()?;
         if let Some(dir) = cmd.against {
             if cfg.stdin {
                 bail!(
@@ -345,7 +402,7 @@ impl Config {
             ..
         } = &self.method
         {
-            if *containment {
+            if containment.is_some() {
                 bail!("--containment cannot be used with an index yet (it needs every set's size)");
             }
             if *verify == Verify::Edit {
@@ -376,10 +433,11 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         VerifyArg::Estimate => Verify::Estimate,
         VerifyArg::Edit => Verify::Edit,
     };
-    let (banding, chosen) = match given_banding(args.bands, args.rows, k) {
-        Some(given) => (given, false),
-        None if args.containment => (super::containment::Scheme::new(t, k).offsets[0], true),
-        None => {
+    let containment = args.containment.then(|| Scheme::new(t, k));
+    let (banding, chosen) = match (given_banding(args.bands, args.rows, k), &containment) {
+        (Some(given), _) => (given, false),
+        (None, Some(scheme)) => (scheme.offsets[0], true),
+        (None, None) => {
             // Checking documents makes a false candidate cheap, so favour recall.
             let weight = if verify == Verify::Estimate {
                 1.0
@@ -422,7 +480,7 @@ fn minhash_config(args: &ScanArgs) -> Result<MethodConfig> {
         banding_chosen: chosen,
         threshold: t,
         verify,
-        containment: args.containment,
+        containment,
     })
 }
 
@@ -501,6 +559,7 @@ impl From<KeepArg> for KeepPolicy {
             KeepArg::Newest => KeepPolicy::Newest,
             KeepArg::Oldest => KeepPolicy::Oldest,
             KeepArg::ShortestPath => KeepPolicy::ShortestPath,
+            KeepArg::None => KeepPolicy::None,
         }
     }
 }

@@ -1,7 +1,6 @@
 //! What a scan says about its banding on stderr before it starts: the banding chosen from the
 //! threshold (a note, with `-v`), and a poor S-curve (a warning: pairs will be missed).
 
-use crate::candidates::containment;
 use crate::config::{Config, MethodConfig};
 
 use super::poor_curve_note;
@@ -9,15 +8,8 @@ use super::poor_curve_note;
 /// Says on stderr which banding `--threshold` chose and what it means for a pair at the
 /// threshold (after the roots are known to be there, so an error comes alone).
 pub fn note_banding(cfg: &Config) {
-    if let MethodConfig::MinHash {
-        containment: true,
-        threshold,
-        num_perm,
-        ..
-    } = &cfg.method
-    {
-        cfg.messages
-            .note(&containment::Scheme::new(*threshold, *num_perm).describe());
+    if let Some(scheme) = cfg.method.containment() {
+        cfg.messages.note(&scheme.describe());
         return;
     }
     if let MethodConfig::MinHash {

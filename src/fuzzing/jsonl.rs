@@ -36,6 +36,7 @@ pub fn jsonl(data: &[u8]) {
     let opts = JsonlOptions {
         text_field,
         id_field,
+        keep_field: None,
         max_line: MAX_LINE[pick / PATHS.len() % MAX_LINE.len()],
     };
     let mut reader = JsonlReader::new(stream, opts.clone());

@@ -25,6 +25,7 @@ pub fn parquet(data: &[u8]) {
     let opts = JsonlOptions {
         text_field: split(text),
         id_field: split(id),
+        keep_field: None,
         max_line: MAX_TEXT[pick / PATHS.len() % MAX_TEXT.len()],
     };
     let Ok(mut file) = tempfile::tempfile() else {
@@ -65,15 +66,19 @@ pub fn parquet(data: &[u8]) {
         let first = by_doc.get(&doc).copied();
         assert_eq!(first.map(str::as_bytes), Some(&again[..]), "document {doc}");
     }
-    let Some(dump) = open() else { return };
-    let mut next = 1u64;
-    for batch in dump.whole_rows() {
-        let Ok(batch) = batch else { break };
-        assert!(
-            batch.first >= next,
-            "rows from {} after {next}",
-            batch.first
-        );
-        next = batch.first + batch.batch.num_rows() as u64;
+    // Whole rows as either kind of dataset reads them: typed by the file's own Arrow schema
+    // (Parquet) or by the Parquet schema (JSON Lines).
+    for typed in [false, true] {
+        let Some(dump) = open() else { return };
+        let mut next = 1u64;
+        for batch in dump.whole_rows(typed) {
+            let Ok(batch) = batch else { break };
+            assert!(
+                batch.first >= next,
+                "rows from {} after {next}",
+                batch.first
+            );
+            next = batch.first + batch.batch.num_rows() as u64;
+        }
     }
 }

@@ -6,12 +6,13 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::index::codec::{self, BlobKind, Packer};
 use crate::index::dir::IndexDir;
 use crate::index::paths::{mtime_ns, path_key};
 use crate::index::segment::write::{Plan, SegmentWriter, Written};
 use crate::index::store::Entry;
+use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, DocWorker, Engine, Outcome};
 use crate::input::walk::FileEntry;
 use crate::messages::InputError;
@@ -27,14 +28,9 @@ pub struct NewDocs<'a> {
     pub cfg: &'a Config,
     pub engine: &'a Engine,
     /// Every document of the scan: indexed ones first.
-    pub files: &'a [FileEntry],
-    pub docs: &'a [DocResult],
-    pub sigs: &'a [u32],
-    pub lanes: usize,
+    pub corpus: &'a Corpus,
     /// For each document, the document holding its content's signature.
     pub canon: &'a [u32],
-    /// The first new document.
-    pub first_new: u32,
 }
 
 /// A document's blob and its kind, or why its content could not be read again.
@@ -43,29 +39,31 @@ type Packed = Result<(BlobKind, Vec<u8>), String>;
 impl NewDocs<'_> {
     /// The new documents with text, in document order.
     pub fn ids(&self) -> Vec<u32> {
-        (self.first_new..self.files.len() as u32)
-            .filter(|&d| {
-                matches!(
-                    self.docs[d as usize].outcome,
-                    Outcome::Sketched | Outcome::Duplicate
-                )
-            })
+        (self.corpus.new_ids())
+            .filter(|&d| matches!(self.doc(d).outcome, Outcome::Sketched | Outcome::Duplicate))
             .collect()
     }
 
+    fn doc(&self, d: u32) -> &DocResult {
+        &self.corpus.docs[d as usize]
+    }
+
+    fn file(&self, d: u32) -> &FileEntry {
+        &self.corpus.files[d as usize]
+    }
+
     fn entry(&self, d: u32) -> Entry {
-        let f = &self.files[d as usize];
-        let canon = self.canon[d as usize] as usize;
-        let doc = &self.docs[d as usize];
+        let (f, doc) = (self.file(d), self.doc(d));
+        let canon = self.canon[d as usize];
         let (line, id, size) = match &f.record {
             Some(r) => (Some(r.line), r.id.clone(), r.file_size),
             None => (None, None, f.size),
         };
-        let signature = match &self.cfg.method {
-            MethodConfig::MinHash { .. } => {
-                self.sigs[canon * self.lanes..(canon + 1) * self.lanes].to_vec()
-            }
-            MethodConfig::SimHash { .. } => Vec::new(),
+        let signature = if self.cfg.method.is_simhash() {
+            Vec::new()
+        } else {
+            let (lanes, c) = (self.corpus.lanes, canon as usize);
+            self.corpus.sigs[c * lanes..(c + 1) * lanes].to_vec()
         };
         Entry {
             path: path_key(&f.path),
@@ -79,7 +77,7 @@ impl NewDocs<'_> {
             inode: f.id.1,
             content_hash: doc.hash,
             signature,
-            simhash: self.docs[canon].fingerprint,
+            simhash: self.doc(canon).fingerprint,
         }
     }
 
@@ -88,7 +86,7 @@ impl NewDocs<'_> {
         let mut out: Vec<Vec<u32>> = Vec::new();
         let mut bytes = 0u64;
         for &d in ids {
-            let n = self.docs[d as usize].bytes;
+            let n = self.doc(d).bytes;
             match out.last_mut() {
                 Some(b) if b.len() < BATCH_DOCS && bytes + n <= BATCH_BYTES => {
                     b.push(d);
@@ -109,10 +107,7 @@ impl NewDocs<'_> {
             .par_iter()
             .map_init(
                 || DocWorker::new(self.engine),
-                |w, &d| {
-                    let doc = &self.docs[d as usize];
-                    (d, w.content(d, &self.files[d as usize], doc.hash))
-                },
+                |w, &d| (d, w.content(d, self.file(d), self.doc(d).hash)),
             )
             .collect()
     }
@@ -172,7 +167,7 @@ pub fn write_segment(
                     writer.add(&new.entry(d), kind, dict, &bytes)?;
                 }
                 Err(reason) => {
-                    failed.push(new.files[d as usize].error(None, format!("not indexed: {reason}")))
+                    failed.push(new.file(d).error(None, format!("not indexed: {reason}")))
                 }
             }
         }

@@ -29,7 +29,6 @@ use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome, StoredSets};
 use crate::input::walk::FileEntry;
 use crate::messages::display_path;
-use crate::sketch::bottomk::Sketches;
 use crate::sketch::shingle::Shingler;
 
 use super::gone::is_gone;
@@ -247,14 +246,7 @@ fn same_file(e: &Entry, f: &FileEntry) -> bool {
 /// `joined.sets`.
 pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus> {
     let lanes = cfg.lanes();
-    let mut out = Corpus {
-        files: Vec::new(),
-        docs: Vec::new(),
-        sigs: Vec::new(),
-        lanes,
-        bottom: Sketches::default(),
-        first_new: 0,
-    };
+    let mut out = Corpus::empty(lanes);
     let Some(index) = joined.index.clone() else {
         return Ok(out);
     };

@@ -112,12 +112,8 @@ pub fn update(
     let new = NewDocs {
         cfg,
         engine,
-        files: &corpus.files,
-        docs: &corpus.docs,
-        sigs: &corpus.sigs,
-        lanes: corpus.lanes,
+        corpus,
         canon,
-        first_new: corpus.first_new,
     };
     let mut errors = Vec::new();
     let prepared = if index.create {

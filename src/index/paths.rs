@@ -75,6 +75,7 @@ pub(super) fn entry_as_file(
                 id: e.id.clone(),
                 file_size: e.size,
                 at: None,
+                keep: None,
             })
         }),
         deferred: false,

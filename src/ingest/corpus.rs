@@ -21,8 +21,9 @@ pub struct Corpus {
     pub lanes: usize,
     /// `--sketch bottom-k`: each document's sketch (off otherwise).
     pub bottom: Sketches,
-    /// Documents below this id come from the index scanned against.
-    pub first_new: u32,
+    /// Documents below this id come from the index scanned against (read through
+    /// [`Corpus::is_new`], [`Corpus::new_ids`] and [`Corpus::indexed`]).
+    first_new: u32,
 }
 
 /// What the first pass says about the documents it could not sketch.
@@ -41,6 +42,35 @@ pub struct Outcomes {
 }
 
 impl Corpus {
+    /// Documents of one pass (none of them indexed): `lanes` signature values each in `sigs`.
+    pub fn new(
+        files: Vec<FileEntry>,
+        docs: Vec<DocResult>,
+        sigs: Vec<u32>,
+        lanes: usize,
+        bottom: Sketches,
+    ) -> Corpus {
+        Corpus {
+            files,
+            docs,
+            sigs,
+            lanes,
+            bottom,
+            first_new: 0,
+        }
+    }
+
+    /// No documents.
+    pub fn empty(lanes: usize) -> Corpus {
+        Corpus::new(
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            lanes,
+            Sketches::default(),
+        )
+    }
+
     /// The indexed documents (`files`, `docs`, `sigs`; possibly none) followed by `new` ones.
     pub fn assemble(indexed: Corpus, new: Corpus) -> Corpus {
         let mut c = indexed;
@@ -57,6 +87,26 @@ impl Corpus {
     /// Number of documents.
     pub fn len(&self) -> usize {
         self.files.len()
+    }
+
+    /// Number of indexed documents (the first ids).
+    pub fn indexed(&self) -> u32 {
+        self.first_new
+    }
+
+    /// True when `d` was read by this scan, not taken from the index.
+    pub fn is_new(&self, d: u32) -> bool {
+        d >= self.first_new
+    }
+
+    /// The ids of the documents read by this scan, in order.
+    pub fn new_ids(&self) -> std::ops::Range<u32> {
+        self.first_new..self.len() as u32
+    }
+
+    /// The first pass's results of the documents read by this scan.
+    pub fn new_docs(&self) -> &[DocResult] {
+        &self.docs[self.first_new as usize..]
     }
 
     /// The sets the first pass kept (for exact verification), taken out of the results so that

@@ -11,6 +11,7 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::input::decompress::{decoder_cost, open_stream, Compression};
+use crate::input::field_value::FieldValue;
 use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::parquet::{self, ParquetDump, Row};
 use crate::input::spill::InDumps;
@@ -19,7 +20,7 @@ use crate::messages::{display_path, escape_controls};
 
 use super::pool::Workers;
 use super::worker::{Claims, Engine};
-use super::{Ingest, Ingested};
+use super::{Ingest, Ingested, KeepSeen};
 
 /// Records sketched together: enough to keep every thread busy, few enough that the texts of
 /// one batch stay small. A batch ends at this many records or [`BATCH_BYTES`] of lines,
@@ -80,12 +81,21 @@ impl Ingest<'_> {
                 let lines = std::iter::from_fn(move || reader.next_raw());
                 stream(lines, RawLine::len, |raw| {
                     if first_names.is_none() {
-                        first_names = raw.iter().find_map(|r| match r {
-                            RawLine::Json { bytes, .. } => {
-                                Some(field_names(bytes, &opts.text_field))
-                            }
+                        let first = raw.iter().find_map(|r| match r {
+                            RawLine::Json { bytes, .. } => Some(bytes),
                             _ => None,
                         });
+                        if let Some(bytes) = first {
+                            first_names = Some(field_names(bytes, &opts.text_field));
+                            keep_hint(&mut out.keep_seen, &opts, || {
+                                let names = field_names(bytes, opts.keep_field.as_deref()?)?;
+                                Some(format!(
+                                    "the first record of {} has {}",
+                                    display_path(&file.path),
+                                    quoted(&names)
+                                ))
+                            });
+                        }
                     }
                     // The reader only cuts lines; the workers parse them, kept in line order.
                     let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
@@ -95,12 +105,21 @@ impl Ingest<'_> {
                     self.sketch_records(file, &mut batch, claims, workers, out, bottom)
                 });
             }
-            Opened::Parquet(dump) => stream(dump.rows(), Row::text_len, |rows| {
-                for row in rows {
-                    self.take_row(file, row, &mut batch, &mut bad, out);
-                }
-                self.sketch_records(file, &mut batch, claims, workers, out, bottom)
-            }),
+            Opened::Parquet(dump) => {
+                keep_hint(&mut out.keep_seen, self.jsonl, || {
+                    Some(format!(
+                        "{} has the columns {}",
+                        display_path(&file.path),
+                        dump.columns()
+                    ))
+                });
+                stream(dump.rows(), Row::text_len, |rows| {
+                    for row in rows {
+                        self.take_row(file, row, &mut batch, &mut bad, out);
+                    }
+                    self.sketch_records(file, &mut batch, claims, workers, out, bottom)
+                });
+            }
         }
         if bad.count > WARN_BAD_LINES {
             self.msgs.warn(&format!(
@@ -146,11 +165,18 @@ impl Ingest<'_> {
         out: &mut Ingested,
     ) {
         match line {
-            Line::Doc { line, id, text, at } => batch.push(Pending {
+            Line::Doc {
+                line,
+                id,
+                text,
+                at,
+                keep,
+            } => batch.push(Pending {
                 line,
                 id,
                 text,
                 at: plain.then_some(at),
+                keep,
             }),
             Line::Bad { line, reason } => {
                 if matches!(reason, BadLine::MissingText(_)) {
@@ -174,11 +200,17 @@ impl Ingest<'_> {
         out: &mut Ingested,
     ) {
         match row {
-            Row::Doc { line, id, text } => batch.push(Pending {
+            Row::Doc {
+                line,
+                id,
+                text,
+                keep,
+            } => batch.push(Pending {
                 line,
                 id,
                 text,
                 at: None,
+                keep,
             }),
             Row::Bad { line, reason } => self.bad_record(file, line, reason, bad, out),
             Row::Failed { line, reason } => self.failed(file, line, reason, true, out),
@@ -233,7 +265,16 @@ impl Ingest<'_> {
         let docs = self.sketch_each(batch, workers, &mut out.sigs, bottom, |w, _, p, sig| {
             (w.process_text(&p.text, sig, claims, self.cache), ())
         });
-        for (Pending { line, id, text, at }, (doc, ())) in batch.drain(..).zip(docs) {
+        for (pending, (doc, ())) in batch.drain(..).zip(docs) {
+            let Pending {
+                line,
+                id,
+                text,
+                at,
+                keep,
+            } = pending;
+            out.keep_seen.records += 1;
+            out.keep_seen.values += u64::from(keep.is_some());
             out.entries.push(FileEntry {
                 path: file.path.clone(),
                 aliases: Vec::new(),
@@ -247,6 +288,7 @@ impl Ingest<'_> {
                     id,
                     file_size: file.size,
                     at,
+                    keep: keep.map(Box::new),
                 })),
                 deferred: false,
             });
@@ -267,8 +309,6 @@ struct BadLines {
 /// The warning for a dump whose records all lack the text field: the names its first record
 /// has (`first`: None when it was no JSON object), so that a mistyped `--text-field` shows.
 fn missing_field_hint(path: &Path, text_field: &[String], first: Option<&[String]>) -> String {
-    /// Names listed at most; a record of hundreds of keys would bury the message.
-    const MAX_NAMES: usize = 20;
     let field = escape_controls(&text_field.join("."));
     let mut hint = format!(
         "{}: no record has a \"{field}\" field (--text-field)",
@@ -277,18 +317,38 @@ fn missing_field_hint(path: &Path, text_field: &[String], first: Option<&[String
     match first {
         Some([]) => hint.push_str("; the first record is an empty object"),
         Some(names) => {
-            let quoted: Vec<String> = (names.iter().take(MAX_NAMES))
-                .map(|n| format!("\"{}\"", escape_controls(n)))
-                .collect();
             hint.push_str("; the first record has ");
-            hint.push_str(&quoted.join(", "));
-            if names.len() > MAX_NAMES {
-                hint.push_str(&format!(" and {} more", names.len() - MAX_NAMES));
-            }
+            hint.push_str(&quoted(names));
         }
         None => {}
     }
     hint
+}
+
+/// A record's field names for a message: `"a", "b"` (and how many more beyond a few; a record
+/// of hundreds of keys would bury the message), or "no field" for an empty object.
+fn quoted(names: &[String]) -> String {
+    /// Names listed at most.
+    const MAX_NAMES: usize = 20;
+    if names.is_empty() {
+        return "no field".to_string();
+    }
+    let list: Vec<String> = (names.iter().take(MAX_NAMES))
+        .map(|n| format!("\"{}\"", escape_controls(n)))
+        .collect();
+    let mut out = list.join(", ");
+    if names.len() > MAX_NAMES {
+        out.push_str(&format!(" and {} more", names.len() - MAX_NAMES));
+    }
+    out
+}
+
+/// With `--keep-by`, the first dump read says which fields it has (`hint`), for the error when
+/// no record has the field.
+fn keep_hint(seen: &mut KeepSeen, opts: &JsonlOptions, hint: impl FnOnce() -> Option<String>) {
+    if opts.keep_field.is_some() && seen.hint.is_none() {
+        seen.hint = hint();
+    }
 }
 
 /// A dump record waiting in a batch to be sketched.
@@ -298,6 +358,8 @@ struct Pending {
     text: String,
     /// Where its JSON lies in the dump file, when the dump is not compressed.
     at: Option<(u64, u64)>,
+    /// Its `--keep-by` value.
+    keep: Option<FieldValue>,
 }
 
 /// Reads `records` on one thread and hands them to `take` in batches on this one, until it
@@ -509,6 +571,7 @@ mod tests {
         JsonlOptions {
             text_field: vec!["text".into()],
             id_field: vec!["id".into()],
+            keep_field: None,
             max_line: 1 << 20,
         }
     }

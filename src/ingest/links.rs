@@ -116,6 +116,7 @@ mod tests {
             bottom: Sketches::default(),
             distinct: Kmv::new(DEFAULT_KMV_K),
             errors: Vec::new(),
+            keep_seen: Default::default(),
             bad_lines: 0,
             empty_dumps: 0,
             over_budget: None,

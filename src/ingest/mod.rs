@@ -12,6 +12,7 @@
 
 pub mod corpus;
 pub(crate) mod dumps;
+pub mod keep_by;
 mod links;
 mod pool;
 pub mod reread;
@@ -34,6 +35,7 @@ use crate::sketch::kmv::{Kmv, DEFAULT_KMV_K};
 use crate::sketch::minhash::MinHasher;
 use corpus::Corpus;
 pub use dumps::spill_records;
+pub use keep_by::KeepSeen;
 use links::merge_links;
 use pool::{BottomSlots, Scratch, Workers};
 
@@ -75,6 +77,8 @@ pub struct SignSummary {
     pub bad_lines: u64,
     /// Dumps that held no record at all.
     pub empty_dumps: u64,
+    /// What it saw of the `--keep-by` field.
+    pub keep_seen: KeepSeen,
 }
 
 /// The first pass's result.
@@ -110,14 +114,7 @@ pub fn sign(
         }
         _ => None,
     };
-    let bottom_k = match &cfg.method {
-        MethodConfig::MinHash {
-            bottom_k: true,
-            num_perm,
-            ..
-        } => Some((*num_perm, cfg.seed)),
-        _ => None,
-    };
+    let bottom_k = cfg.method.bottom_k().map(|k| (k, cfg.seed));
     let lanes = cfg.lanes();
     let ingested = Ingest {
         engine,
@@ -132,19 +129,19 @@ pub fn sign(
         anyhow::bail!(reason);
     }
     Ok(Signed {
-        corpus: Corpus {
-            files: ingested.entries,
-            docs: ingested.docs,
-            sigs: ingested.sigs,
+        corpus: Corpus::new(
+            ingested.entries,
+            ingested.docs,
+            ingested.sigs,
             lanes,
-            bottom: ingested.bottom,
-            first_new: 0,
-        },
+            ingested.bottom,
+        ),
         summary: SignSummary {
             distinct: ingested.distinct,
             errors: ingested.errors,
             bad_lines: ingested.bad_lines,
             empty_dumps: ingested.empty_dumps,
+            keep_seen: ingested.keep_seen,
         },
     })
 }
@@ -159,9 +156,9 @@ pub fn keep_record_texts(
     corpus: &Corpus,
     compared: impl FnOnce() -> Vec<u32>,
 ) -> anyhow::Result<()> {
-    let (files, first_new) = (&corpus.files, corpus.first_new);
+    let files = &corpus.files;
     let updating = cfg.against.as_ref().is_some_and(|a| a.update);
-    let new_records = || (first_new as usize..files.len()).filter(|&d| files[d].record.is_some());
+    let new_records = || (corpus.new_ids()).filter(|&d| files[d as usize].record.is_some());
     // Exact and edit verification and `--pairs` evidence read texts again.
     let needs_texts = cfg.pairs || matches!(cfg.verify(), Some(Verify::Exact | Verify::Edit));
     if new_records().next().is_none() || !(needs_texts || updating) {
@@ -169,11 +166,11 @@ pub fn keep_record_texts(
     }
     let mut wanted: Vec<u32> = if updating {
         // Every new record goes into the index with its set.
-        new_records().map(|d| d as u32).collect()
+        new_records().collect()
     } else {
         compared()
     };
-    wanted.retain(|&d| d >= first_new);
+    wanted.retain(|&d| corpus.is_new(d));
     wanted.sort_unstable();
     wanted.dedup();
     if let Err(e) = spill_records(engine, files, &wanted, &cfg.jsonl) {
@@ -206,6 +203,8 @@ pub struct Ingested {
     pub bad_lines: u64,
     /// Dumps that held no record at all.
     pub empty_dumps: u64,
+    /// What it saw of the `--keep-by` field.
+    pub keep_seen: KeepSeen,
     /// The pass stopped: the documents' signatures alone would exceed the memory budget.
     pub over_budget: Option<String>,
 }
@@ -246,6 +245,7 @@ impl Ingest<'_> {
             errors: Vec::new(),
             bad_lines: 0,
             empty_dumps: 0,
+            keep_seen: KeepSeen::default(),
             over_budget: None,
         };
         // Known before anything is read for plain files; a dump's records are checked as they

@@ -241,6 +241,7 @@ mod tests {
         JsonlOptions {
             text_field: field_path("text").unwrap(),
             id_field: field_path("id").unwrap(),
+            keep_field: None,
             max_line,
         }
     }

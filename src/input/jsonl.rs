@@ -12,11 +12,13 @@ use std::io::{self, BufRead, Read};
 
 use anyhow::{bail, Result};
 
+use crate::input::field_value::FieldValue;
+
 mod names;
 mod record;
 
 pub use names::field_names;
-pub use record::parse_record;
+pub use record::{parse_fields, parse_record};
 
 /// Where a document's text and id are found in each JSON Lines record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub struct JsonlOptions {
     pub text_field: Vec<String>,
     /// Path to the id field.
     pub id_field: Vec<String>,
+    /// Path to the `--keep-by` field, when given.
+    pub keep_field: Option<Vec<String>>,
     /// Longest line accepted, in bytes, not counting the line end.
     pub max_line: u64,
 }
@@ -50,6 +54,7 @@ pub enum Line {
         id: Option<String>,
         text: String,
         at: (u64, u64),
+        keep: Option<FieldValue>,
     },
     /// A line that holds no document, with why.
     Bad { line: u64, reason: BadLine },
@@ -178,12 +183,13 @@ impl RawLine {
                 line,
                 offset,
                 bytes,
-            } => match parse_record(&bytes, opts) {
-                Ok((id, text)) => Line::Doc {
+            } => match parse_fields(&bytes, opts) {
+                Ok(f) => Line::Doc {
                     line,
-                    id,
-                    text,
+                    id: f.id,
+                    text: f.text,
                     at: (offset, bytes.len() as u64),
+                    keep: f.keep,
                 },
                 Err(reason) => Line::Bad { line, reason },
             },
@@ -260,6 +266,7 @@ mod tests {
         JsonlOptions {
             text_field,
             id_field,
+            keep_field: None,
             max_line,
         }
     }

@@ -2,6 +2,7 @@
 //! of the pipeline.
 
 pub mod decompress;
+pub mod field_value;
 pub mod jsonl;
 pub mod parquet;
 pub mod read;

@@ -208,6 +208,7 @@ mod tests {
             opts: JsonlOptions {
                 text_field: vec!["text".into()],
                 id_field: vec!["id".into()],
+                keep_field: None,
                 max_line: 1 << 20,
             },
         }

@@ -192,6 +192,10 @@ pub struct Record {
     /// Where the record's JSON lies in the dump (offset, length), when the dump is not
     /// compressed: verification reads it from there again.
     pub at: Option<(u64, u64)>,
+    /// Its value of the `--keep-by` field, when it has one (an indexed document has none: the
+    /// index stores no fields). Boxed: most records of most runs have none, and every dump
+    /// record has a `Record`.
+    pub keep: Option<Box<crate::input::field_value::FieldValue>>,
 }
 
 /// Counts of files the walk saw but did not keep.

@@ -1,5 +1,5 @@
-//! Assembly: the stages' counts and errors → the report's `stats` and `errors`, and the exit
-//! status they imply. The only place that fills [`Stats`].
+//! Assembly: the stages' counts and errors → the report's `stats` (through [`Counts`], as
+//! `stage report` adds them up) and `errors`, and the exit status they imply.
 
 use crate::candidates::identical::Identical;
 use crate::cluster::Found;
@@ -11,6 +11,7 @@ use crate::input::walk::WalkSkips;
 use crate::messages::InputError;
 use crate::verify::Verified;
 
+use super::counts::Counts;
 use super::{path_fields, ClusterOut, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
 
 /// What the walk counted.
@@ -63,7 +64,8 @@ pub struct Parts<'a> {
 
 /// The report and its exit status.
 pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
-    let mut stats = counts(&parts);
+    let mut stats = counts(&parts).stats();
+    stats.index = parts.index.clone();
     let Parts {
         walked,
         signed,
@@ -123,54 +125,49 @@ pub fn finish(
 }
 
 /// Every count but `skipped.error`, which needs the errors deduplicated.
-fn counts(p: &Parts) -> Stats {
-    let mut s = Stats {
+fn counts(p: &Parts) -> Counts {
+    let mut c = Counts {
         files_seen: p.walked.files_seen,
-        index: p.index.clone(),
-        ..Stats::default()
+        ..Counts::default()
     };
-    let (walk, outcomes) = (&p.walked.skipped, &p.outcomes);
-    s.skipped.not_regular = walk.not_regular + outcomes.not_regular;
-    s.skipped.symlink = walk.symlink;
-    s.skipped.outside_roots = walk.outside_roots;
-    (s.skipped.hidden, s.skipped.ignored) = (walk.hidden, walk.ignored);
-    s.skipped.too_short = walk.too_short + outcomes.too_short;
-    s.skipped.too_large = walk.too_large + outcomes.too_large;
-    s.skipped.binary = outcomes.binary;
-    s.skipped.bad_line = p.signed.bad_lines;
-    s.skipped.empty = p.signed.empty_dumps + p.identical.empty;
-    s.distinct_shingles = p.signed.distinct.estimate().round() as u64;
-    s.distinct_shingles_error = p.signed.distinct.relative_error();
-    s.exact_groups = p.identical.groups;
-    s.documents = p.identical.documents;
-    s.bytes = p.identical.bytes;
-    s.candidate_pairs = p.verified.checked;
-    s.verified_pairs = p.verified.passed;
-    (s.largest_bucket, s.largest_component) = p.skew;
-    s.edit_fallbacks = p.verified.fallbacks;
-    s.clusters = p.found.len() as u64;
+    let (walk, outcomes, s) = (&p.walked.skipped, &p.outcomes, &mut c.skipped);
+    s.not_regular = walk.not_regular + outcomes.not_regular;
+    s.symlink = walk.symlink;
+    s.outside_roots = walk.outside_roots;
+    (s.hidden, s.ignored) = (walk.hidden, walk.ignored);
+    s.too_short = walk.too_short + outcomes.too_short;
+    s.too_large = walk.too_large + outcomes.too_large;
+    s.binary = outcomes.binary;
+    s.bad_line = p.signed.bad_lines;
+    s.empty = p.signed.empty_dumps + p.identical.empty;
+    c.distinct = Some(p.signed.distinct.clone());
+    c.exact_groups = p.identical.groups;
+    c.documents = p.identical.documents;
+    c.bytes = p.identical.bytes;
+    c.candidate_pairs = p.verified.checked;
+    c.verified_pairs = p.verified.passed;
+    (c.largest_bucket, c.largest_component) = p.skew;
+    c.edit_fallbacks = p.verified.fallbacks;
+    c.clusters = p.found.len() as u64;
     // Counted over the new documents: with --against, a cluster whose representative is an
     // indexed document has no original among them.
-    let first_new = p.corpus.first_new;
-    let clustered: u64 = (p.found.iter())
+    let (corpus, canon) = (p.corpus, &p.identical.canon);
+    c.clustered = (p.found.iter())
         .map(|f| {
             f.cluster
                 .members
                 .iter()
-                .filter(|&&d| d >= first_new)
+                .filter(|&&d| corpus.is_new(d))
                 .count() as u64
         })
         .sum();
-    let originals = (p.found.iter())
-        .filter(|f| f.representative >= first_new)
+    c.originals = (p.found.iter())
+        .filter(|f| corpus.is_new(f.representative))
         .count() as u64;
-    let canon = &p.identical.canon;
-    s.exact_copies = (first_new as usize..p.corpus.len())
-        .filter(|&d| canon[d] != d as u32)
+    c.exact_copies = (corpus.new_ids())
+        .filter(|&d| canon[d as usize] != d)
         .count() as u64;
-    s.unique_documents = s.documents.saturating_sub(clustered);
-    s.near_copies = clustered.saturating_sub(originals + s.exact_copies);
-    s
+    c
 }
 
 fn error_out(e: &InputError) -> ErrorOut {
@@ -222,14 +219,13 @@ mod tests {
             set: None,
             shingles: 0,
         };
-        Corpus {
-            files: (0..n).map(file).collect(),
-            docs: vec![doc; n],
-            sigs: Vec::new(),
-            lanes: 1,
-            bottom: Default::default(),
-            first_new: 0,
-        }
+        Corpus::new(
+            (0..n).map(file).collect(),
+            vec![doc; n],
+            Vec::new(),
+            1,
+            Default::default(),
+        )
     }
 
     /// Six documents: 0 ~ 1 ~ 2 in one cluster (2 an exact copy of 0), 3 and 4 in another, 5
@@ -259,6 +255,7 @@ mod tests {
                 ],
                 bad_lines: 1,
                 empty_dumps: 0,
+                keep_seen: Default::default(),
             },
             outcomes: Default::default(),
             identical,

@@ -31,6 +31,8 @@ pub struct Inputs<'a> {
     pub evidence: bool,
     /// Sets verification kept for clustered documents.
     pub retained: &'a Loaded,
+    /// `--keep none`: no member is kept; every member is a duplicate.
+    pub keep_none: bool,
 }
 
 /// The cluster records, in the order given; sets that cannot be read again add to `errors`.
@@ -49,6 +51,7 @@ pub fn cluster_records(
     let needs_material = |f: &Found| {
         inputs.evidence
             || (judge_loads
+                && !inputs.keep_none
                 && undecided(judge, f.representative, &f.cluster)
                     .next()
                     .is_some())
@@ -119,7 +122,13 @@ fn record(inputs: &Inputs, id: usize, found: &Found, loaded: &Loaded) -> Cluster
         m
     };
     let (mut duplicates, mut linked) = (Vec::new(), Vec::new());
-    for (&d, at) in c.members.iter().zip(0u32..).filter(|&(&d, _)| d != rep) {
+    if inputs.keep_none {
+        duplicates = (0..c.members.len() as u32)
+            .map(|at| nearest(judge, at, c))
+            .collect();
+    }
+    let others = c.members.iter().zip(0u32..).filter(|&(&d, _)| d != rep);
+    for (&d, at) in others.filter(|_| !inputs.keep_none) {
         let (out, verified) = against_representative(judge, rep, d, at, c, loaded);
         if verified {
             duplicates.push(out);
@@ -136,6 +145,7 @@ fn record(inputs: &Inputs, id: usize, found: &Found, loaded: &Loaded) -> Cluster
         min_similarity: c.min_similarity(),
         max_similarity: c.max_similarity(),
         representative: c.members.iter().position(|&d| d == rep).unwrap_or(0),
+        kept: !inputs.keep_none,
         duplicates,
         linked,
         members: c.members.iter().map(|&d| member(d)).collect(),
@@ -188,6 +198,40 @@ fn against_representative(
         containment: judge.is_containment().then_some(similarity),
     };
     (out, verified)
+}
+
+/// With `--keep none`, member `at` as a duplicate: with no member kept there is no
+/// representative to measure it against, so it is given with its nearest member among the
+/// cluster's verified pairs (the most similar; on a tie, the first in the cluster's order).
+/// Every member has one: the pairs span the cluster.
+fn nearest(judge: &Judge, at: u32, c: &Cluster) -> DuplicateOut {
+    let best = (c.pairs.iter())
+        .filter(|p| p.0 as u32 == at || p.1 as u32 == at)
+        .map(|p| &p.2)
+        .fold(None::<&Pair>, |best, p| match best {
+            Some(b) if b.similarity >= p.similarity => Some(b),
+            _ => Some(p),
+        });
+    let estimated_mode = judge.verify() == Some(Verify::Estimate);
+    match best {
+        Some(p) => DuplicateOut {
+            member: at,
+            similarity: p.similarity,
+            distance: p.distance,
+            exact: p.exact,
+            estimated: estimated_mode && !p.exact,
+            containment: judge.is_containment().then_some(p.similarity),
+        },
+        // Not reached (a cluster's pairs span it); a member alone is its own nearest.
+        None => DuplicateOut {
+            member: at,
+            similarity: 1.0,
+            distance: None,
+            exact: true,
+            estimated: false,
+            containment: None,
+        },
+    }
 }
 
 /// One spanning pair (`a`, `b` index into the cluster's members).

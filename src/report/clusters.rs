@@ -22,8 +22,12 @@ pub struct ClusterOut {
     /// Largest similarity among `pairs`.
     pub max_similarity: f64,
     /// Index into `members` of the member to keep, chosen by `--keep` (with `--cluster
-    /// strict`, the center every other member was verified against).
+    /// strict`, the center every other member was verified against). With `--keep none`, the
+    /// member that would have been chosen first (path order), written as null.
     pub representative: usize,
+    /// False with `--keep none`: no member is kept, `representative` is written as null and
+    /// `duplicates` holds every member.
+    pub kept: bool,
     /// The members verified against the representative (at the threshold, by the active
     /// verification), in path order: the files a user could remove in favour of it.
     pub duplicates: Vec<DuplicateOut>,
@@ -38,7 +42,8 @@ pub struct ClusterOut {
 }
 
 impl ClusterOut {
-    /// The member to keep.
+    /// The member to keep (with `--keep none`, see [`ClusterOut::kept`]: the member that would
+    /// have been).
     pub fn representative(&self) -> &MemberOut {
         &self.members[self.representative]
     }
@@ -56,7 +61,11 @@ impl Serialize for ClusterOut {
         out.serialize_field("size", &self.size)?;
         out.serialize_field("min_similarity", &self.min_similarity)?;
         out.serialize_field("max_similarity", &self.max_similarity)?;
-        out.serialize_field("representative", self.representative())?;
+        if self.kept {
+            out.serialize_field("representative", self.representative())?;
+        } else {
+            out.serialize_field("representative", &None::<MemberOut>)?;
+        }
         out.serialize_field("duplicates", &Duplicates(self, &self.duplicates))?;
         if !self.linked.is_empty() {
             out.serialize_field("linked", &Duplicates(self, &self.linked))?;

@@ -3,15 +3,18 @@
 //!
 //! `json` writes one pretty-printed document; `jsonl` writes one record per line, each with a
 //! `type`: a `header`, one `cluster` per cluster, one `error` per unreadable input, and a
-//! `summary`; `text` is for people (`text`), `paths` for `xargs -0 rm` (`paths`). Nothing here
+//! `summary`; `text` is for people (`text`), `paths` for `xargs -0 rm` (`paths`), `parquet`
+//! a table for joins (`parquet`). Nothing here
 //! depends on time or thread count, so the same input and seed give the same bytes. `sink` is
 //! where the report goes (standard output or `-o FILE`).
 
 mod assemble;
 pub mod build;
 mod clusters;
+mod counts;
 mod model;
 pub mod params;
+mod parquet;
 pub mod paths;
 mod text;
 
@@ -26,6 +29,7 @@ pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };
+pub use counts::Counts;
 pub use model::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
 
 #[derive(Serialize)]
@@ -78,6 +82,7 @@ pub fn write(
         }
         OutputFormat::Text => text::write(report, color, &mut *out)?,
         OutputFormat::Paths { null } => paths::write(report, null, &mut *out)?,
+        OutputFormat::Parquet => parquet::write(report, &mut *out)?,
     }
     out.flush()?;
     Ok(())

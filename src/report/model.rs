@@ -68,8 +68,12 @@ pub struct Params {
     pub min_similarity: Option<f64>,
     /// "components" or "strict".
     pub cluster: &'static str,
-    /// The `--keep` policy that chose each representative.
+    /// The `--keep` policy that chose each representative ("none": no member is kept).
     pub keep: &'static str,
+    /// `--keep-by`: the field that chose each representative first, and its order
+    /// ("quality:max"); absent when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_by: Option<String>,
     /// `--containment`: similarities are the containment of the smaller document in the larger
     /// (present only when true).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

@@ -2,7 +2,6 @@
 
 use crate::config::{Config, MethodConfig};
 use crate::report::Params;
-use crate::sketch::simhash;
 use crate::verify::judge::simhash_similarity;
 
 /// The report's `params`: the effective settings.
@@ -27,6 +26,7 @@ pub fn params(cfg: &Config) -> Params {
         min_similarity: None,
         cluster: cfg.cluster.name(),
         keep: cfg.keep.name(),
+        keep_by: cfg.keep_by.as_ref().map(|k| k.name()),
         containment: false,
     };
     match &cfg.method {
@@ -50,11 +50,12 @@ pub fn params(cfg: &Config) -> Params {
                 p.min_similarity = Some(*report_threshold);
             }
             p.verify = verify.name();
-            p.containment = *containment;
+            p.containment = containment.is_some();
         }
         MethodConfig::SimHash {
             max_distance,
             report_distance,
+            pieces,
         } => {
             if report_distance < max_distance {
                 p.min_similarity = Some(simhash_similarity(*report_distance));
@@ -62,7 +63,7 @@ pub fn params(cfg: &Config) -> Params {
             p.method = "simhash";
             p.bits = Some(64);
             p.max_distance = Some(*max_distance);
-            p.pieces = Some(simhash::pieces(*max_distance).len());
+            p.pieces = Some(pieces.len());
         }
     }
     p

@@ -4,7 +4,8 @@
 //! summary at the end. With `--containment` each duplicate shows how much of it is contained in
 //! the representative. With `--pairs`, each verified pair follows (`pair`), with its evidence.
 //! Names are escaped like warnings, so a file name cannot drive the terminal. Colour only when
-//! asked (`--color`, decided in config).
+//! asked (`--color`, decided in config). With `--keep none` a block has no `keep` line: every
+//! member is a `dup`, with its similarity to its nearest member.
 
 use std::io::{self, Write};
 
@@ -88,20 +89,24 @@ fn write_cluster(
         c.max_similarity
     );
     writeln!(out, "{}", paint.on(DIM, &header))?;
-    writeln!(
-        out,
-        "  {}  {}  ({} bytes)",
-        paint.on(BOLD_GREEN, "keep"),
-        paint.on(BOLD_GREEN, &name(c.representative())),
-        c.representative().bytes
-    )?;
+    if c.kept {
+        writeln!(
+            out,
+            "  {}  {}  ({} bytes)",
+            paint.on(BOLD_GREEN, "keep"),
+            paint.on(BOLD_GREEN, &name(c.representative())),
+            c.representative().bytes
+        )?;
+    }
     for d in &c.duplicates {
         let label = paint.on(YELLOW, "dup ");
-        writeln!(out, "  {label}  {}  {}", name(c.member(d)), similarity(d))?;
+        let s = similarity(d, c.kept);
+        writeln!(out, "  {label}  {}  {s}", name(c.member(d)))?;
     }
     for d in &c.linked {
         let label = paint.on(DIM, "link");
-        writeln!(out, "  {label}  {}  {}", name(c.member(d)), similarity(d))?;
+        let s = similarity(d, c.kept);
+        writeln!(out, "  {label}  {}  {s}", name(c.member(d)))?;
     }
     for p in &c.pairs {
         if let Some(evidence) = evidence(p) {
@@ -181,14 +186,21 @@ fn name(m: &MemberOut) -> String {
 }
 
 /// "0.912", "1.000 exact", "0.953 distance 3", "~0.87 estimated"; with `--containment`,
-/// "0.950 contained in keep" (the share of the duplicate found in the representative).
-fn similarity(d: &DuplicateOut) -> String {
+/// "0.950 contained in keep" (the share of the duplicate found in the representative). With
+/// `--keep none` (`kept` false) the similarity is to the member's nearest, and a containment
+/// is that of the pair's smaller document: "0.950 containment".
+fn similarity(d: &DuplicateOut, kept: bool) -> String {
     if d.exact {
         return "1.000 exact".to_string();
     }
     if d.containment.is_some() {
         let tilde = if d.estimated { "~" } else { "" };
-        return format!("{tilde}{:.3} contained in keep", d.similarity);
+        let what = if kept {
+            "contained in keep"
+        } else {
+            "containment"
+        };
+        return format!("{tilde}{:.3} {what}", d.similarity);
     }
     match (d.distance, d.estimated) {
         (Some(dist), _) => format!("{:.3} distance {dist}", d.similarity),

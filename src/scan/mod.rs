@@ -38,6 +38,9 @@ pub struct ScanOutput {
 
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::refuse_existing(dir)?;
+    }
     // Held to the end: the copy of standard input is read again by verification.
     let stdin = crate::input::stdin::capture(cfg.stdin, &cfg.walk)?;
     let Walked {
@@ -57,10 +60,15 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
+    ingest::keep_by::check_inputs(cfg, &files)?;
+    let dataset_format = (cfg.dataset.as_ref())
+        .map(|_| crate::dataset::check_inputs(cfg, &files))
+        .transpose()?;
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
     let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
+    ingest::keep_by::check_seen(cfg, &signed.summary.keep_seen)?;
     let indexed = index::attach(cfg, &mut joined, &signed.corpus)?;
     engine.indexed = joined.stored_sets();
     let mut corpus = Corpus::assemble(indexed, signed.corpus);
@@ -70,15 +78,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     ingest::keep_record_texts(cfg, &engine, &corpus, || candidates.compared(&identical))?;
 
     let kept = corpus.take_kept_sets();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let skew = (candidates.largest_bucket, candidates.largest_component);
     let Concluded {
         verified,
@@ -86,10 +86,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         clusters,
         mut late_errors,
     } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
-    if let Some(dir) = &cfg.dataset {
-        late_errors.extend(write_dataset(
-            cfg, &engine, &corpus, &found, &clusters, dir,
-        )?);
+    if let (Some(dir), Some(format)) = (&cfg.dataset, dataset_format) {
+        let to = (dir.as_path(), format);
+        late_errors.extend(write_dataset(cfg, &engine, &corpus, &found, &clusters, to)?);
     }
     let (updated, pending) = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
@@ -128,12 +127,12 @@ fn write_dataset(
     corpus: &Corpus,
     found: &[cluster::Found],
     clusters: &[report::ClusterOut],
-    dir: &std::path::Path,
+    (dir, format): (&std::path::Path, crate::config::DatasetFormat),
 ) -> Result<Vec<crate::messages::InputError>> {
-    use crate::dataset::{self, DatasetDoc};
+    use crate::dataset::{self, DatasetDoc, Fate};
     use crate::ingest::worker::Outcome;
-    let dropped = dataset::dropped(found, clusters, corpus.len());
-    let docs: Vec<DatasetDoc> = (corpus.first_new as usize..corpus.len())
+    let marks = dataset::marks(found, clusters, corpus.len());
+    let docs: Vec<DatasetDoc> = (corpus.new_ids().map(|d| d as usize))
         .filter(|&d| {
             matches!(
                 corpus.docs[d].outcome,
@@ -143,18 +142,10 @@ fn write_dataset(
         .map(|d| DatasetDoc {
             file: &corpus.files[d],
             hash: corpus.docs[d].hash,
-            dropped: dropped[d],
+            fate: marks[d].map(|m| Fate::of(m, clusters)),
         })
         .collect();
-    let path = dataset::part_path(dir, 0);
-    let written = dataset::write(&path, &docs, cfg, engine)?;
-    cfg.messages.note(&format!(
-        "dataset: {} records written to {}, {} duplicates left out",
-        written.kept,
-        crate::messages::display_path(&path),
-        written.dropped
-    ));
-    Ok(written.errors)
+    Ok(dataset::write(dir, 0, format, &docs, cfg, engine)?.errors)
 }
 
 #[cfg(test)]

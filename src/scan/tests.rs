@@ -93,15 +93,7 @@ fn each_stage_hands_the_next_what_it_needs() {
     assert!(bucketed.iter().all(|b| *b == [0, 1]), "{bucketed:?}");
 
     let kept = corpus.take_kept_sets();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let verified = verify::run(
         &cfg,
         &judge,
@@ -196,32 +188,37 @@ fn the_report_counts_what_the_stages_did() {
     assert_eq!(with.report.stats.clusters, 1);
 }
 
+/// The stages up to the candidates, on the roots of `cfg`.
+fn to_candidates(
+    cfg: &Config,
+) -> (
+    crate::ingest::worker::Engine,
+    Corpus,
+    identical::Identical,
+    candidates::Candidates,
+) {
+    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
+    let mut joined = index::join(cfg, walked.files).unwrap();
+    let engine = ingest::engine(cfg, None);
+    let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
+    let indexed = index::attach(cfg, &mut joined, &signed.corpus).unwrap();
+    let mut corpus = Corpus::assemble(indexed, signed.corpus);
+    let identical = identical::group(&mut corpus);
+    let candidates = candidates::find(cfg, &corpus, &identical.units);
+    (engine, corpus, identical, candidates)
+}
+
 #[test]
 fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let t = tempfile::tempdir().unwrap();
     corpus(t.path());
     let cfg = config(t.path(), &[]);
-    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
-    let mut joined = index::join(&cfg, walked.files).unwrap();
-    let engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
-    let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
-    let mut corpus = Corpus::assemble(indexed, signed.corpus);
-    let identical = identical::group(&mut corpus);
-    let candidates = candidates::find(&cfg, &corpus, &identical.units);
+    let (engine, corpus, identical, candidates) = to_candidates(&cfg);
     // The kept sets are dropped, as when the set cache is full: verification must read the
     // files again, and a-edit.txt no longer holds what the first pass hashed.
     let kept = vec![None; corpus.len()];
     fs::write(t.path().join("a-edit.txt"), "something else entirely now").unwrap();
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let verified = verify::run(
         &cfg,
         &judge,
@@ -250,23 +247,8 @@ fn verification_makes_the_verdicts_strict_clustering_asks_for() {
     fs::write(t.path().join("x2.txt"), format!("{a} w1 w2 w3 w4 w5")).unwrap();
     let root = t.path().to_str().unwrap();
     let cfg = scan_config(&["-q", "--keep", "largest", root]).unwrap();
-    let walked = walk(&cfg.walk, &cfg.messages).unwrap();
-    let mut joined = index::join(&cfg, walked.files).unwrap();
-    let engine = ingest::engine(&cfg, None);
-    let signed = ingest::sign(&cfg, std::mem::take(&mut joined.to_read), &engine, true).unwrap();
-    let indexed = index::attach(&cfg, &mut joined, &signed.corpus).unwrap();
-    let mut corpus = Corpus::assemble(indexed, signed.corpus);
-    let identical = identical::group(&mut corpus);
-    let candidates = candidates::find(&cfg, &corpus, &identical.units);
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: corpus.first_new,
-    };
+    let (engine, corpus, identical, candidates) = to_candidates(&cfg);
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let verify = |rehearse: Option<&verify::Rehearse>| {
         let kept = vec![None; corpus.len()];
         verify::run(

@@ -1,16 +1,18 @@
 //! `stage dataset --shard I/N` (with `--write-dataset`): writes shard I's part of the
-//! deduplicated dataset, `DIR/part-I.jsonl`: its documents with text but those the verify
-//! partitions listed as duplicates, as `scan --write-dataset` writes them; the parts in shard
-//! order are `scan`'s one part. `dataset/shard-I.json` holds the counts and the documents that
-//! changed since they were signed (errors of the run, which the report lists). A run without
-//! `--write-dataset` has nothing to write, and the stage does nothing.
+//! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N.parquet` a part per input): its
+//! documents with text but those the verify partitions listed as duplicates (with `--annotate`:
+//! all of them, each with its cluster numbered as the report numbers it), as `scan
+//! --write-dataset` writes them; the parts in name order are `scan`'s. `dataset/shard-I.json`
+//! holds the counts and the documents that changed since they were signed (errors of the run,
+//! which the report lists). A run without `--write-dataset` has nothing to write, and the stage
+//! does nothing.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{self, DatasetDoc};
+use crate::dataset::{self, DatasetDoc, Fate, Mark};
 use crate::ingest;
 
 use super::docs;
@@ -50,39 +52,49 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let Some(dir) = cfg.dataset.clone() else {
         return Ok(());
     };
+    // `stage init` chose it from every shard's inputs.
+    let format = cfg
+        .dataset_format
+        .context("run.json names no dataset format: the run was planned by another dupfind")?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
     let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
-    let mut dropped = Vec::new();
+    // Every partition's clusters, numbered as the report numbers them, and this shard's marks.
+    let mut recs = Vec::new();
+    let mut marks = Vec::new();
     for part in 0..plan.parts {
         let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
-        dropped.extend(
-            v.dropped
-                .into_iter()
-                .filter(|&d| d >> 32 == i64::from(shard)),
-        );
+        recs.push(v.clusters);
+        let shard_marks = v
+            .marks
+            .into_iter()
+            .filter(|m| m.doc >> 32 == i64::from(shard));
+        marks.extend(shard_marks.map(|m| (m.doc, part as usize, m)));
     }
-    dropped.sort_unstable();
+    let (clusters, numbers) = super::records::numbered(recs);
+    marks.sort_unstable_by_key(|m| m.0);
     let mut rows = Vec::new();
     let docs_file = docs_input(work, shard, &sign.lineage);
     for b in files::read_parquet(&docs_file, "its shard was not signed")? {
         rows.extend(docs::from_batch(&b?)?);
     }
+    let fate = |doc: i64| {
+        let i = marks.binary_search_by_key(&doc, |m| m.0).ok()?;
+        let (_, part, m) = &marks[i];
+        let mark = Mark {
+            cluster: numbers[*part][m.cluster as usize],
+            duplicate: m.duplicate,
+        };
+        Some(Fate::of(mark, &clusters))
+    };
     let docs: Vec<DatasetDoc> = (rows.iter())
         .map(|r| DatasetDoc {
             file: &r.file,
             hash: r.hash,
-            dropped: dropped.binary_search(&r.doc).is_ok(),
+            fate: fate(r.doc),
         })
         .collect();
     let engine = ingest::engine(&cfg, None);
-    let path = dataset::part_path(&dir, shard);
-    let written = dataset::write(&path, &docs, &cfg, &engine)?;
-    cfg.messages.note(&format!(
-        "dataset: {} records written to {}, {} duplicates left out",
-        written.kept,
-        crate::messages::display_path(&path),
-        written.dropped
-    ));
+    let written = dataset::write(&dir, shard, format, &docs, &cfg, &engine)?;
     let summary = DatasetSummary {
         lineage,
         shard,

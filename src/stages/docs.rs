@@ -1,7 +1,8 @@
 //! The document table: one row per document with text, as `sign` writes it and `route` carries
 //! it (then with the text, for verification). Everything a later stage needs of a document is
 //! here: where it is (path, aliases, dump line and id, offset in a plain dump), what the keep
-//! policies compare (size, modification time), its content hash, and its sketches.
+//! policies compare (size, modification time, the `--keep-by` value as
+//! [`FieldValue::to_bytes`] writes it), its content hash, and its sketches.
 
 use std::path::PathBuf;
 
@@ -14,6 +15,7 @@ use arrow_array::{
     StringArray,
 };
 
+use crate::input::field_value::FieldValue;
 use crate::input::walk::{FileEntry, Record};
 
 use super::columns::{
@@ -77,6 +79,7 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
     let (mut sigs, mut bottoms) = (BinaryBuilder::new(), BinaryBuilder::new());
     let mut texts = LargeBinaryBuilder::new();
     let mut text_errors = StringBuilder::new();
+    let mut keeps = BinaryBuilder::new();
     for r in rows {
         paths.append_value(path_bytes(&r.file.path));
         for a in &r.file.aliases {
@@ -89,6 +92,8 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
         bottoms.append_option(r.bottom.as_deref().map(u64s_le));
         texts.append_option(r.text.as_deref());
         text_errors.append_option(r.text_error.as_deref());
+        let keep = r.file.record.as_ref().and_then(|rec| rec.keep.as_deref());
+        keeps.append_option(keep.map(FieldValue::to_bytes));
     }
     let record = |r: &DocRow| r.file.record.as_deref().cloned();
     let mut columns = vec![
@@ -118,6 +123,7 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
             "at_len",
             opt_i64s(&|r| record(r).and_then(|x| x.at).map(|a| a.1 as i64)),
         ),
+        ("keep_value", arc(keeps.finish())),
         ("bytes", i64s(&|r| r.bytes as i64)),
         ("hash_hi", i64s(&|r| (r.hash >> 64) as i64)),
         ("hash_lo", i64s(&|r| r.hash as u64 as i64)),
@@ -150,6 +156,7 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
     let paths = column::<BinaryArray>(b, "path")?;
     let aliases = column::<ListArray>(b, "aliases")?;
     let ids = column::<StringArray>(b, "record_id")?;
+    let keeps = column::<BinaryArray>(b, "keep_value")?;
     let sigs = column::<BinaryArray>(b, "signature")?;
     let bottoms = column::<BinaryArray>(b, "bottom")?;
     let texts = b
@@ -173,6 +180,10 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
                 at: opt(at_offset, k)
                     .zip(opt(at_len, k))
                     .map(|(o, n)| (o as u64, n as u64)),
+                keep: (!keeps.is_null(k))
+                    .then(|| FieldValue::from_bytes(keeps.value(k)))
+                    .flatten()
+                    .map(Box::new),
             })
         });
         let modified = opt(secs, k).and_then(|s| time_from_parts(s, nanos.value(k)));
@@ -229,6 +240,7 @@ mod tests {
                 id: Some("doc-3".into()),
                 file_size: 1000,
                 at: Some((100, 42)),
+                keep: Some(Box::new(FieldValue::Text("2026-01-02".into()))),
             })),
             deferred: false,
         };

@@ -22,6 +22,7 @@ use parquet::schema::types::ColumnPath;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::atomic::Pending;
 use crate::messages::display_path;
 
 use super::lineage::{self, Lineage, Place, Tag, Written};
@@ -38,51 +39,6 @@ const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom"];
 
 /// Rows per row group: a reader holds one at a time.
 pub const ROW_GROUP: usize = 64 * 1024;
-
-/// A file being written under a temporary name, made visible by [`Pending::commit`].
-struct Pending {
-    temp: tempfile::NamedTempFile,
-    path: PathBuf,
-}
-
-impl Pending {
-    fn new(path: &Path) -> Result<Pending> {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
-        // 0666 less the umask, as for any new file (tempfile's default is 0600).
-        let temp = tempfile::Builder::new()
-            .prefix(".dupfind-")
-            .suffix(".tmp")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(|| format!("creating a file in {}", display_path(dir)))?;
-        Ok(Pending {
-            temp,
-            path: path.to_path_buf(),
-        })
-    }
-
-    fn file(&self) -> &File {
-        self.temp.as_file()
-    }
-
-    /// Makes the file durable under its name: fsync, rename over any older one, fsync the
-    /// directory (the rename is the commit point).
-    fn commit(self) -> Result<()> {
-        let what = || format!("writing {}", display_path(&self.path));
-        self.temp.as_file().sync_all().with_context(what)?;
-        let path = self.path.clone();
-        self.temp
-            .persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming into {}", display_path(&path)))?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        File::open(dir.unwrap_or(Path::new(".")))
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("syncing the directory of {}", display_path(&path)))
-    }
-}
 
 /// Writes `value` as indented JSON to `path`, atomically.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -250,12 +206,12 @@ impl ParquetOut {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.writer
             .write(batch)
-            .with_context(|| format!("writing {}", display_path(&self.pending.path)))
+            .with_context(|| format!("writing {}", display_path(self.pending.path())))
     }
 
     /// Finishes the file and makes it visible; returns its name and CRC-32 for the summary.
     pub fn commit(self) -> Result<Written> {
-        let what = || format!("writing {}", display_path(&self.pending.path));
+        let what = || format!("writing {}", display_path(self.pending.path()));
         let mut crc = self.writer.into_inner().with_context(what)?;
         crc.flush().with_context(what)?;
         let Crc { inner, hasher } = crc;

@@ -14,7 +14,7 @@ use arrow_array::{
 };
 
 use crate::cli::ScanArgs;
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::input::walk::{walk, FileEntry, Walked};
 use crate::messages::display_path;
 
@@ -76,6 +76,15 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         skipped,
         errors,
     } = walk(&cfg.walk, &cfg.messages)?;
+    crate::ingest::keep_by::check_inputs(&cfg, &files)?;
+    // The dataset's format is chosen here, from every input, so that each shard writes the same.
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::refuse_existing(dir)?;
+        options.dataset_format = Some(match crate::dataset::check_inputs(&cfg, &files)? {
+            crate::config::DatasetFormat::Parquet => crate::cli::DatasetFormatArg::Parquet,
+            crate::config::DatasetFormat::Jsonl => crate::cli::DatasetFormatArg::Jsonl,
+        });
+    }
     let run = format!("{:016x}", crate::token::fresh_token());
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut plan = Plan {
@@ -115,10 +124,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
 
 /// What the staged pipeline does not do yet, refused before anything is written.
 fn refuse_unsupported(cfg: &Config) -> Result<()> {
-    if let MethodConfig::MinHash {
-        containment: true, ..
-    } = cfg.method
-    {
+    if cfg.containment() {
         bail!(
             "--containment is not supported by the staged pipeline (its candidates are gathered \
              per document over every size class); use `dupfind scan`"

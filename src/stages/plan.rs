@@ -16,8 +16,10 @@ use crate::messages::display_path;
 use super::files;
 
 /// Version of the work directory's layout; a stage refuses any other. 2: every file carries
-/// its lineage (`lineage.rs`) and `run.json` its digest.
-pub const LAYOUT: u32 = 2;
+/// its lineage (`lineage.rs`) and `run.json` its digest. 3: the document table has the
+/// `--keep-by` value (`keep_value`), sign summaries what they saw of it, cluster records
+/// whether a member is kept.
+pub const LAYOUT: u32 = 3;
 
 /// The run's settings.
 #[derive(Debug, Serialize, Deserialize)]

@@ -16,6 +16,7 @@ pub struct ClusterRec {
     min_similarity: u64,
     max_similarity: u64,
     representative: usize,
+    kept: bool,
     duplicates: Vec<DuplicateRec>,
     linked: Vec<DuplicateRec>,
     members: Vec<MemberRec>,
@@ -129,11 +130,17 @@ impl ClusterRec {
             min_similarity: c.min_similarity.to_bits(),
             max_similarity: c.max_similarity.to_bits(),
             representative: c.representative,
+            kept: c.kept,
             duplicates: c.duplicates.iter().map(dup).collect(),
             linked: c.linked.iter().map(dup).collect(),
             members: c.members.iter().map(member).collect(),
             pairs: c.pairs.iter().map(pair).collect(),
         }
+    }
+
+    /// Its members.
+    pub fn size(&self) -> usize {
+        self.size
     }
 
     /// The cluster again, as the report's `id`-th.
@@ -188,10 +195,28 @@ impl ClusterRec {
             min_similarity: f64::from_bits(self.min_similarity),
             max_similarity: f64::from_bits(self.max_similarity),
             representative: self.representative,
+            kept: self.kept,
             duplicates: self.duplicates.into_iter().map(dup).collect(),
             linked: self.linked.into_iter().map(dup).collect(),
             members: self.members.into_iter().map(member).collect(),
             pairs: self.pairs.into_iter().map(pair).collect(),
         }
     }
+}
+
+/// The partitions' clusters (`parts`, each in order of its first member) in the report's order,
+/// numbered, and for each partition the number of each of its clusters.
+pub fn numbered(parts: Vec<Vec<ClusterRec>>) -> (Vec<ClusterOut>, Vec<Vec<u32>>) {
+    let mut numbers: Vec<Vec<u32>> = parts.iter().map(|p| vec![0; p.len()]).collect();
+    let mut recs: Vec<(usize, usize, ClusterRec)> = (parts.into_iter().enumerate())
+        .flat_map(|(part, recs)| (recs.into_iter().enumerate()).map(move |(i, c)| (part, i, c)))
+        .collect();
+    recs.sort_by_key(|(_, _, c)| c.first);
+    let clusters = (recs.into_iter().enumerate())
+        .map(|(id, (part, i, c))| {
+            numbers[part][i] = id as u32;
+            c.into_cluster(id)
+        })
+        .collect();
+    (clusters, numbers)
 }

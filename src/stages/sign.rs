@@ -18,7 +18,7 @@ use arrow_array::RecordBatch;
 
 use crate::candidates::identical;
 use crate::candidates::keys::Keying;
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Outcome;
@@ -92,7 +92,7 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
             )
         })
         .collect();
-    let minhash = matches!(cfg.method, MethodConfig::MinHash { .. });
+    let minhash = !cfg.method.is_simhash();
     let out = Output::new(work, docs_path(work, shard), &lineage, place);
     lineage.wrote(write_docs(
         &out,
@@ -127,6 +127,7 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
         kmv_k: signed.summary.distinct.k(),
         kmv: signed.summary.distinct.kept().into_owned(),
         errors,
+        keep_seen: signed.summary.keep_seen,
     };
     files::write_json(&summary_path(work, shard), &summary)
 }

@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use super::lineage::{self, Lineage};
 use super::plan::Plan;
 use super::summary::LineageOnly;
-use super::Tasks;
+use super::{Summary, Tasks};
 
 /// A task's state.
 pub enum State {
@@ -59,6 +59,20 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
 
 /// Every task of the run in `work`, in the order the stages run.
 pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
+    survey_with(work, plan, |tasks, i| lineage_of(work, plan, tasks, i))
+}
+
+/// Task `i`'s summary, read for its lineage alone.
+fn lineage_of(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Result<Lineage> {
+    super::read_task::<LineageOnly>(work, plan, tasks, i).map(|s| s.lineage)
+}
+
+/// [`survey`], each summary's lineage from `read` (or why it cannot be read).
+fn survey_with(
+    work: &Path,
+    plan: &Plan,
+    mut read: impl FnMut(Tasks, u32) -> Result<Lineage>,
+) -> Vec<Task> {
     // The attempt of each summary that is done; None for one that is not.
     let mut current: HashMap<String, Option<String>> = HashMap::new();
     let mut out = Vec::new();
@@ -66,7 +80,8 @@ pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
         for i in 0..tasks.count(plan) {
             let path = tasks.summary(work, i);
             let rel = lineage::rel(work, &path);
-            let state = state_of(work, plan, tasks, i, &path, &rel, &current);
+            let read = read(tasks, i);
+            let state = state_of(work, plan, (tasks, i), read, &path, &rel, &current);
             let attempt = match &state {
                 State::Done(l) => Some(l.tag.attempt.clone()),
                 _ => None,
@@ -85,18 +100,18 @@ pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
 fn state_of(
     work: &Path,
     plan: &Plan,
-    tasks: Tasks,
-    i: u32,
+    (tasks, i): (Tasks, u32),
+    read: Result<Lineage>,
     path: &Path,
     rel: &str,
     current: &HashMap<String, Option<String>>,
 ) -> State {
-    let s: LineageOnly = match super::read_task(work, plan, tasks, i) {
-        Ok(s) => s,
+    let lineage = match read {
+        Ok(l) => l,
         Err(_) if !path.exists() => return State::Missing(tasks.missing(plan, i)),
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
-    let consumed = &s.lineage.consumed;
+    let consumed = &lineage.consumed;
     let needed = needs(work, plan, tasks, i);
     for need in &needed {
         let Some(read) = consumed.get(need) else {
@@ -125,12 +140,24 @@ fn state_of(
             "{rel} was made from summaries its stage does not read"
         ));
     }
-    State::Done(s.lineage)
+    State::Done(lineage)
 }
 
 /// Refuses a run whose tasks are not all done, naming the first that is not and what to run.
-pub fn check(work: &Path, plan: &Plan) -> Result<()> {
-    for t in survey(work, plan) {
+/// The summaries of `keep` are read whole as they are checked, and returned in order, so that
+/// they are read and parsed once.
+pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>> {
+    let mut kept = Vec::new();
+    let tasks = survey_with(work, plan, |tasks, i| {
+        if tasks != keep {
+            return lineage_of(work, plan, tasks, i);
+        }
+        let s: T = super::read_task(work, plan, tasks, i)?;
+        let lineage = s.lineage().clone();
+        kept.push(s);
+        Ok(lineage)
+    });
+    for t in tasks {
         let again = |why: &str| {
             format!(
                 "{why}: run `{} --work {}` again, then the stages after it (`contrib/staged/\
@@ -149,7 +176,7 @@ pub fn check(work: &Path, plan: &Plan) -> Result<()> {
             State::Invalid(why) | State::Stale(why) => bail!("{}", again(&why)),
         }
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Prints the run's state (`stage status`), or with `todo` the tasks of that stage that are

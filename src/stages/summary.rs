@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::messages::InputError;
+use crate::report::Counts;
 use crate::sketch::kmv::Kmv;
 
 use super::lineage::Lineage;
@@ -70,6 +71,22 @@ pub struct WalkSummary {
     pub inputs: u64,
 }
 
+impl WalkSummary {
+    /// The walk's share of the report's counts.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            files_seen: self.files_seen,
+            ..Counts::default()
+        };
+        let s = &mut c.skipped;
+        (s.not_regular, s.symlink, s.outside_roots) =
+            (self.not_regular, self.symlink, self.outside_roots);
+        (s.too_short, s.too_large) = (self.too_short, self.too_large);
+        (s.hidden, s.ignored) = (self.hidden, self.ignored);
+        c
+    }
+}
+
 /// `sign/shard-I.json`: what signing one shard found.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SignSummary {
@@ -101,6 +118,9 @@ pub struct SignSummary {
     pub kmv: Vec<u64>,
     /// Dump errors, then read errors, in input order.
     pub errors: Vec<ErrorRec>,
+    /// What it saw of the `--keep-by` field.
+    #[serde(default)]
+    pub keep_seen: crate::ingest::KeepSeen,
 }
 
 impl SignSummary {
@@ -109,6 +129,22 @@ impl SignSummary {
         let mut k = Kmv::new(self.kmv_k);
         k.insert_set(&self.kmv);
         k
+    }
+
+    /// The shard's share of the report's counts.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            documents: self.documents,
+            bytes: self.bytes,
+            distinct: Some(self.kmv()),
+            ..Counts::default()
+        };
+        let s = &mut c.skipped;
+        (s.not_regular, s.too_short, s.too_large) =
+            (self.not_regular, self.too_short, self.too_large);
+        (s.binary, s.bad_line) = (self.binary, self.bad_lines);
+        s.empty = self.empty_dumps + self.empty;
+        c
     }
 }
 
@@ -127,6 +163,19 @@ pub struct ComponentsSummary {
     pub largest_component: u64,
     /// Documents of the largest band bucket (units only).
     pub largest_bucket: u64,
+}
+
+impl ComponentsSummary {
+    /// The run's byte-identical groups and candidate skew, as counted once over every shard.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            exact_groups: self.exact_groups,
+            exact_copies: self.exact_copies,
+            largest_bucket: self.largest_bucket,
+            largest_component: self.largest_component,
+            ..Counts::default()
+        }
+    }
 }
 
 /// Any summary, read for its lineage alone.

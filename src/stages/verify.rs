@@ -16,11 +16,12 @@ use crate::candidates::identical::Identical;
 use crate::candidates::keys::Keying;
 use crate::candidates::Candidates;
 use crate::conclude::{conclude, Concluded};
-use crate::config::{Config, MethodConfig};
+use crate::config::Config;
 use crate::ingest;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{DocResult, Outcome};
 use crate::pairs::Pair;
+use crate::report::Counts;
 use crate::sketch::bottomk::Sketches;
 use crate::verify::Judge;
 
@@ -57,8 +58,33 @@ pub struct VerifySummary {
     pub errors: Vec<ErrorRec>,
     /// The clusters, in order of their first member.
     pub clusters: Vec<ClusterRec>,
-    /// The run-wide ids of the documents listed as duplicates (left out of the dataset).
-    pub dropped: Vec<i64>,
+    /// Where each clustered document stands (for the dataset), in run-wide id order.
+    pub marks: Vec<MarkRec>,
+}
+
+/// A clustered document: its run-wide id, its cluster (index in the partition's `clusters`) and,
+/// when it is listed as a duplicate, its index in the cluster's `duplicates`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MarkRec {
+    pub doc: i64,
+    pub cluster: u32,
+    pub duplicate: Option<u32>,
+}
+
+impl VerifySummary {
+    /// The partition's share of the report's counts: its pairs and clusters (every member of a
+    /// staged run is new, so each cluster has its original among them).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            candidate_pairs: self.checked,
+            verified_pairs: self.passed,
+            edit_fallbacks: self.fallbacks,
+            clusters: self.clusters.len() as u64,
+            clustered: self.clusters.iter().map(|c| c.size() as u64).sum(),
+            originals: self.clusters.len() as u64,
+            ..Counts::default()
+        }
+    }
 }
 
 /// Verifies partition `part`.
@@ -78,7 +104,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
             .with_context(|| format!("document {d:#x} of partition {part} was not routed to it"))
     };
     let copies = read_copies(work, comps, part)?;
-    let (mut corpus, texts) = corpus_of(&cfg, rows, &copies);
+    let (corpus, texts) = corpus_of(&cfg, rows, &copies);
     let identical = identical_of(&corpus, &copies, &local)?;
     let candidates = candidates_of(work, comps, &cfg, part, &local)?;
     let engine = ingest::engine(&cfg, None);
@@ -87,16 +113,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         .fill_carried(texts)
         .context("cannot store the carried texts in a temporary file")?;
     let kept = vec![None; corpus.len()];
-    corpus.first_new = 0;
-    let judge = Judge {
-        method: &cfg.method,
-        lanes: corpus.lanes,
-        sigs: &corpus.sigs,
-        docs: &corpus.docs,
-        canon: &identical.canon,
-        bottom: &corpus.bottom,
-        first_new: 0,
-    };
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
     let Concluded {
         verified,
         found,
@@ -114,10 +131,15 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         clusters: (found.iter().zip(&clusters))
             .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
             .collect(),
-        dropped: (crate::dataset::dropped(&found, &clusters, ids.len()).iter())
+        marks: (crate::dataset::marks(&found, &clusters, ids.len()).iter())
             .zip(&ids)
-            .filter(|(&d, _)| d)
-            .map(|(_, &id)| id)
+            .filter_map(|(m, &doc)| {
+                m.map(|m| MarkRec {
+                    doc,
+                    cluster: m.cluster,
+                    duplicate: m.duplicate,
+                })
+            })
             .collect(),
     };
     files::write_json_line(&verified_path(work, part), &summary)
@@ -177,22 +199,14 @@ type Texts = Vec<(u32, Result<Vec<u8>, String>)>;
 fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus, Texts) {
     let lanes = cfg.lanes();
     let n = rows.len();
-    let bottom_k = match cfg.method {
-        MethodConfig::MinHash {
-            bottom_k: true,
-            num_perm,
-            ..
-        } => Some(num_perm),
-        _ => None,
-    };
-    let mut corpus = Corpus {
-        files: Vec::with_capacity(n),
-        docs: Vec::with_capacity(n),
-        sigs: vec![0; n * lanes],
+    let bottom_k = cfg.method.bottom_k();
+    let mut corpus = Corpus::new(
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        vec![0; n * lanes],
         lanes,
-        bottom: Sketches::default(),
-        first_new: 0,
-    };
+        Sketches::default(),
+    );
     let mut bottoms = Vec::new();
     let mut texts = Vec::new();
     for (d, row) in rows.into_iter().enumerate() {

@@ -6,9 +6,10 @@
 //! Byte-identical documents are sketched once: `canon[d]` is the document holding the
 //! signature, fingerprint and material (set, tokens) of `d`'s content.
 
-use crate::candidates::containment::{self, containment_from_jaccard, Scheme};
+use crate::candidates::containment::{self, containment_from_jaccard};
 use crate::config::banding::{estimate_floor, Banding};
 use crate::config::{MethodConfig, Verify};
+use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::DocResult;
 use crate::pairs::{DocId, Score};
 use crate::sketch::bottomk::Sketches;
@@ -48,7 +49,20 @@ pub struct Judge<'a> {
     pub first_new: u32,
 }
 
-impl Judge<'_> {
+impl<'a> Judge<'a> {
+    /// The judge of `corpus`'s pairs, `canon` the document holding each one's sketches.
+    pub fn new(method: &'a MethodConfig, corpus: &'a Corpus, canon: &'a [u32]) -> Judge<'a> {
+        Judge {
+            method,
+            lanes: corpus.lanes,
+            sigs: &corpus.sigs,
+            docs: &corpus.docs,
+            canon,
+            bottom: &corpus.bottom,
+            first_new: corpus.indexed(),
+        }
+    }
+
     /// MinHash signature of `d`'s content.
     pub fn sig(&self, d: u32) -> &[u32] {
         let c = self.canon[d as usize] as usize;
@@ -77,10 +91,7 @@ impl Judge<'_> {
 
     /// The verification, for MinHash.
     pub fn verify(&self) -> Option<Verify> {
-        match self.method {
-            MethodConfig::MinHash { verify, .. } => Some(*verify),
-            MethodConfig::SimHash { .. } => None,
-        }
+        self.method.verify()
     }
 
     /// Distinct shingles of `d`'s content (counted only for `--containment`).
@@ -90,18 +101,12 @@ impl Judge<'_> {
 
     /// True with `--containment`: similarities are containments of the smaller document.
     pub fn is_containment(&self) -> bool {
-        matches!(
-            self.method,
-            MethodConfig::MinHash {
-                containment: true,
-                ..
-            }
-        )
+        self.method.containment().is_some()
     }
 
     /// True under `--method simhash`.
     pub fn is_simhash(&self) -> bool {
-        matches!(self.method, MethodConfig::SimHash { .. })
+        self.method.is_simhash()
     }
 
     /// The similarity of two sorted shingle sets: Jaccard, or the containment of the smaller.
@@ -139,7 +144,7 @@ impl Judge<'_> {
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
-                containment: true,
+                containment: Some(_),
                 ..
             } => containment::plausible(
                 self.estimate(a, b),
@@ -185,7 +190,7 @@ impl Judge<'_> {
         match self.method {
             MethodConfig::MinHash {
                 report_threshold,
-                containment: true,
+                containment: Some(_),
                 ..
             } => {
                 // A pair of one size class is checked here as the gathering checks the others,
@@ -302,11 +307,9 @@ impl Judge<'_> {
     pub fn first_table(&self, a: u32, b: u32) -> Option<usize> {
         match self.method {
             MethodConfig::MinHash {
-                containment: true,
-                threshold,
+                containment: Some(scheme),
                 ..
-            } => Scheme::new(*threshold, self.lanes)
-                .first_band((self.size(a), self.size(b)), (self.sig(a), self.sig(b))),
+            } => scheme.first_band((self.size(a), self.size(b)), (self.sig(a), self.sig(b))),
             MethodConfig::MinHash {
                 banding: Banding { bands, rows },
                 ..
@@ -317,11 +320,9 @@ impl Judge<'_> {
                     x[r.clone()] == y[r]
                 })
             }
-            MethodConfig::SimHash { max_distance, .. } => {
+            MethodConfig::SimHash { pieces, .. } => {
                 let (x, y) = (self.fingerprint(a), self.fingerprint(b));
-                simhash::pieces(*max_distance)
-                    .into_iter()
-                    .position(|p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
+                (pieces.iter()).position(|&p| simhash::piece_key(p, x) == simhash::piece_key(p, y))
             }
         }
     }

@@ -98,7 +98,7 @@ impl SetVerifier<'_> {
         let same_class = match self.judge.method {
             MethodConfig::MinHash {
                 banding,
-                containment: true,
+                containment: Some(_),
                 ..
             } => Some((banding.bands, banding.rows)),
             _ => None,
@@ -191,7 +191,7 @@ impl SetVerifier<'_> {
         match self.judge.method {
             MethodConfig::MinHash {
                 banding,
-                containment: false,
+                containment: None,
                 ..
             } if self.judge.first_new == 0 && banding.bands == tables => Some(banding.rows),
             _ => None,

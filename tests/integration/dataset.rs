@@ -79,7 +79,9 @@ fn the_dataset_keeps_every_document_but_the_duplicates_each_field_as_it_was() {
         out[2]["text"],
         fs::read_to_string(t.join("in/f1.txt")).unwrap()
     );
-    // The dataset directory is never scanned, even inside a root.
+    // The dataset directory is never scanned, even inside a root (a dataset there is refused,
+    // so it holds an older one under another name).
+    fs::rename(t.join("out/part-00000.jsonl"), t.join("out/old.jsonl")).unwrap();
     let again = t.run(&["scan", "--keep", "first", "--write-dataset", "out", "."]);
     assert_eq!(again.json()["stats"]["files_seen"], 3, "{}", again.stdout);
 }
@@ -112,47 +114,34 @@ fn only_verified_duplicates_are_left_out_never_linked_members() {
 }
 
 #[test]
-fn the_staged_dataset_in_shard_order_is_the_scans() {
+fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();
     corpus(&t);
     for i in 0..30u64 {
         let base = text(5000 + i / 3, 120);
         t.write(format!("in/g/{i:02}.txt"), edit(&base, &[i as usize % 100]));
     }
-    let scan = t.run(&["scan", "-q", "--write-dataset", "scan-out", "in"]);
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
-    let mut cmd = std::process::Command::new("bash");
-    cmd.arg(&script)
-        .args([
-            "--shards",
-            "3",
-            "--parts",
-            "2",
-            "--work",
-            "w",
-            "--dupfind",
-            super::util::bin(),
-        ])
-        .args(["-q", "--write-dataset", "staged-out", "in"])
-        .current_dir(t.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let staged = super::util::run_command(cmd);
-    assert_eq!(
-        (staged.code(), &staged.stdout),
-        (scan.code(), &scan.stdout),
-        "{}",
-        staged.stderr
-    );
-    let mut parts = String::new();
-    for shard in 0..3 {
-        parts.push_str(
-            &fs::read_to_string(t.join(format!("staged-out/part-{shard:05}.jsonl"))).unwrap(),
+    for extra in [&[][..], &["--annotate"]] {
+        let args = |out| [&["-q", "--write-dataset", out][..], extra, &["in"]].concat();
+        let scan = t.run(&[&["scan"][..], &args("scan-out")].concat());
+        let work = format!("w{}", extra.len());
+        let staged = super::dataset_parquet::staged(&t, 3, &work, &args("staged-out"));
+        assert_eq!(
+            (staged.code(), &staged.stdout),
+            (scan.code(), &scan.stdout),
+            "{}",
+            staged.stderr
         );
+        let mut parts = String::new();
+        for shard in 0..3 {
+            let part = t.join(format!("staged-out/part-{shard:05}.jsonl"));
+            parts.push_str(&fs::read_to_string(part).unwrap());
+        }
+        let whole = fs::read_to_string(t.join("scan-out/part-00000.jsonl")).unwrap();
+        assert_eq!(parts, whole);
+        assert!(whole.lines().count() > 10);
+        assert_eq!(whole.contains("dupfind_keep"), !extra.is_empty());
+        fs::remove_dir_all(t.join("scan-out")).unwrap();
+        fs::remove_dir_all(t.join("staged-out")).unwrap();
     }
-    let whole = fs::read_to_string(t.join("scan-out/part-00000.jsonl")).unwrap();
-    assert_eq!(parts, whole);
-    assert!(whole.lines().count() > 10);
 }

@@ -568,7 +568,15 @@ fn the_dataset_of_a_parquet_dump_keeps_each_row_with_all_its_columns_but_the_dup
         compression: Compression::SNAPPY,
     };
     write(&t, "d.parquet", columns, layout);
-    let r = t.run(&["scan", "-q", "--write-dataset", "out", "d.parquet"]);
+    let r = t.run(&[
+        "scan",
+        "-q",
+        "--write-dataset",
+        "out",
+        "--dataset-format",
+        "jsonl",
+        "d.parquet",
+    ]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     let report = r.json();
     assert_eq!(errors(&report).len(), 1, "{}", r.stdout);

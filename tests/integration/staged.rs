@@ -45,7 +45,7 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
 
 /// Asserts that the staged pipeline at each (shards, parts) prints what `scan` prints with
 /// `args`, and exits as it does.
-fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u32)]) {
+pub(super) fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u32)]) {
     let scan = t.run(&[&["scan"][..], args].concat());
     assert!(
         scan.code() == 0 || scan.code() == 2,

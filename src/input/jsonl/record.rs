@@ -12,17 +12,31 @@ use serde_json::error::Category;
 use serde_json::Value;
 
 use super::{BadLine, JsonlOptions};
+use crate::input::field_value::FieldValue;
 
 /// The id and text of one record (one line's bytes, without the line end).
 pub fn parse_record(
     bytes: &[u8],
     opts: &JsonlOptions,
 ) -> Result<(Option<String>, String), BadLine> {
+    parse_fields(bytes, opts).map(|f| (f.id, f.text))
+}
+
+/// What a record holds: its id, text and `--keep-by` value.
+#[derive(Debug, PartialEq)]
+pub struct Fields {
+    pub id: Option<String>,
+    pub text: String,
+    pub keep: Option<FieldValue>,
+}
+
+/// The id, text and `--keep-by` value of one record.
+pub fn parse_fields(bytes: &[u8], opts: &JsonlOptions) -> Result<Fields, BadLine> {
     let text_name = || opts.text_field.join(".");
     let json = std::str::from_utf8(bytes).map_err(|_| BadLine::InvalidUtf8)?;
     let mut de = serde_json::Deserializer::from_str(json);
     let picked = de
-        .deserialize_map(Fields { opts })
+        .deserialize_map(Top { opts })
         .and_then(|picked| de.end().map(|()| picked))
         .map_err(|e| match e.classify() {
             // The one type error: the line does not open an object. Say so only if it is JSON.
@@ -42,7 +56,8 @@ pub fn parse_record(
         Some(Value::String(id)) => Some(id),
         Some(other) => Some(other.to_string()),
     };
-    Ok((id, text))
+    let keep = picked.keep.as_ref().and_then(FieldValue::of_json);
+    Ok(Fields { id, text, keep })
 }
 
 /// serde_json's message without "line 1": a record is always one line.
@@ -54,11 +69,12 @@ fn json_error(e: serde_json::Error) -> BadLine {
     })
 }
 
-/// The values found at the text and id paths.
+/// The values found at the text, id and `--keep-by` paths.
 #[derive(Default)]
 struct Picked {
     text: Option<Text>,
     id: Option<Value>,
+    keep: Option<Value>,
 }
 
 /// What the text path leads to.
@@ -68,12 +84,13 @@ enum Text {
     Other,
 }
 
-/// Where a value lies on the text and id paths: `None` off the path, else the segments still to
-/// follow below it (none: the value is the field itself).
+/// Where a value lies on the text, id and `--keep-by` paths: `None` off the path, else the
+/// segments still to follow below it (none: the value is the field itself).
 #[derive(Clone, Copy)]
 struct Paths<'a> {
     text: Option<&'a [String]>,
     id: Option<&'a [String]>,
+    keep: Option<&'a [String]>,
 }
 
 impl<'a> Paths<'a> {
@@ -86,11 +103,12 @@ impl<'a> Paths<'a> {
         Paths {
             text: step(self.text),
             id: step(self.id),
+            keep: step(self.keep),
         }
     }
 
     fn off(self) -> bool {
-        self.text.is_none() && self.id.is_none()
+        self.text.is_none() && self.id.is_none() && self.keep.is_none()
     }
 }
 
@@ -99,11 +117,11 @@ impl<'a> Paths<'a> {
 /// shown as JSON); every other member is skipped without being built, which on pages with large
 /// metadata is most of the line, and so cannot drop the record: a sibling number beyond `f64`'s
 /// range or nesting deeper than serde_json's 128 levels is only skipped.
-struct Fields<'a> {
+struct Top<'a> {
     opts: &'a JsonlOptions,
 }
 
-impl<'de> Visitor<'de> for Fields<'_> {
+impl<'de> Visitor<'de> for Top<'_> {
     type Value = Picked;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -114,6 +132,7 @@ impl<'de> Visitor<'de> for Fields<'_> {
         let paths = Paths {
             text: Some(&self.opts.text_field),
             id: Some(&self.opts.id_field),
+            keep: self.opts.keep_field.as_deref(),
         };
         visit_members(paths, map)
     }
@@ -135,6 +154,9 @@ fn visit_members<'de, A: MapAccess<'de>>(paths: Paths<'_>, mut map: A) -> Result
         if below.id.is_some() {
             picked.id = found.id;
         }
+        if below.keep.is_some() {
+            picked.keep = found.keep;
+        }
     }
     Ok(picked)
 }
@@ -143,31 +165,39 @@ impl<'de> DeserializeSeed<'de> for Paths<'_> {
     type Value = Picked;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Picked, D::Error> {
-        match (self.text, self.id) {
-            // The id field (perhaps also the text field, or holding it): built whole.
-            (text, Some([])) => {
-                let value = Value::deserialize(d)?;
-                let text = text.and_then(|rest| lookup(&value, rest)).map(Text::of);
-                Ok(Picked {
-                    text,
-                    id: Some(value),
-                })
-            }
-            // The text field, with the id path going on below it: the id's value is inside it.
-            (Some([]), Some(rest)) => {
-                let value = Value::deserialize(d)?;
-                Ok(Picked {
-                    id: lookup(&value, rest).cloned(),
-                    text: Some(Text::of(&value)),
-                })
-            }
-            (Some([]), None) => Ok(Picked {
-                text: Some(d.deserialize_any(TextField)?),
-                id: None,
-            }),
-            // A value the paths go on through: an object is followed, anything else lacks them.
-            _ => d.deserialize_any(Through(self)),
+        let ends = |p: Option<&[String]>| p.is_some_and(<[String]>::is_empty);
+        let below = |p: Option<&[String]>| p.is_some_and(|p| !p.is_empty());
+        let shared = |p: Option<&[String]>| ends(p) && (self.text.is_some() || self.id.is_some());
+        if ends(self.id)
+            || shared(self.keep)
+            || (ends(self.text) && (below(self.id) || below(self.keep)))
+        {
+            // The id or keep field (perhaps holding the others, or held by the text field):
+            // built whole, the others looked up in it.
+            let value = Value::deserialize(d)?;
+            let at = |p: Option<&[String]>| p.and_then(|rest| lookup(&value, rest));
+            let (text, keep) = (at(self.text).map(Text::of), at(self.keep).cloned());
+            // The id field itself is moved, not copied: it is the common case.
+            let id = match self.id {
+                Some([]) => Some(value),
+                rest => rest.and_then(|rest| lookup(&value, rest)).cloned(),
+            };
+            return Ok(Picked { text, id, keep });
         }
+        if ends(self.text) {
+            return Ok(Picked {
+                text: Some(d.deserialize_any(TextField)?),
+                ..Picked::default()
+            });
+        }
+        if ends(self.keep) && self.text.is_none() && self.id.is_none() {
+            return Ok(Picked {
+                keep: d.deserialize_any(KeepField)?,
+                ..Picked::default()
+            });
+        }
+        // A value the paths go on through: an object is followed, anything else lacks them.
+        d.deserialize_any(Through(self))
     }
 }
 
@@ -275,6 +305,56 @@ impl<'de> Visitor<'de> for TextField {
     }
 }
 
+/// The `--keep-by` field's value: a scalar (a number, string or boolean) as a `Value`; an array
+/// or object is skipped unbuilt (it is no value to compare), so that nothing inside it can drop
+/// the record.
+struct KeepField;
+
+impl<'de> Visitor<'de> for KeepField {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(s)))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(s)))
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(b)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Option<Value>, E> {
+        Ok(Some(Value::from(n)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Option<Value>, E> {
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Value>, A::Error> {
+        skip_seq(seq).map(|()| None)
+    }
+}
+
 pub(super) fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<IgnoredAny>()?.is_some() {}
     Ok(())
@@ -315,6 +395,7 @@ mod tests {
         JsonlOptions {
             text_field: field_path(text).unwrap(),
             id_field: field_path(id).unwrap(),
+            keep_field: None,
             max_line: 1 << 20,
         }
     }
@@ -407,6 +488,40 @@ mod tests {
             let got = parse_record(record.as_bytes(), &opts(text, id));
             assert_eq!(got, want, "{text} {id} {record}");
         }
+    }
+
+    #[test]
+    fn the_keep_by_field_is_found_beside_inside_or_on_the_other_paths() {
+        let opts = |text: &str, id: &str, keep: &str| JsonlOptions {
+            keep_field: Some(field_path(keep).unwrap()),
+            ..self::opts(text, id)
+        };
+        let keep = |o: &JsonlOptions, record: &str| parse_fields(record.as_bytes(), o).unwrap();
+        let r = r#"{"id":"x","text":"t","q":{"n":2.5,"s":"b"},"big":[1e400]}"#;
+        assert_eq!(
+            keep(&opts("text", "id", "q.n"), r).keep,
+            Some(FieldValue::Float(2.5))
+        );
+        assert_eq!(
+            keep(&opts("text", "id", "q.s"), r).keep,
+            Some(FieldValue::Text("b".into()))
+        );
+        // The id itself, or inside it; the id is kept too.
+        let f = keep(&opts("text", "id", "id"), r);
+        assert_eq!(
+            (f.id.as_deref(), f.keep),
+            (Some("x"), Some(FieldValue::Text("x".into())))
+        );
+        let f = keep(&opts("text", "q", "q.n"), r);
+        assert_eq!(f.id.as_deref(), Some(r#"{"n":2.5,"s":"b"}"#));
+        assert_eq!(f.keep, Some(FieldValue::Float(2.5)));
+        // Not there, null, or no scalar: no value, and the record is a document all the same.
+        for path in ["nope", "q.nope", "text.x", "q", "big"] {
+            let f = keep(&opts("text", "id", path), r);
+            assert_eq!((f.text.as_str(), f.keep), ("t", None), "{path}");
+        }
+        let f = keep(&opts("text", "id", "q"), r#"{"text":"t","q":null}"#);
+        assert_eq!(f.keep, None);
     }
 
     #[test]

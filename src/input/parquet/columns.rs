@@ -13,6 +13,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields};
 use serde_json::Value;
 
+use crate::input::field_value::FieldValue;
+
 /// Columns named in a "no such column" message, at most: a wide table lists the rest as a count.
 const LISTED_COLUMNS: usize = 40;
 
@@ -75,6 +77,89 @@ pub fn is_id(t: &DataType) -> bool {
         List(f) | LargeList(f) | FixedSizeList(f, _) => is_id(f.data_type()),
         Struct(fields) => fields.iter().all(|f| is_id(f.data_type())),
         _ => false,
+    }
+}
+
+/// True for a column type `--keep-by` compares: numbers, strings, booleans, timestamps, dates.
+pub fn is_comparable(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        t,
+        Boolean
+            | Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Float16
+            | Float32
+            | Float64
+            | Decimal32(..)
+            | Decimal64(..)
+            | Decimal128(..)
+            | Decimal256(..)
+            | Timestamp(..)
+            | Date32
+            | Date64
+    ) || is_text(t)
+}
+
+/// The value at row `k` (the arrays along the field's path) as `--keep-by` compares it (see
+/// [`FieldValue`]): timestamps and dates in nanoseconds since the epoch, a decimal with a
+/// fraction as a double; None when null.
+pub fn value_at(arrays: &[ArrayRef], k: usize) -> Option<FieldValue> {
+    use arrow_array::types::{
+        Date32Type, Date64Type, TimestampMicrosecondType, TimestampMillisecondType,
+        TimestampNanosecondType, TimestampSecondType,
+    };
+    use arrow_schema::TimeUnit;
+    use DataType::*;
+    if is_null_at(arrays, k) {
+        return None;
+    }
+    let a = arrays.last()?.as_ref();
+    let int = |v: i128| Some(FieldValue::Int(v));
+    const DAY_NS: i128 = 86_400 * 1_000_000_000;
+    match a.data_type() {
+        Boolean => int(i128::from(a.as_boolean().value(k))),
+        Int8 => int(a.as_primitive::<Int8Type>().value(k).into()),
+        Int16 => int(a.as_primitive::<Int16Type>().value(k).into()),
+        Int32 => int(a.as_primitive::<Int32Type>().value(k).into()),
+        Int64 => int(a.as_primitive::<Int64Type>().value(k).into()),
+        UInt8 => int(a.as_primitive::<UInt8Type>().value(k).into()),
+        UInt16 => int(a.as_primitive::<UInt16Type>().value(k).into()),
+        UInt32 => int(a.as_primitive::<UInt32Type>().value(k).into()),
+        UInt64 => int(a.as_primitive::<UInt64Type>().value(k).into()),
+        Float16 => FieldValue::float(a.as_primitive::<Float16Type>().value(k).to_f64()),
+        Float32 => FieldValue::float(a.as_primitive::<Float32Type>().value(k).into()),
+        Float64 => FieldValue::float(a.as_primitive::<Float64Type>().value(k)),
+        Timestamp(unit, _) => {
+            let (v, per) = match unit {
+                TimeUnit::Second => (
+                    a.as_primitive::<TimestampSecondType>().value(k),
+                    1_000_000_000,
+                ),
+                TimeUnit::Millisecond => (
+                    a.as_primitive::<TimestampMillisecondType>().value(k),
+                    1_000_000,
+                ),
+                TimeUnit::Microsecond => {
+                    (a.as_primitive::<TimestampMicrosecondType>().value(k), 1_000)
+                }
+                TimeUnit::Nanosecond => (a.as_primitive::<TimestampNanosecondType>().value(k), 1),
+            };
+            int(i128::from(v) * per)
+        }
+        Date32 => int(i128::from(a.as_primitive::<Date32Type>().value(k)) * DAY_NS),
+        Date64 => int(i128::from(a.as_primitive::<Date64Type>().value(k)) * 1_000_000),
+        // As the id renders them: an integer when there is no fraction, else a double.
+        Decimal32(..) | Decimal64(..) | Decimal128(..) | Decimal256(..) => {
+            FieldValue::of_json(&json_at(a, k))
+        }
+        _ => text_at(a, k).map(|t| FieldValue::Text(t.into())),
     }
 }
 

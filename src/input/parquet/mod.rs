@@ -72,6 +72,8 @@ pub struct ParquetDump {
     text_name: String,
     /// Path to the id column; None when the file has no such column (no record has an id).
     id: Option<Vec<String>>,
+    /// Path to the `--keep-by` column; None when not given or the file has no such column.
+    keep: Option<Vec<String>>,
     /// The leaf columns of the text, and of the text and id.
     text_leaves: Vec<usize>,
     all_leaves: Vec<usize>,
@@ -118,20 +120,43 @@ impl ParquetDump {
             Some(_) => Some(opts.id_field.clone()),
             None => None,
         };
+        let keep_field = opts.keep_field.as_deref();
+        let keep = match keep_field.and_then(|p| Some((p, columns::find(fields, p)?))) {
+            Some((p, f)) if !columns::is_comparable(f.data_type()) => {
+                return Err(format!(
+                    "column \"{}\" is {}, which --keep-by cannot compare (numbers, strings, \
+                     booleans, timestamps and dates can)",
+                    p.join("."),
+                    type_name(f.data_type())
+                ))
+            }
+            Some((p, _)) => Some(p.to_vec()),
+            None => None,
+        };
         let schema = meta.parquet_schema();
         let text_leaves = leaves_under(schema, &opts.text_field);
         let mut all_leaves = text_leaves.clone();
         all_leaves.extend(id.iter().flat_map(|p| leaves_under(schema, p)));
+        all_leaves.extend(keep.iter().flat_map(|p| leaves_under(schema, p)));
+        // A column on two paths (the id is the keep-by field) is read once.
+        all_leaves.sort_unstable();
+        all_leaves.dedup();
         Ok(ParquetDump {
             file,
             meta,
             text: opts.text_field.clone(),
             text_name,
             id,
+            keep,
             text_leaves,
             all_leaves,
             max_text: opts.max_line,
         })
+    }
+
+    /// Its columns, struct fields by their dotted names (for a message).
+    pub fn columns(&self) -> String {
+        columns::listing(self.meta.schema().fields())
     }
 
     /// Every row, in order: a document, a bad row, or the failure that ended the reading.
@@ -140,9 +165,40 @@ impl ParquetDump {
     }
 
     /// Every row with all its columns, a decoded batch at a time, for writing the rows out again
-    /// (`--write-dataset`).
-    pub fn whole_rows(self) -> WholeRows {
+    /// (`--write-dataset`); with `typed`, typed as the writer's Arrow schema says
+    /// ([`ParquetDump::typed`]), else as the Parquet schema does (time zones as UTC offsets,
+    /// which arrow-json writes, where it cannot write a named zone).
+    pub fn whole_rows(mut self, typed: bool) -> WholeRows {
+        if typed {
+            self.meta = self.typed();
+        }
         WholeRows::new(self)
+    }
+
+    /// The file's metadata with the types of the Arrow schema its writer embedded, as pyarrow
+    /// reads it (time zones, large, view and dictionary types, field metadata), so that rows
+    /// written out again keep them; the Parquet schema's own when there is none, when it does
+    /// not fit the file, or when it makes the text column something other than a string.
+    fn typed(&self) -> ArrowReaderMetadata {
+        let metadata = self.meta.metadata().clone();
+        let typed = guarded(|| {
+            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+                .map_err(|e| e.to_string())
+        });
+        match typed {
+            Ok(m)
+                if columns::find(m.schema().fields(), &self.text)
+                    .is_some_and(|f| columns::is_text(f.data_type())) =>
+            {
+                m
+            }
+            _ => self.meta.clone(),
+        }
+    }
+
+    /// The Arrow schema rows are read with.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        self.meta.schema().clone()
     }
 
     /// The texts of the rows whose 1-based numbers are the keys of `wanted` (each given with the

@@ -9,6 +9,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
 
 use super::{columns, guarded, Leaves, ParquetDump};
+use crate::input::field_value::FieldValue;
 
 /// One row of a Parquet dump.
 #[derive(Debug)]
@@ -18,6 +19,7 @@ pub enum Row {
         line: u64,
         id: Option<String>,
         text: String,
+        keep: Option<FieldValue>,
     },
     /// A row that holds no document (null text, text too long), with why.
     Bad { line: u64, reason: String },
@@ -91,6 +93,8 @@ impl Rows {
         let text = columns::arrays_at(batch, &dump.text).ok_or_else(missing)?;
         let id: Option<Vec<ArrayRef>> =
             (dump.id.as_ref()).and_then(|p| columns::arrays_at(batch, p));
+        let keep: Option<Vec<ArrayRef>> =
+            (dump.keep.as_ref()).and_then(|p| columns::arrays_at(batch, p));
         let column = text.last().ok_or_else(missing)?;
         let end = self.starts[self.group + 1];
         for k in 0..batch.num_rows() {
@@ -118,6 +122,7 @@ impl Rows {
                     line,
                     id: id.as_deref().and_then(|a| columns::id_at(a, k)),
                     text: t.to_string(),
+                    keep: keep.as_deref().and_then(|a| columns::value_at(a, k)),
                 },
                 None => return Err(format!("column \"{}\" is not a string", dump.text_name)),
             };
@@ -306,6 +311,11 @@ impl WholeRows {
             line: 1,
             done: false,
         }
+    }
+
+    /// The schema of every batch: the file's columns, typed as written.
+    pub fn schema(&self) -> arrow_schema::SchemaRef {
+        self.dump.schema()
     }
 
     fn next_batch(&mut self) -> Result<Option<RowBatch>, String> {

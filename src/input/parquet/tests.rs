@@ -16,6 +16,7 @@ fn opts(text: &str, id: &str, max_line: u64) -> JsonlOptions {
     JsonlOptions {
         text_field: field_path(text).unwrap(),
         id_field: field_path(id).unwrap(),
+        keep_field: None,
         max_line,
     }
 }
@@ -70,7 +71,7 @@ fn six_rows() -> RecordBatch {
 
 fn show(rows: Rows) -> Vec<String> {
     rows.map(|row| match row {
-        Row::Doc { line, id, text } => format!("{line} {id:?} {text}"),
+        Row::Doc { line, id, text, .. } => format!("{line} {id:?} {text}"),
         Row::Bad { line, reason } => format!("{line} bad: {reason}"),
         Row::Failed { line, reason } => format!("{line} failed: {reason}"),
     })

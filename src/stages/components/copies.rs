@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
+use crate::candidates::identical::content_groups;
 use crate::stages::group::GroupSummary;
 use crate::stages::plan::Plan;
 use crate::stages::sign::CONTENT_TABLE;
@@ -34,7 +35,8 @@ impl Copies {
     /// The copies in the content tables of `files`.
     fn of(files: impl Iterator<Item = Result<GroupFile>>) -> Result<Copies> {
         let (mut pairs, mut groups) = (Vec::new(), 0u64);
-        let mut by_hash: Vec<(i64, i64)> = Vec::new();
+        // (the hash's high half, (document, the hash's low half)), as `scan` groups them.
+        let mut keyed: Vec<(u64, (i64, i64))> = Vec::new();
         for file in files {
             let mut file = file?;
             while let Some(b) = file.next_bucket()? {
@@ -43,16 +45,21 @@ impl Copies {
                 } else if b.table < CONTENT_TABLE {
                     continue;
                 }
-                by_hash.clear();
-                by_hash.extend(b.aux.iter().copied().zip(b.docs.iter().copied()));
-                // Contents that share the hash's high half are told apart by the low half.
-                by_hash.sort_unstable();
-                for run in by_hash.chunk_by(|x, y| x.0 == y.0) {
+                let high = b.key as u64;
+                keyed.clear();
+                keyed.extend(
+                    (b.docs.iter().copied())
+                        .zip(b.aux.iter().copied())
+                        .map(|d| (high, d)),
+                );
+                keyed.sort_unstable();
+                let hash = |(_, low): (i64, i64)| (u128::from(high) << 64) | u128::from(low as u64);
+                content_groups(&mut keyed, hash, |run| {
                     if run.len() >= 2 {
                         groups += 1;
-                        pairs.extend(run[1..].iter().map(|x| (x.1, run[0].1)));
+                        pairs.extend(run[1..].iter().map(|x| (x.1 .0, run[0].1 .0)));
                     }
-                }
+                });
             }
         }
         pairs.par_sort_unstable();

@@ -1,4 +1,5 @@
-//! The source depends one way: no top-level module imports one that imports it back; no file
+//! The source depends one way: no top-level module imports one that imports it back; the middle
+//! imports no driver (`app`, `scan`, `deliver`) and no side path (`index`, `stages`); no file
 //! of `src/index` imports one that imports it back
 //! (through any chain), and no module the index imports imports the index. Read from the
 //! `crate::` and `super::` paths of each file's code, its tests left out.
@@ -233,5 +234,31 @@ fn no_top_level_module_imports_one_that_imports_it_back() {
     assert!(
         both.is_empty(),
         "top-level modules that import each other: {both:?}"
+    );
+}
+
+/// The drivers (`app`, `scan`, `deliver`: a run put together) and the side paths (`index`,
+/// `stages`) that feed the middle documents and take its values out; `fuzzing` calls them all.
+const OUTER: [&str; 6] = ["app", "scan", "deliver", "index", "stages", "fuzzing"];
+
+#[test]
+fn the_middle_imports_no_driver_and_no_side_path() {
+    let imports = top_level_imports();
+    assert!(
+        imports["stages"].contains("conclude") && imports["index"].contains("candidates"),
+        "{imports:?}"
+    );
+    let wrong: Vec<String> = imports
+        .iter()
+        .filter(|(m, _)| !OUTER.contains(&m.as_str()))
+        .flat_map(|(m, uses)| {
+            uses.iter()
+                .filter(|u| OUTER.contains(&u.as_str()))
+                .map(move |u| format!("{m} → {u}"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "the middle imports a driver or a side path: {wrong:?}"
     );
 }

@@ -18,6 +18,7 @@ mod format1;
 mod imports;
 mod kill;
 mod lifecycle;
+mod parity;
 mod paths;
 
 /// The manifest of an index directory: the file a commit replaces.

@@ -1,0 +1,106 @@
+//! What is checked before a scan reads anything, so that a dataset that cannot be written is
+//! refused at once rather than after the scan: the output directory holds no dataset yet, the
+//! format (`--dataset-format`, or its default from the inputs) fits them, and no input already
+//! has a column `--annotate` adds.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::annotate;
+use crate::config::{Config, DatasetFormat};
+use crate::input::jsonl::JsonlOptions;
+use crate::input::parquet::{self, ParquetDump};
+use crate::input::walk::FileEntry;
+use crate::messages::display_path;
+
+/// Refuses `dir` when it holds a dataset already (a `part-*.jsonl` or `part-*.parquet` file):
+/// nothing of it is overwritten.
+pub fn refuse_existing(dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(dir))),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", display_path(dir)))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("part-") && (name.ends_with(".jsonl") || name.ends_with(".parquet")) {
+            bail!(
+                "--write-dataset: {} already holds a dataset ({name}); nothing was written. \
+                 Remove it, or write the dataset to another directory",
+                display_path(dir)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The dataset's format for `files` (the walk's inputs), checked against them:
+/// `--dataset-format`, else Parquet when every input is a Parquet dump and JSON Lines
+/// otherwise. Parquet refuses JSON Lines dumps (their records have no schema); `--annotate`
+/// refuses a Parquet dump with a column of an added name, and files when the prefix makes
+/// `path` or `text` one.
+pub fn check_inputs(cfg: &Config, files: &[FileEntry]) -> Result<DatasetFormat> {
+    let prefix = cfg.annotate.as_deref();
+    let mut all_parquet = !files.is_empty();
+    for f in files {
+        let kind = kind(f, &cfg.jsonl, prefix)?;
+        all_parquet &= matches!(kind, Kind::Parquet | Kind::Unreadable);
+        if kind == Kind::Jsonl && cfg.dataset_format == Some(DatasetFormat::Parquet) {
+            bail!(
+                "--dataset-format parquet: {} is a JSON Lines dump, whose records have no schema \
+                 to keep; write the dataset as JSON Lines (--dataset-format jsonl)",
+                display_path(&f.path)
+            );
+        }
+        // Once the format is known and nothing is left to check, the rest are not opened.
+        if prefix.is_none() && !all_parquet && cfg.dataset_format != Some(DatasetFormat::Parquet) {
+            break;
+        }
+    }
+    Ok(cfg.dataset_format.unwrap_or(if all_parquet {
+        DatasetFormat::Parquet
+    } else {
+        DatasetFormat::Jsonl
+    }))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Jsonl,
+    Parquet,
+    /// A dump that cannot be opened now: the scan says why (and it takes no part in the
+    /// default format).
+    Unreadable,
+}
+
+/// What `f` is, and with `--annotate` (`prefix`) whether its columns clash with the added ones.
+fn kind(f: &FileEntry, jsonl: &JsonlOptions, prefix: Option<&str>) -> Result<Kind> {
+    if !f.dump {
+        if let Some(name) = prefix.and_then(|p| annotate::clash(p, ["path", "text"].into_iter())) {
+            bail!("{}", annotate::clash_message("a file's record", name));
+        }
+        return Ok(Kind::File);
+    }
+    let Ok(file) = crate::input::read::open_nonblocking(&f.path) else {
+        return Ok(Kind::Unreadable);
+    };
+    if !parquet::starts_with_magic(&file).unwrap_or(false) {
+        return Ok(Kind::Jsonl);
+    }
+    let Some(prefix) = prefix else {
+        return Ok(Kind::Parquet);
+    };
+    // Only the footer is read.
+    let Ok(dump) = ParquetDump::open(file, jsonl) else {
+        return Ok(Kind::Unreadable);
+    };
+    let schema = dump.schema();
+    if let Some(name) = super::input_clash(&schema, prefix) {
+        bail!("{}", annotate::clash_message(&display_path(&f.path), name));
+    }
+    Ok(Kind::Parquet)
+}

@@ -1,0 +1,271 @@
+//! The dataset as JSON Lines (`--dataset-format jsonl`): one file per shard,
+//! `part-SSSSS.jsonl`, one JSON object a line: a record of a JSON Lines dump as its original
+//! line (with `--annotate`, the added fields before its closing brace), a row of a Parquet dump
+//! as an object of all its columns (as arrow-json writes them, nulls included), a file as
+//! `{"path", "text"}` (and `path_bytes` when the path is not UTF-8).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
+use xxhash_rust::xxh3::xxh3_128;
+
+use super::annotate::{self, Annotation};
+use super::{file_text, inputs, line_of, DatasetDoc, DumpRows, Writing, Written};
+use crate::atomic::Pending;
+use crate::ingest::dumps::{open_records, Opened};
+use crate::ingest::worker::DocWorker;
+use crate::input::jsonl::{Line, RawLine};
+use crate::input::parquet::ParquetDump;
+use crate::messages::display_path;
+use crate::report::path_fields;
+
+/// The dataset's JSON Lines file of a scan, or of shard `part` of a staged run.
+pub(super) fn part_path(dir: &Path, part: u32) -> PathBuf {
+    dir.join(format!("part-{part:05}.jsonl"))
+}
+
+/// The part at `path`: `docs` that are written, one line each.
+pub(super) fn write(
+    path: &Path,
+    docs: &[DatasetDoc],
+    how: &Writing,
+    worker: &mut DocWorker,
+    written: &mut Written,
+) -> Result<()> {
+    let pending = Pending::new(path)?;
+    let mut out = std::io::BufWriter::new(pending.file());
+    for (start, input) in inputs(docs) {
+        if input[0].file.record.is_some() {
+            write_records(&mut out, input, how, written)?;
+            continue;
+        }
+        for (i, d) in input.iter().enumerate() {
+            if let Some(text) = file_text(worker, (start + i) as u32, d, how, written) {
+                write_file(&mut out, d, &text, how)?;
+                written.kept += 1;
+            }
+        }
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", display_path(path)))?;
+    drop(out);
+    pending.commit()
+}
+
+/// A file's record: `{"path", "text"}` (and `path_bytes` when the path is not UTF-8), with the
+/// added fields when annotating.
+fn write_file(out: &mut impl Write, d: &DatasetDoc, text: &str, how: &Writing) -> Result<()> {
+    let (path, path_bytes) = path_fields(&d.file.path);
+    let mut record = serde_json::json!({"path": path, "text": text});
+    if let Some(b) = path_bytes {
+        record["path_bytes"] = b.into();
+    }
+    let mut line = serde_json::to_vec(&record)?;
+    if let Some(prefix) = how.annotate {
+        line = annotate::splice(&line, prefix, &Annotation::of(d.fate))
+            .context("a file's record is a JSON object")?;
+    }
+    out.write_all(&line)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// The records `docs` of one dump, each its original line unless dropped (with the added
+/// fields when annotating).
+fn write_records(
+    out: &mut impl Write,
+    docs: &[DatasetDoc],
+    how: &Writing,
+    written: &mut Written,
+) -> Result<()> {
+    let cfg = how.cfg;
+    let fail = |written: &mut Written, d: &DatasetDoc, reason: &str| {
+        let reason = format!("not in the dataset: {reason}");
+        written.errors.push(d.file.error(None, reason));
+    };
+    let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
+        Ok(Opened::Jsonl(r, _)) => r,
+        Ok(Opened::Parquet(dump)) => return write_rows(out, docs, dump, how, written),
+        Err(reason) => {
+            docs.iter()
+                .filter(|d| !how.drops(d))
+                .for_each(|d| fail(written, d, &reason));
+            return Ok(());
+        }
+    };
+    let mut at = 0;
+    while at < docs.len() {
+        let Some(raw) = reader.next_raw() else { break };
+        let RawLine::Json { line, bytes, .. } = raw else {
+            // The stream failed: the records not reached are not written.
+            break;
+        };
+        // A record's line that is no longer one (the dump changed) is passed.
+        while at < docs.len() && line_of(&docs[at]) < line {
+            if how.drops(&docs[at]) {
+                written.dropped += 1;
+            } else {
+                fail(written, &docs[at], "file changed during the scan");
+            }
+            at += 1;
+        }
+        if at == docs.len() || line_of(&docs[at]) != line {
+            continue;
+        }
+        let d = &docs[at];
+        at += 1;
+        if how.drops(d) {
+            written.dropped += 1;
+            continue;
+        }
+        let raw = RawLine::Json {
+            line,
+            offset: 0,
+            bytes: bytes.clone(),
+        };
+        let same = match raw.parse(&cfg.jsonl) {
+            Line::Doc { text, .. } => xxh3_128(text.as_bytes()) == d.hash,
+            _ => false,
+        };
+        if !same {
+            fail(written, d, "file changed during the scan");
+            continue;
+        }
+        match how.annotate {
+            None => out.write_all(&bytes)?,
+            Some(prefix) => {
+                let place = || format!("{}:{line}", display_path(&d.file.path));
+                if let Some(name) = annotate::clash_in_line(&bytes, prefix) {
+                    bail!("{}", annotate::clash_message(&place(), &name));
+                }
+                let spliced = annotate::splice(&bytes, prefix, &Annotation::of(d.fate))
+                    .with_context(|| format!("{}: the record is not a JSON object", place()))?;
+                out.write_all(&spliced)?;
+            }
+        }
+        out.write_all(b"\n")?;
+        written.kept += 1;
+        written.dropped += u64::from(d.duplicate());
+    }
+    for d in docs[at..].iter().filter(|d| !how.drops(d)) {
+        fail(written, d, "the dump ended before the record");
+    }
+    written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
+    Ok(())
+}
+
+/// The rows `docs` of one Parquet dump, each as a JSON object of all its columns (and the
+/// added ones when annotating) unless dropped.
+fn write_rows(
+    out: &mut impl Write,
+    docs: &[DatasetDoc],
+    dump: ParquetDump,
+    how: &Writing,
+    written: &mut Written,
+) -> Result<()> {
+    DumpRows::open(dump, false, docs, how)?.write(docs, how, written, |rows| {
+        // Written to memory first, so that a column arrow-json cannot write leaves no half
+        // line.
+        let mut buf = Vec::new();
+        let mut w = arrow_json::WriterBuilder::new()
+            .with_explicit_nulls(true)
+            .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
+        let json = utc_offsets(&rows)
+            .and_then(|rows| w.write(&rows))
+            .and_then(|()| w.finish());
+        drop(w);
+        match json {
+            Ok(()) => Ok(out.write_all(&buf).map(Ok)?),
+            Err(e) => Ok(Err(format!("its row cannot be written as JSON: {e}"))),
+        }
+    })
+}
+
+/// `batch` with every time zone named in its types (`UTC`, `Europe/Paris`, at any depth) as the
+/// offset `+00:00`: arrow-json writes a timestamp only with an offset (it would need the time
+/// zone database for a name), and a timestamp with a zone is an instant, the same in any zone.
+fn utc_offsets(batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    use arrow_schema::{DataType, Field, Schema};
+    fn offsets(t: &DataType) -> DataType {
+        let field = |f: &Field| Arc::new(f.clone().with_data_type(offsets(f.data_type())));
+        match t {
+            DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
+            DataType::List(f) => DataType::List(field(f)),
+            DataType::LargeList(f) => DataType::LargeList(field(f)),
+            DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+            DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+            DataType::Struct(fs) => DataType::Struct(fs.iter().map(|f| field(f)).collect()),
+            DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(offsets(v))),
+            other => other.clone(),
+        }
+    }
+    fn retype(
+        data: arrow_data::ArrayData,
+    ) -> Result<arrow_data::ArrayData, arrow_schema::ArrowError> {
+        let t = offsets(data.data_type());
+        if &t == data.data_type() {
+            return Ok(data);
+        }
+        let children = (data.child_data().iter().cloned())
+            .map(retype)
+            .collect::<Result<Vec<_>, _>>()?;
+        data.into_builder()
+            .data_type(t)
+            .child_data(children)
+            .build()
+    }
+    let schema = batch.schema();
+    if schema
+        .fields()
+        .iter()
+        .all(|f| &offsets(f.data_type()) == f.data_type())
+    {
+        return Ok(batch.clone());
+    }
+    let fields: Vec<Field> = (schema.fields().iter())
+        .map(|f| f.as_ref().clone().with_data_type(offsets(f.data_type())))
+        .collect();
+    let columns = (batch.columns().iter())
+        .map(|c| retype(c.to_data()).map(arrow_array::make_array))
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, StructArray, TimestampSecondArray};
+    use arrow_schema::{DataType, Field, TimeUnit};
+
+    #[test]
+    fn named_time_zones_become_utc_offsets_at_any_depth() {
+        let at: ArrayRef =
+            Arc::new(TimestampSecondArray::from(vec![0, 86_400]).with_timezone("Europe/Paris"));
+        let inner = StructArray::from(vec![(
+            Arc::new(Field::new("at", at.data_type().clone(), false)),
+            at.clone(),
+        )]);
+        let batch =
+            RecordBatch::try_from_iter([("at", at), ("s", Arc::new(inner) as ArrayRef)]).unwrap();
+        let out = utc_offsets(&batch).unwrap();
+        let zoned = DataType::Timestamp(TimeUnit::Second, Some("+00:00".into()));
+        assert_eq!(out.schema().field(0).data_type(), &zoned);
+        let DataType::Struct(fields) = out.schema().field(1).data_type().clone() else {
+            panic!()
+        };
+        assert_eq!(fields[0].data_type(), &zoned);
+        let mut buf = Vec::new();
+        let mut w = arrow_json::LineDelimitedWriter::new(&mut buf);
+        w.write(&out).unwrap();
+        w.finish().unwrap();
+        let json = String::from_utf8(buf).unwrap();
+        assert!(
+            json.starts_with(r#"{"at":"1970-01-01T00:00:00Z","s":{"at":"1970-01-01T00:00:00Z"}}"#),
+            "{json}"
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! The deduplicated dataset (`--write-dataset DIR`): every document with text that is not
+//! listed as a duplicate (with `--annotate`: every document, and where it stands in the report),
+//! each field kept. The filter step people run after deduplicating, made safe: only
+//! `duplicates` (verified against a representative that is kept) are left out, never `linked`
+//! members. Documents without text (empty, binary, unreadable, bad lines) carry nothing and are
+//! left out too.
+//!
+//! Two formats ([`DatasetFormat`]): JSON Lines ([`jsonl`]), one file per shard, every record
+//! as its original line; Parquet ([`parquet`]), one file per input, a Parquet dump's rows with
+//! its schema. The parts in name order are the dataset; each is written under a temporary name
+//! and renamed when whole. Here: what both share (the documents by input, a file's text, a
+//! Parquet dump's rows selected batch by batch); `annotate` says where each document stands in
+//! the report, `inputs` checks the inputs before the scan.
+//!
+//! The inputs are read a second time, in input order, each dump streamed once; a document whose
+//! content no longer hashes as it did when it was scanned is not written and is an error of the
+//! run, like a file that changed during the scan.
+
+mod annotate;
+mod inputs;
+mod jsonl;
+mod parquet;
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use xxhash_rust::xxh3::xxh3_128;
+
+use crate::config::{Config, DatasetFormat};
+use crate::ingest::worker::{DocWorker, Engine};
+use crate::input::parquet::{ParquetDump, RowBatch, WholeRows};
+use crate::input::read::{decode, Decoded};
+use crate::input::walk::FileEntry;
+use crate::messages::{display_path, InputError};
+
+pub use annotate::{marks, Fate, Mark};
+pub use inputs::{check_inputs, refuse_existing};
+
+use annotate::Annotation;
+
+/// One document of the dataset's inputs.
+pub struct DatasetDoc<'a> {
+    /// Where it is.
+    pub file: &'a FileEntry,
+    /// Its content hash when it was scanned.
+    pub hash: u128,
+    /// Its cluster, when it is in one.
+    pub fate: Option<Fate<'a>>,
+}
+
+impl DatasetDoc<'_> {
+    /// Listed as a duplicate.
+    fn duplicate(&self) -> bool {
+        self.fate.is_some_and(|f| f.duplicate.is_some())
+    }
+}
+
+/// What writing the dataset did.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Records written.
+    pub kept: u64,
+    /// Duplicates left out.
+    pub dropped: u64,
+    /// Documents that could not be read again, or changed.
+    pub errors: Vec<InputError>,
+}
+
+/// How the documents are written: the added columns' prefix with `--annotate`.
+struct Writing<'a> {
+    cfg: &'a Config,
+    annotate: Option<&'a str>,
+}
+
+impl Writing<'_> {
+    /// Left out: a duplicate, unless every document is written.
+    fn drops(&self, d: &DatasetDoc) -> bool {
+        self.annotate.is_none() && d.duplicate()
+    }
+}
+
+/// Writes shard `shard`'s part of the dataset (a scan is shard 0) to `dir` in `format`: `docs`
+/// (in input order; a dump's records one after another), but the duplicates, each file
+/// atomically.
+pub fn write(
+    dir: &Path,
+    shard: u32,
+    format: DatasetFormat,
+    docs: &[DatasetDoc],
+    cfg: &Config,
+    engine: &Engine,
+) -> Result<Written> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
+    let how = Writing {
+        cfg,
+        annotate: cfg.annotate.as_deref(),
+    };
+    let mut written = Written::default();
+    let mut worker = DocWorker::new(engine);
+    let to = match format {
+        DatasetFormat::Jsonl => {
+            let path = jsonl::part_path(dir, shard);
+            jsonl::write(&path, docs, &how, &mut worker, &mut written)?;
+            path
+        }
+        DatasetFormat::Parquet => {
+            parquet::write(dir, shard, docs, &how, &mut worker, &mut written)?;
+            dir.to_path_buf()
+        }
+    };
+    let what = if how.annotate.is_some() {
+        format!("{} of them duplicates", written.dropped)
+    } else {
+        format!("{} duplicates left out", written.dropped)
+    };
+    cfg.messages.note(&format!(
+        "dataset: {} records written to {}, {what}",
+        written.kept,
+        display_path(&to)
+    ));
+    Ok(written)
+}
+
+/// The inputs of `docs`, in order, each with the index of its first document: a dump's records,
+/// or a run of files.
+fn inputs<'d, 'a>(
+    docs: &'d [DatasetDoc<'a>],
+) -> impl Iterator<Item = (usize, &'d [DatasetDoc<'a>])> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let first = docs.get(i)?;
+        let same = |d: &DatasetDoc| match (&first.file.record, &d.file.record) {
+            (None, None) => true,
+            (Some(_), Some(_)) => d.file.path == first.file.path && d.file.id == first.file.id,
+            _ => false,
+        };
+        let start = i;
+        i += docs[i..].iter().take_while(|d| same(d)).count();
+        Some((start, &docs[start..i]))
+    })
+}
+
+/// The text of file `d` when it is written: None when it is dropped (counted), has no text, or
+/// changed (an error of the run).
+fn file_text(
+    worker: &mut DocWorker,
+    doc: u32,
+    d: &DatasetDoc,
+    how: &Writing,
+    written: &mut Written,
+) -> Option<String> {
+    if how.drops(d) {
+        written.dropped += 1;
+        return None;
+    }
+    let bytes = match worker.content(doc, d.file, d.hash) {
+        Ok(b) => b,
+        Err(reason) => {
+            written
+                .errors
+                .push(d.file.error(None, format!("not in the dataset: {reason}")));
+            return None;
+        }
+    };
+    let Decoded::Text(text) = decode(&bytes) else {
+        return None;
+    };
+    written.dropped += u64::from(d.duplicate());
+    Some(text.into_owned())
+}
+
+/// The first top-level column of `schema` that is also an added column's name.
+fn input_clash<'s>(schema: &'s arrow_schema::Schema, prefix: &str) -> Option<&'s str> {
+    annotate::clash(prefix, schema.fields().iter().map(|f| f.name().as_str()))
+}
+
+/// A Parquet dump's rows, to be written: their schema, and with `--annotate` the schema with
+/// the added columns.
+struct DumpRows {
+    rows: WholeRows,
+    schema: SchemaRef,
+    annotated: Option<SchemaRef>,
+}
+
+impl DumpRows {
+    /// The rows of `dump` (of `docs`), `typed` as its writer's Arrow schema says; a dump that
+    /// has a column of an added name is refused.
+    fn open(
+        dump: ParquetDump,
+        typed: bool,
+        docs: &[DatasetDoc],
+        how: &Writing,
+    ) -> Result<DumpRows> {
+        let rows = dump.whole_rows(typed);
+        let schema = rows.schema();
+        if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
+            let input = display_path(&docs[0].file.path);
+            bail!("{}", annotate::clash_message(&input, name));
+        }
+        let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
+        Ok(DumpRows {
+            rows,
+            schema,
+            annotated,
+        })
+    }
+
+    /// The schema of the rows written.
+    fn written_schema(&self) -> SchemaRef {
+        self.annotated
+            .clone()
+            .unwrap_or_else(|| self.schema.clone())
+    }
+
+    /// The rows written, a decoded batch at a time: each batch cut to the rows of `docs`
+    /// written and unchanged (with the added columns when annotating), passed to `emit`, which
+    /// writes them or says why it cannot (the rows' error).
+    fn write(
+        self,
+        docs: &[DatasetDoc],
+        how: &Writing,
+        written: &mut Written,
+        mut emit: impl FnMut(RecordBatch) -> Result<Result<(), String>>,
+    ) -> Result<()> {
+        let mut at = 0;
+        for batch in self.rows {
+            // A row group that fails ends the reading: the rows not reached are errors below.
+            let Ok(batch) = batch else { break };
+            let end = batch.first + batch.batch.num_rows() as u64;
+            let start = at;
+            while at < docs.len() && line_of(&docs[at]) < end {
+                at += 1;
+            }
+            let (keep, kept) = select(&docs[start..at], &batch, how, written);
+            if kept.is_empty() {
+                continue;
+            }
+            let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
+                .context("selecting the rows of the dataset")?;
+            if let Some(schema) = &self.annotated {
+                let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
+                rows = annotate::append(&rows, schema, &values).map_err(anyhow::Error::msg)?;
+            }
+            match emit(rows)? {
+                Ok(()) => {
+                    written.kept += kept.len() as u64;
+                    written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+                }
+                Err(reason) => {
+                    for d in kept {
+                        let reason = format!("not in the dataset: {reason}");
+                        written.errors.push(d.file.error(None, reason));
+                    }
+                }
+            }
+        }
+        for d in docs[at..].iter().filter(|d| !how.drops(d)) {
+            let reason = "not in the dataset: the dump ended before the row".to_string();
+            written.errors.push(d.file.error(None, reason));
+        }
+        written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
+        Ok(())
+    }
+}
+
+/// The 1-based line (or Parquet row) of a dump record.
+fn line_of(d: &DatasetDoc) -> u64 {
+    d.file.record.as_ref().map_or(0, |r| r.line)
+}
+
+/// Which rows of `batch` are written: the rows of `docs` (all within `batch`, in order) not
+/// dropped and unchanged, as a mask over the batch and their documents.
+fn select<'d, 'a>(
+    docs: &'d [DatasetDoc<'a>],
+    batch: &RowBatch,
+    how: &Writing,
+    written: &mut Written,
+) -> (Vec<bool>, Vec<&'d DatasetDoc<'a>>) {
+    let mut keep = vec![false; batch.batch.num_rows()];
+    let mut kept = Vec::new();
+    for d in docs {
+        if how.drops(d) {
+            written.dropped += 1;
+            continue;
+        }
+        let k = line_of(d).checked_sub(batch.first).map(|k| k as usize);
+        let text = k.and_then(|k| batch.text(k));
+        match (k, text) {
+            (Some(k), Some(t)) if xxh3_128(t.as_bytes()) == d.hash => {
+                keep[k] = true;
+                kept.push(d);
+            }
+            _ => written.errors.push((d.file).error(
+                None,
+                "not in the dataset: file changed during the scan".into(),
+            )),
+        }
+    }
+    (keep, kept)
+}

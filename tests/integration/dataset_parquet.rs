@@ -1,0 +1,650 @@
+//! `--write-dataset` as Parquet and `--annotate`: a dump with typed, nested and nullable columns
+//! goes back out with its schema and values, without the rows listed as duplicates, or every
+//! row with the added columns agreeing with the report; the staged pipeline writes the same
+//! tables; bad inputs are refused.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{Int32Builder, ListBuilder};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, Float64Array, Int64Array,
+    RecordBatch, StringArray, StructArray, TimestampMicrosecondArray,
+};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use serde_json::Value;
+
+use super::util::{edit, run_command, text, TestDir};
+
+/// Rows (1-based) 2 and 4 are near-copies of row 1, row 5 a byte-identical copy of row 3, row 10
+/// has no text; the rest are unique. Every other column is typed, nested or nullable.
+fn table(first: usize, rows: usize) -> RecordBatch {
+    let a = text(9000, 250);
+    let b = text(9001, 250);
+    let texts: Vec<Option<String>> = (1..=rows)
+        .map(|i| match first + i {
+            1 => Some(a.clone()),
+            2 => Some(edit(&a, &[10, 20])),
+            3 | 5 => Some(b.clone()),
+            4 => Some(edit(&a, &[30])),
+            10 => None,
+            n => Some(text(9100 + n as u64, 200)),
+        })
+        .collect();
+    let n = |i: usize| first + i + 1;
+    let ids = StringArray::from_iter_values((0..rows).map(|i| format!("r{:02}", n(i))));
+    let ints = Int64Array::from_iter((0..rows).map(|i| (n(i) % 3 != 0).then_some(n(i) as i64 * 7)));
+    let floats =
+        Float64Array::from_iter((0..rows).map(|i| (n(i) % 4 != 0).then_some(n(i) as f64 / 3.0)));
+    let times = TimestampMicrosecondArray::from_iter(
+        (0..rows).map(|i| (n(i) != 6).then_some(1_700_000_000_000_000 + n(i) as i64)),
+    )
+    .with_timezone("Europe/Paris");
+    let decimals =
+        Decimal128Array::from_iter((0..rows).map(|i| (n(i) != 7).then_some(n(i) as i128 * 12345)))
+            .with_precision_and_scale(12, 2)
+            .unwrap();
+    let binary =
+        BinaryArray::from_iter((0..rows).map(|i| (n(i) != 8).then(|| vec![n(i) as u8, 0, 255])));
+    let mut list = ListBuilder::new(Int32Builder::new());
+    for i in 0..rows {
+        if n(i) == 9 {
+            list.append_null();
+        } else {
+            list.append_value((0..n(i) % 3).map(|k| Some(k as i32)));
+        }
+    }
+    let inner = Fields::from(vec![
+        Field::new("source", DataType::Utf8, true),
+        Field::new("rank", DataType::Int64, false),
+    ]);
+    let meta = StructArray::new(
+        inner.clone(),
+        vec![
+            Arc::new(StringArray::from_iter(
+                (0..rows).map(|i| (n(i) != 2).then(|| format!("s{}", n(i)))),
+            )),
+            Arc::new(Int64Array::from_iter_values((0..rows).map(|i| n(i) as i64))),
+        ],
+        Some((0..rows).map(|i| n(i) != 11).collect()),
+    );
+    let field = |name: &str, t: DataType, null: bool| Field::new(name, t, null);
+    let schema = Schema::new(vec![
+        field("id", DataType::Utf8, false),
+        field("text", DataType::Utf8, true),
+        field("n", DataType::Int64, true),
+        field("score", DataType::Float64, true)
+            .with_metadata(HashMap::from([("unit".into(), "points".into())])),
+        field("at", times.data_type().clone(), true),
+        field("price", decimals.data_type().clone(), true),
+        field("blob", DataType::Binary, true),
+        field(
+            "tags",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))),
+            true,
+        ),
+        field("meta", DataType::Struct(inner), true),
+    ])
+    .with_metadata(HashMap::from([("origin".into(), "dupfind-test".into())]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(ids),
+        Arc::new(StringArray::from(texts)),
+        Arc::new(ints),
+        Arc::new(floats),
+        Arc::new(times),
+        Arc::new(decimals),
+        Arc::new(binary),
+        Arc::new(list.finish()),
+        Arc::new(meta),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+}
+
+/// Writes `batch` to `rel` in row groups of 5 rows, snappy.
+fn write(t: &TestDir, rel: &str, batch: &RecordBatch) {
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5))
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let file = File::create(t.join(rel)).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+/// The dataset in `dir`: its parts in name order, their schema (all the same) and rows.
+fn read_dataset(dir: &Path) -> (SchemaRef, RecordBatch) {
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    parts.sort();
+    assert!(!parts.is_empty(), "no part in {}", dir.display());
+    let mut schema = None;
+    let mut batches = Vec::new();
+    for p in parts {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&p).unwrap()).unwrap();
+        let s = reader.schema().clone();
+        assert!(
+            schema.as_ref().is_none_or(|first| *first == s),
+            "{}",
+            p.display()
+        );
+        schema = Some(s);
+        for b in reader.build().unwrap() {
+            batches.push(b.unwrap());
+        }
+    }
+    let schema = schema.unwrap();
+    let rows = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+    (schema, rows)
+}
+
+/// The rows of `batch` whose ids are in `ids`, in order.
+fn rows_with_ids(batch: &RecordBatch, keep: impl Fn(&str) -> bool) -> RecordBatch {
+    let ids = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    let mask: BooleanArray = ids.iter().map(|id| Some(keep(id.unwrap()))).collect();
+    arrow_select::filter::filter_record_batch(batch, &mask).unwrap()
+}
+
+/// The ids the report lists as duplicates, each with its cluster's id and size, its
+/// representative's id and its similarity.
+fn duplicates(report: &Value) -> HashMap<String, (i64, i64, String, f64)> {
+    let mut out = HashMap::new();
+    for c in report["clusters"].as_array().unwrap() {
+        for d in c["duplicates"].as_array().unwrap() {
+            let value = (
+                c["id"].as_i64().unwrap(),
+                c["size"].as_i64().unwrap(),
+                c["representative"]["id"].as_str().unwrap().to_string(),
+                d["similarity"].as_f64().unwrap(),
+            );
+            out.insert(d["id"].as_str().unwrap().to_string(), value);
+        }
+    }
+    out
+}
+
+/// The cluster id and size of every clustered id.
+fn clustered(report: &Value) -> HashMap<String, (i64, i64)> {
+    let mut out = HashMap::new();
+    for c in report["clusters"].as_array().unwrap() {
+        for m in c["members"].as_array().unwrap() {
+            let value = (c["id"].as_i64().unwrap(), c["size"].as_i64().unwrap());
+            out.insert(m["id"].as_str().unwrap().to_string(), value);
+        }
+    }
+    out
+}
+
+fn columns(batch: &RecordBatch, range: std::ops::Range<usize>) -> Vec<ArrayRef> {
+    batch.columns()[range].to_vec()
+}
+
+#[test]
+fn a_parquet_dump_goes_back_out_with_its_schema_but_the_rows_listed_as_duplicates() {
+    let t = TestDir::new();
+    let input = table(0, 12);
+    write(&t, "d.parquet", &input);
+    let r = t.run(&["scan", "-v", "--write-dataset", "out", "d.parquet"]);
+    // Row 10 has no text: an error of the report, and no row of the dataset.
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    let dups = duplicates(&report);
+    assert_eq!(dups.len(), 3, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("dataset: 8 records written"),
+        "{}",
+        r.stderr
+    );
+    let (schema, rows) = read_dataset(&t.join("out"));
+    assert!(t.join("out/part-00000-00000.parquet").exists());
+    assert_eq!(schema.as_ref(), input.schema().as_ref());
+    let expected = rows_with_ids(&input, |id| !dups.contains_key(id) && id != "r10");
+    assert_eq!(rows.columns(), expected.columns());
+}
+
+#[test]
+fn annotate_writes_every_row_with_columns_that_agree_with_the_report() {
+    let t = TestDir::new();
+    let input = table(0, 12);
+    write(&t, "d.parquet", &input);
+    let r = t.run(&["scan", "--annotate", "--write-dataset", "out", "d.parquet"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    let (schema, rows) = read_dataset(&t.join("out"));
+    let own = input.num_columns();
+    assert_eq!(schema.fields()[..own], input.schema().fields()[..]);
+    assert_eq!(schema.metadata(), input.schema().metadata());
+    let added: Vec<(&str, &DataType, bool)> = (schema.fields()[own..].iter())
+        .map(|f| (f.name().as_str(), f.data_type(), f.is_nullable()))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            ("dupfind_cluster", &DataType::Int64, true),
+            ("dupfind_cluster_size", &DataType::Int64, true),
+            ("dupfind_keep", &DataType::Boolean, false),
+            ("dupfind_duplicate_of", &DataType::Utf8, true),
+            ("dupfind_similarity", &DataType::Float64, true),
+        ]
+    );
+    let expected = rows_with_ids(&input, |id| id != "r10");
+    assert_eq!(columns(&rows, 0..own), expected.columns());
+    let dups = duplicates(&report);
+    let clustered = clustered(&report);
+    let ids = rows
+        .column(0)
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    let get = |k: usize| rows.column(own + k).clone();
+    let (cluster, size, keep, of, sim) = (get(0), get(1), get(2), get(3), get(4));
+    let int = |a: &ArrayRef, i: usize| {
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        a.is_valid(i).then(|| a.value(i))
+    };
+    let keep = keep.as_any().downcast_ref::<BooleanArray>().unwrap();
+    let of = of.as_any().downcast_ref::<StringArray>().unwrap();
+    let sim = sim.as_any().downcast_ref::<Float64Array>().unwrap();
+    for i in 0..rows.num_rows() {
+        let id = ids.value(i);
+        let c = clustered.get(id);
+        assert_eq!(int(&cluster, i), c.map(|c| c.0), "{id}");
+        assert_eq!(int(&size, i), c.map(|c| c.1), "{id}");
+        let d = dups.get(id);
+        assert_eq!(keep.value(i), d.is_none(), "{id}");
+        assert_eq!(
+            of.is_valid(i).then(|| of.value(i)),
+            d.map(|d| d.2.as_str()),
+            "{id}"
+        );
+        assert_eq!(
+            sim.is_valid(i).then(|| sim.value(i)),
+            d.map(|d| d.3),
+            "{id}"
+        );
+    }
+    // Filtering on the keep column gives the deduplicated dataset.
+    let kept = arrow_select::filter::filter_record_batch(&rows, keep).unwrap();
+    let again = TestDir::new();
+    write(&again, "d.parquet", &input);
+    again.run(&["scan", "--write-dataset", "out", "d.parquet"]);
+    let (_, plain) = read_dataset(&again.join("out"));
+    assert_eq!(columns(&kept, 0..own), plain.columns());
+}
+
+#[test]
+fn annotate_adds_fields_after_a_json_lines_record_and_a_file() {
+    let t = TestDir::new();
+    let a = text(9200, 250);
+    let line1 = format!(
+        r#"{{"id": "x1", "text": {}}}"#,
+        serde_json::to_string(&a).unwrap()
+    );
+    let line2 = format!(
+        r#"{{"text": {} , "id":"x2"}}"#,
+        serde_json::to_string(&edit(&a, &[7])).unwrap()
+    );
+    t.write("d.jsonl", format!("{line1}\n{line2}\n"))
+        .write("f.txt", text(9201, 100));
+    let r = t.run(&[
+        "scan",
+        "--keep",
+        "first",
+        "--annotate",
+        "--write-dataset",
+        "out",
+        ".",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let out = std::fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    // Each record's own bytes first, up to its closing brace.
+    assert!(
+        lines[0].starts_with(&line1[..line1.len() - 1]),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with(&line2[..line2.len() - 1]),
+        "{}",
+        lines[1]
+    );
+    let values: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(values[0]["dupfind_keep"], true);
+    assert_eq!(values[0]["dupfind_cluster"], 0);
+    assert_eq!(values[0]["dupfind_duplicate_of"], Value::Null);
+    assert_eq!(values[1]["dupfind_keep"], false);
+    assert_eq!(values[1]["dupfind_cluster_size"], 2);
+    assert_eq!(values[1]["dupfind_duplicate_of"], "x1");
+    let similarity = r.json()["clusters"][0]["duplicates"][0]["similarity"].clone();
+    assert_eq!(values[1]["dupfind_similarity"], similarity);
+    assert_eq!(values[2]["path"], "./f.txt");
+    assert_eq!(values[2]["dupfind_keep"], true);
+    assert_eq!(values[2]["dupfind_cluster"], Value::Null);
+}
+
+/// Runs the staged pipeline (contrib/staged/run-local.sh) with `shards` shards, 2 partitions and
+/// the scan options and inputs `args`, in `t`.
+pub(super) fn staged(t: &TestDir, shards: u32, work: &str, args: &[&str]) -> super::util::Run {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(&script)
+        .args([
+            "--shards",
+            &shards.to_string(),
+            "--parts",
+            "2",
+            "--work",
+            work,
+        ])
+        .args(["--dupfind", super::util::bin()])
+        .args(args)
+        .current_dir(t.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    run_command(cmd)
+}
+
+#[test]
+fn the_staged_pipeline_writes_the_scans_tables_with_one_and_three_shards() {
+    let t = TestDir::new();
+    std::fs::create_dir(t.join("in")).unwrap();
+    write(&t, "in/a.parquet", &table(0, 4));
+    write(&t, "in/b.parquet", &table(4, 4));
+    write(&t, "in/c.parquet", &table(8, 6));
+    for annotate in [false, true] {
+        let extra: &[&str] = if annotate { &["--annotate"] } else { &[] };
+        fn args<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+            [&["-q", "--write-dataset", out][..], extra, &["in"]].concat()
+        }
+        let run = |out: &'static str| args(out, extra);
+        let scan = t.run(&[&["scan"][..], &run("scan-out")].concat());
+        let (schema, rows) = read_dataset(&t.join("scan-out"));
+        assert!(rows.num_rows() > 5);
+        for shards in [1, 3] {
+            let out = format!("staged-{shards}-out");
+            let work = format!("w-{shards}-{annotate}");
+            let r = staged(&t, shards, &work, &args(&out, extra));
+            assert_eq!(
+                (r.code(), &r.stdout),
+                (scan.code(), &scan.stdout),
+                "{}",
+                r.stderr
+            );
+            let (s, staged_rows) = read_dataset(&t.join(&out));
+            assert_eq!(
+                (s, staged_rows),
+                (schema.clone(), rows.clone()),
+                "{shards} shards"
+            );
+            std::fs::remove_dir_all(t.join(&out)).unwrap();
+        }
+        std::fs::remove_dir_all(t.join("scan-out")).unwrap();
+    }
+}
+
+#[test]
+fn an_input_with_a_column_of_an_added_name_is_refused_naming_it() {
+    let t = TestDir::new();
+    let input = table(0, 6);
+    let keep: ArrayRef = Arc::new(BooleanArray::from(vec![true; 6]));
+    let mut fields: Vec<Field> = input
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("dupfind_keep", DataType::Boolean, false));
+    let mut cols = input.columns().to_vec();
+    cols.push(keep);
+    let clash = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+    write(&t, "d.parquet", &clash);
+    let r = t.run(&["scan", "--annotate", "--write-dataset", "out", "d.parquet"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("\"dupfind_keep\""), "{}", r.stderr);
+    assert!(r.stderr.contains("--annotate-prefix"), "{}", r.stderr);
+    assert!(!t.join("out").exists());
+    let r = t.run(&[
+        "scan",
+        "--annotate",
+        "--annotate-prefix",
+        "dd_",
+        "--write-dataset",
+        "out",
+        "d.parquet",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let (schema, _) = read_dataset(&t.join("out"));
+    assert_eq!(schema.fields().last().unwrap().name(), "dd_similarity");
+    // A JSON Lines record with such a field.
+    t.write(
+        "d.jsonl",
+        "{\"text\": \"a b c d e f g\", \"dupfind_cluster\": 1}\n",
+    );
+    let r = t.run(&["scan", "--annotate", "--write-dataset", "out2", "d.jsonl"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("d.jsonl:1 already has a column \"dupfind_cluster\""),
+        "{}",
+        r.stderr
+    );
+    assert!(!t.join("out2/part-00000.jsonl").exists());
+}
+
+#[test]
+fn a_directory_that_holds_a_dataset_is_refused_and_left_as_it_was() {
+    let t = TestDir::new();
+    t.mkdir("in");
+    write(&t, "in/d.parquet", &table(0, 6));
+    t.write("out/part-00000-00000.parquet", "older");
+    let r = t.run(&["scan", "--write-dataset", "out", "in"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("already holds a dataset"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(t.join("out/part-00000-00000.parquet")).unwrap(),
+        "older"
+    );
+    assert_eq!(std::fs::read_dir(t.join("out")).unwrap().count(), 1);
+    let r = staged(&t, 1, "w", &["--write-dataset", "out", "in"]);
+    assert_ne!(r.code(), 0, "{}", r.stderr);
+    assert!(r.stderr.contains("already holds a dataset"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(t.join("out")).unwrap().count(), 1);
+}
+
+#[test]
+fn annotate_and_dataset_format_need_write_dataset() {
+    let t = TestDir::new();
+    t.write("a.txt", "some text here");
+    for args in [
+        &["--annotate"][..],
+        &["--dataset-format", "jsonl"],
+        &["--annotate-prefix", "x_"],
+    ] {
+        let r = t.run(&[&["scan"][..], args, &["a.txt"]].concat());
+        assert_eq!(
+            (r.code(), r.stdout.as_str()),
+            (2, ""),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("--write-dataset") || r.stderr.contains("--annotate"),
+            "{}",
+            r.stderr
+        );
+    }
+    // JSON Lines dumps have no schema to keep.
+    t.write("d.jsonl", "{\"text\": \"a b c d e f g\"}\n");
+    let r = t.run(&[
+        "scan",
+        "--write-dataset",
+        "out",
+        "--dataset-format",
+        "parquet",
+        "d.jsonl",
+    ]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("--dataset-format jsonl"), "{}", r.stderr);
+}
+
+#[test]
+fn a_parquet_dump_written_as_json_lines_keeps_every_row_a_time_zone_included() {
+    // The dump's Arrow schema names its time zone (Europe/Paris), which arrow-json cannot
+    // write; as JSON Lines the rows are read with the Parquet schema's own types (UTC offsets).
+    let t = TestDir::new();
+    write(&t, "d.parquet", &table(0, 12));
+    let r = t.run(&[
+        "scan",
+        "--write-dataset",
+        "out",
+        "--dataset-format",
+        "jsonl",
+        "d.parquet",
+    ]);
+    let report = r.json();
+    let errors: Vec<&Value> = report["errors"].as_array().unwrap().iter().collect();
+    assert_eq!(errors.len(), 1, "only row 10, without text: {errors:?}");
+    let out = std::fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12 - 1 - duplicates(&report).len());
+    assert_eq!(rows[0]["id"], "r01");
+    assert_eq!(rows[0]["price"], 123.45);
+    assert!(rows[0]["at"]
+        .as_str()
+        .unwrap()
+        .starts_with("2023-11-14T22:13:20.000001"));
+}
+
+#[test]
+fn files_become_path_and_text_rows_a_part_per_run_of_files() {
+    let t = TestDir::new();
+    let a = text(9300, 200);
+    t.write("in/a.txt", &a)
+        .write("in/b.txt", edit(&a, &[3]))
+        .write("in/c.txt", text(9301, 200));
+    write(&t, "in/d.parquet", &table(0, 6));
+    t.write("in/e.txt", text(9302, 200));
+    let r = t.run(&[
+        "scan",
+        "--keep",
+        "first",
+        "--annotate",
+        "--dataset-format",
+        "parquet",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // a, b, c; the dump; e: three parts, in input order.
+    let names: Vec<String> = {
+        let mut n: Vec<String> = std::fs::read_dir(t.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names,
+        [
+            "part-00000-00000.parquet",
+            "part-00000-00001.parquet",
+            "part-00000-00002.parquet"
+        ]
+    );
+    let read = |name: &str| {
+        let f = File::open(t.join("out").join(name)).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let files = read("part-00000-00000.parquet");
+    let schema = files.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(&names[..2], ["path", "text"]);
+    let column = |b: &RecordBatch, name: &str| -> Vec<Option<String>> {
+        let a = b
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        a.iter().map(|v| v.map(str::to_string)).collect()
+    };
+    let paths = column(&files, "path");
+    assert_eq!(
+        paths,
+        [
+            Some("in/a.txt".into()),
+            Some("in/b.txt".into()),
+            Some("in/c.txt".into())
+        ]
+    );
+    assert_eq!(column(&files, "text")[0].as_deref(), Some(a.as_str()));
+    assert_eq!(
+        column(&files, "dupfind_duplicate_of")[1].as_deref(),
+        Some("in/a.txt")
+    );
+    assert_eq!(
+        column(&read("part-00000-00002.parquet"), "path"),
+        [Some("in/e.txt".into())]
+    );
+}
+
+#[test]
+fn with_keep_none_every_clustered_row_is_a_duplicate_of_no_kept_member() {
+    let t = TestDir::new();
+    write(&t, "d.parquet", &table(0, 6));
+    let r = t.run(&[
+        "scan",
+        "--keep",
+        "none",
+        "--annotate",
+        "--write-dataset",
+        "out",
+        "d.parquet",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let clustered = clustered(&r.json());
+    assert_eq!(clustered.len(), 5, "{}", r.stdout);
+    let (schema, rows) = read_dataset(&t.join("out"));
+    let column = |name: &str| rows.column(schema.index_of(name).unwrap()).clone();
+    let ids = column("id");
+    let ids = ids.as_any().downcast_ref::<StringArray>().unwrap();
+    let keep = column("dupfind_keep");
+    let keep = keep.as_any().downcast_ref::<BooleanArray>().unwrap();
+    let of = column("dupfind_duplicate_of");
+    let sim = column("dupfind_similarity");
+    for i in 0..rows.num_rows() {
+        let in_cluster = clustered.contains_key(ids.value(i));
+        assert_eq!(keep.value(i), !in_cluster, "{}", ids.value(i));
+        assert!(of.is_null(i));
+        assert_eq!(sim.is_valid(i), in_cluster);
+    }
+}
