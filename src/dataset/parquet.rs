@@ -2,11 +2,13 @@
 //! order, `part-SSSSS-NNNNN.parquet`. A Parquet dump's part has the dump's schema exactly as
 //! its writer's Arrow schema gives it (names, types, nesting, nullability, field and schema
 //! metadata), its rows in their order; a run of files is one part of `{path, text}` rows. With
-//! `--annotate`, the five added columns follow the input's own.
+//! `--annotate`, the five added columns follow the input's own. A dump's row group of which
+//! every row is written is copied, its column chunks as the dump has them ([`write_dump`]).
 //!
 //! Memory: the rows pass through a decoded batch at a time (the reader's bound), and the
 //! writer holds one row group, cut at [`ROW_GROUP_BYTES`] or [`ROW_GROUP_ROWS`], whichever
-//! comes first.
+//! comes first; a copied row group passes through a buffer, its added columns (a few bytes a
+//! row) encoded whole.
 
 use std::sync::Arc;
 
