@@ -172,7 +172,25 @@ pub fn append(
     schema: &SchemaRef,
     values: &[Annotation],
 ) -> Result<RecordBatch, String> {
-    let added: [ArrayRef; 5] = [
+    let columns = batch
+        .columns()
+        .iter()
+        .cloned()
+        .chain(columns(values))
+        .collect();
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+}
+
+/// The added columns alone, of `values` (one per row), under the last fields of `schema` (from
+/// [`schema`]).
+pub fn added(schema: &SchemaRef, values: &[Annotation]) -> Result<RecordBatch, String> {
+    let fields = &schema.fields()[schema.fields().len().saturating_sub(NAMES.len())..];
+    let schema = Arc::new(Schema::new(fields.to_vec()));
+    RecordBatch::try_new(schema, columns(values).to_vec()).map_err(|e| e.to_string())
+}
+
+fn columns(values: &[Annotation]) -> [ArrayRef; 5] {
+    [
         Arc::new(Int64Array::from_iter(values.iter().map(|a| a.cluster))),
         Arc::new(Int64Array::from_iter(values.iter().map(|a| a.size))),
         Arc::new(BooleanArray::from_iter(values.iter().map(|a| Some(a.keep)))),
@@ -180,9 +198,7 @@ pub fn append(
             values.iter().map(|a| a.duplicate_of.as_deref()),
         )),
         Arc::new(Float64Array::from_iter(values.iter().map(|a| a.similarity))),
-    ];
-    let columns = batch.columns().iter().cloned().chain(added).collect();
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+    ]
 }
 
 /// A JSON object `line` (a JSON Lines record, or a file's record) with the fields of `a` added before its closing

@@ -30,7 +30,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::config::{Config, DatasetFormat};
 use crate::ingest::worker::{DocWorker, Engine};
-use crate::input::parquet::{ParquetDump, RowBatch, WholeRows};
+use crate::input::parquet::{ParquetDump, RawGroup, RowBatch, WholeRows};
 use crate::input::read::{decode, Decoded};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
@@ -176,6 +176,14 @@ fn input_clash<'s>(schema: &'s arrow_schema::Schema, prefix: &str) -> Option<&'s
     annotate::clash(prefix, schema.fields().iter().map(|f| f.name().as_str()))
 }
 
+/// What a part's writer is given, in order.
+enum Piece {
+    /// Rows, encoded into the row group being filled.
+    Rows(RecordBatch),
+    /// A row group of the dump copied as it is, with the added columns of its rows.
+    Group(RawGroup, Option<RecordBatch>),
+}
+
 /// A Parquet dump's rows, to be written: their schema, and with `--annotate` the schema with
 /// the added columns.
 struct DumpRows {
@@ -207,6 +215,11 @@ impl DumpRows {
         })
     }
 
+    /// The dump's Parquet schema.
+    fn parquet_schema(&self) -> &::parquet::schema::types::SchemaDescriptor {
+        self.rows.parquet_schema()
+    }
+
     /// The schema of the rows written.
     fn written_schema(&self) -> SchemaRef {
         self.annotated
@@ -225,44 +238,148 @@ impl DumpRows {
         mut emit: impl FnMut(RecordBatch) -> Result<Result<(), String>>,
     ) -> Result<()> {
         let mut at = 0;
+        let annotated = self.annotated.as_ref();
         for batch in self.rows {
             // A row group that fails ends the reading: the rows not reached are errors below.
             let Ok(batch) = batch else { break };
-            let end = batch.first + batch.batch.num_rows() as u64;
-            let start = at;
-            while at < docs.len() && line_of(&docs[at]) < end {
-                at += 1;
-            }
-            let (keep, kept) = select(&docs[start..at], &batch, how, written);
-            if kept.is_empty() {
-                continue;
-            }
-            let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
-                .context("selecting the rows of the dataset")?;
-            if let Some(schema) = &self.annotated {
-                let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
-                rows = annotate::append(&rows, schema, &values).map_err(anyhow::Error::msg)?;
-            }
-            match emit(rows)? {
-                Ok(()) => {
-                    written.kept += kept.len() as u64;
-                    written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
-                }
-                Err(reason) => {
-                    for d in kept {
-                        let reason = format!("not in the dataset: {reason}");
-                        written.errors.push(d.file.error(None, reason));
-                    }
-                }
-            }
+            write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
         }
-        for d in docs[at..].iter().filter(|d| !how.drops(d)) {
-            let reason = "not in the dataset: the dump ended before the row".to_string();
-            written.errors.push(d.file.error(None, reason));
-        }
-        written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
+        unreached(&docs[at..], how, written);
         Ok(())
     }
+
+    /// As [`DumpRows::write`], a row group at a time, each passed to `emit` as a piece: a group
+    /// whose rows are all written and unchanged (only the text column decoded to check them)
+    /// as the file has it, with the added columns' values when annotating, when `copies` (the
+    /// part's leading columns are described as the dump's); the others decoded whole and cut
+    /// as `write` cuts them.
+    fn write_groups(
+        self,
+        docs: &[DatasetDoc],
+        how: &Writing,
+        written: &mut Written,
+        copies: bool,
+        mut emit: impl FnMut(Piece) -> Result<Result<(), String>>,
+    ) -> Result<()> {
+        let starts = self.rows.group_starts();
+        let mut at = 0;
+        'groups: for (g, w) in starts.windows(2).enumerate() {
+            // The group's rows are lines w[0] + 1 ..= w[1].
+            let from = at;
+            let to = from
+                + docs[from..]
+                    .iter()
+                    .take_while(|d| line_of(d) <= w[1])
+                    .count();
+            let group = &docs[from..to];
+            let whole = copies
+                && group.len() as u64 == w[1] - w[0]
+                && !group.iter().any(|d| how.drops(d))
+                && self.unchanged(g, group);
+            if let (true, Ok(raw)) = (whole, self.rows.raw_group(g)) {
+                let added = (self.annotated.as_ref()).map(|schema| {
+                    let values: Vec<Annotation> =
+                        group.iter().map(|d| Annotation::of(d.fate)).collect();
+                    annotate::added(schema, &values)
+                });
+                let added = added.transpose().map_err(anyhow::Error::msg)?;
+                let kept: Vec<&DatasetDoc> = group.iter().collect();
+                count(&kept, emit(Piece::Group(raw, added))?, written);
+                at = to;
+                continue;
+            }
+            let Ok(batches) = self.rows.group(g, false) else {
+                break;
+            };
+            for batch in batches {
+                let Ok(batch) = batch else { break 'groups };
+                let annotated = self.annotated.as_ref();
+                let emit = &mut |rows| emit(Piece::Rows(rows));
+                write_batch(&batch, annotated, docs, &mut at, how, written, emit)?;
+            }
+        }
+        unreached(&docs[at..], how, written);
+        Ok(())
+    }
+
+    /// True when every row of row group `group` is one of `docs` (in order) with the text it
+    /// had when it was scanned.
+    fn unchanged(&self, group: usize, docs: &[DatasetDoc]) -> bool {
+        let Ok(batches) = self.rows.group(group, true) else {
+            return false;
+        };
+        let mut docs = docs.iter();
+        for batch in batches {
+            let Ok(batch) = batch else { return false };
+            for k in 0..batch.batch.num_rows() {
+                let same = docs.next().is_some_and(|d| {
+                    line_of(d) == batch.first + k as u64
+                        && batch
+                            .text(k)
+                            .is_some_and(|t| xxh3_128(t.as_bytes()) == d.hash)
+                });
+                if !same {
+                    return false;
+                }
+            }
+        }
+        docs.next().is_none()
+    }
+}
+
+/// Writes the rows of `batch` that are written (its documents: `docs` from `at` on, `at`
+/// moved past them), with the added columns under `annotated`, passed to `emit`.
+fn write_batch(
+    batch: &RowBatch,
+    annotated: Option<&SchemaRef>,
+    docs: &[DatasetDoc],
+    at: &mut usize,
+    how: &Writing,
+    written: &mut Written,
+    emit: &mut impl FnMut(RecordBatch) -> Result<Result<(), String>>,
+) -> Result<()> {
+    let end = batch.first + batch.batch.num_rows() as u64;
+    let start = *at;
+    while *at < docs.len() && line_of(&docs[*at]) < end {
+        *at += 1;
+    }
+    let (keep, kept) = select(&docs[start..*at], batch, how, written);
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
+        .context("selecting the rows of the dataset")?;
+    if let Some(schema) = annotated {
+        let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
+        rows = annotate::append(&rows, schema, &values).map_err(anyhow::Error::msg)?;
+    }
+    count(&kept, emit(rows)?, written);
+    Ok(())
+}
+
+/// Counts the documents `kept` as written, or as errors of the run when writing them failed.
+fn count(kept: &[&DatasetDoc], result: Result<(), String>, written: &mut Written) {
+    match result {
+        Ok(()) => {
+            written.kept += kept.len() as u64;
+            written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+        }
+        Err(reason) => {
+            for d in kept {
+                let reason = format!("not in the dataset: {reason}");
+                written.errors.push(d.file.error(None, reason));
+            }
+        }
+    }
+}
+
+/// Counts `docs`, which the reading of their dump did not reach: errors, but those dropped.
+fn unreached(docs: &[DatasetDoc], how: &Writing, written: &mut Written) {
+    for d in docs.iter().filter(|d| !how.drops(d)) {
+        let reason = "not in the dataset: the dump ended before the row".to_string();
+        written.errors.push(d.file.error(None, reason));
+    }
+    written.dropped += docs.iter().filter(|d| how.drops(d)).count() as u64;
 }
 
 /// The 1-based line (or Parquet row) of a dump record.

@@ -2,27 +2,33 @@
 //! order, `part-SSSSS-NNNNN.parquet`. A Parquet dump's part has the dump's schema exactly as
 //! its writer's Arrow schema gives it (names, types, nesting, nullability, field and schema
 //! metadata), its rows in their order; a run of files is one part of `{path, text}` rows. With
-//! `--annotate`, the five added columns follow the input's own.
+//! `--annotate`, the five added columns follow the input's own. A dump's row group of which
+//! every row is written is copied, its column chunks as the dump has them ([`write_dump`]).
 //!
 //! Memory: the rows pass through a decoded batch at a time (the reader's bound), and the
 //! writer holds one row group, cut at [`ROW_GROUP_BYTES`] or [`ROW_GROUP_ROWS`], whichever
-//! comes first.
+//! comes first; a copied row group passes through a buffer, its added columns (a few bytes a
+//! row) encoded whole.
 
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use arrow_array::{RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::SchemaDescriptor;
 
 use super::annotate::{self, Annotation};
-use super::{file_text, input_clash, inputs, DatasetDoc, DumpRows, Writing, Written};
+use super::{file_text, input_clash, inputs, DatasetDoc, DumpRows, Piece, Writing, Written};
 use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
+use crate::input::parquet::RawGroup;
 use crate::messages::display_path;
 use crate::report::path_fields;
 
@@ -70,7 +76,10 @@ pub(super) fn write(
     Ok(())
 }
 
-/// One Parquet dump's rows that are written, with its schema.
+/// One Parquet dump's rows that are written, with its schema. A row group of which every row
+/// is written goes out as the dump has it, its column chunks copied without decoding them (in
+/// the dump's compression), the added columns encoded beside them; the others are decoded and
+/// encoded again, cut to the rows written.
 fn write_dump(
     path: &std::path::Path,
     docs: &[DatasetDoc],
@@ -79,8 +88,10 @@ fn write_dump(
     written: &mut Written,
 ) -> Result<()> {
     let rows = DumpRows::open(dump, true, docs, how)?;
-    write_part(path, rows.written_schema(), |send| {
-        rows.write(docs, how, written, |rows| send(rows).map(Ok))
+    let input = rows.parquet_schema().clone();
+    write_part(path, rows.written_schema(), |part, send| {
+        let copies = copies(part, &input);
+        rows.write_groups(docs, how, written, copies, |piece| send(piece).map(Ok))
     })
 }
 
@@ -103,7 +114,7 @@ fn write_files(
     }
     let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
     let written_schema = annotated.clone().unwrap_or(schema.clone());
-    write_part(path, written_schema, |send| {
+    write_part(path, written_schema, |_, send| {
         let mut batch = FileRows::default();
         for (i, d) in docs.iter().enumerate() {
             let Some(text) = file_text(worker, (start + i) as u32, d, how, written) else {
@@ -112,42 +123,52 @@ fn write_files(
             written.kept += 1;
             batch.push(path_fields(&d.file.path).0, text, d);
             if batch.bytes >= FILE_BATCH_BYTES {
-                send(batch.take(&schema, annotated.as_ref())?)?;
+                send(Piece::Rows(batch.take(&schema, annotated.as_ref())?))?;
             }
         }
         if !batch.paths.is_empty() {
-            send(batch.take(&schema, annotated.as_ref())?)?;
+            send(Piece::Rows(batch.take(&schema, annotated.as_ref())?))?;
         }
         Ok(())
     })
 }
 
-/// Writes the batches `fill` sends to a new part at `path`, encoded and compressed on a thread
-/// of its own while `fill` reads and selects the next ones: the two halves of the work overlap
-/// (on the 100k benchmark dump, decoding and encoding each took about half). At most
-/// [`IN_FLIGHT`] batches wait between them.
+/// Writes the pieces `fill` sends to a new part at `path` (whose Parquet columns `fill` is
+/// given), encoded and compressed on a thread of its own while `fill` reads and selects the
+/// next ones: the two halves of the work overlap (on the 100k benchmark dump, decoding and
+/// encoding each took about half). At most [`IN_FLIGHT`] pieces wait between them.
 fn write_part(
     path: &std::path::Path,
     schema: SchemaRef,
-    fill: impl FnOnce(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()>,
+    fill: impl FnOnce(&SchemaDescriptor, &mut dyn FnMut(Piece) -> Result<()>) -> Result<()>,
 ) -> Result<()> {
     let mut part = Part::create(path, schema)?;
+    let columns = part.file.schema_descr().clone();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(IN_FLIGHT);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(IN_FLIGHT);
         let writer = scope.spawn(move || -> Result<Part> {
-            for batch in rx {
-                part.write(batch)?;
+            for piece in rx {
+                part.write(piece)?;
             }
             Ok(part)
         });
         let stopped = || anyhow::anyhow!("the writer of {} stopped", display_path(path));
-        let filled = fill(&mut |batch| tx.send(batch).map_err(|_| stopped()));
+        let filled = fill(&columns, &mut |piece| tx.send(piece).map_err(|_| stopped()));
         drop(tx);
         // The writer's own error first: a send fails only because the writer stopped.
         let part = writer.join().map_err(|_| stopped())??;
         filled?;
         part.commit()
     })
+}
+
+/// True when the leading columns of a part (`part`) are described exactly as the dump's
+/// (`input`), so that the dump's column chunks can be copied into it: the part's schema comes
+/// from the dump's Arrow schema, which does not always map back to the same Parquet types (an
+/// older writer's annotations, say), and then every row group is decoded and encoded again.
+fn copies(part: &SchemaDescriptor, input: &SchemaDescriptor) -> bool {
+    input.num_columns() <= part.num_columns()
+        && (input.columns().iter().zip(part.columns())).all(|(a, b)| a == b)
 }
 
 /// Files' rows gathered for one batch.
@@ -186,18 +207,24 @@ impl FileRows {
 /// A part being written: zstd pages (level 1, as the staged pipeline's files: level 3 spent a
 /// quarter of a profiled run compressing), bounded row groups, the schema's metadata also as
 /// the file's key-value metadata (where pyarrow, DuckDB and Spark look for it), renamed into
-/// place when whole.
+/// place when whole. Rows are encoded as `ArrowWriter` encodes them, its column writers driven
+/// here so that a row group copied from the dump can go between two encoded ones.
 struct Part {
-    writer: ArrowWriter<std::io::BufWriter<std::fs::File>>,
+    file: SerializedFileWriter<std::io::BufWriter<std::fs::File>>,
+    encoders: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
+    /// The row group being filled: its columns' writers and rows.
+    open: Option<(Vec<ArrowColumnWriter>, usize)>,
+    /// Row groups written.
+    groups: usize,
     pending: Pending,
 }
 
 impl Part {
     fn create(path: &std::path::Path, schema: SchemaRef) -> Result<Part> {
         let pending = Pending::new(path)?;
-        let file = (pending.file().try_clone())
-            .with_context(|| format!("writing {}", display_path(path)))?;
+        let what = || format!("writing {}", display_path(path));
+        let file = pending.file().try_clone().with_context(what)?;
         // Sorted: the schema's metadata is a hash map, and the same input must give the same
         // bytes.
         let mut kv: Vec<KeyValue> = (schema.metadata().iter())
@@ -206,33 +233,105 @@ impl Part {
         kv.sort_by(|a, b| a.key.cmp(&b.key));
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_max_row_group_bytes(Some(ROW_GROUP_BYTES))
             .set_key_value_metadata((!kv.is_empty()).then_some(kv))
             .build();
+        // The Arrow writer makes the Parquet schema and embeds the Arrow one (ARROW:schema).
         let writer =
             ArrowWriter::try_new(std::io::BufWriter::new(file), schema.clone(), Some(props))
-                .with_context(|| format!("writing {}", display_path(path)))?;
+                .with_context(what)?;
+        let (file, encoders) = writer.into_serialized_writer().with_context(what)?;
         Ok(Part {
-            writer,
+            file,
+            encoders,
             schema,
+            open: None,
+            groups: 0,
             pending,
         })
     }
 
-    fn write(&mut self, batch: RecordBatch) -> Result<()> {
-        // Under the part's own schema, which carries the metadata a decoded batch may lack.
-        let batch = batch.with_schema(self.schema.clone())?;
-        let path = self.pending.path();
-        (self.writer.write(&batch)).with_context(|| format!("writing {}", display_path(path)))
+    fn write(&mut self, piece: Piece) -> Result<()> {
+        let path = self.pending.path().to_path_buf();
+        let written = match piece {
+            Piece::Rows(batch) => self.encode(batch),
+            Piece::Group(raw, added) => self.copy(&raw, added),
+        };
+        written.with_context(|| format!("writing {}", display_path(&path)))
     }
 
-    fn commit(self) -> Result<()> {
+    /// Encodes `batch` into the open row group, which is closed when it reaches
+    /// [`ROW_GROUP_BYTES`] or [`ROW_GROUP_ROWS`] (after the batch that reaches it).
+    fn encode(&mut self, batch: RecordBatch) -> Result<()> {
+        let (writers, rows) = match &mut self.open {
+            Some(open) => open,
+            None => {
+                let writers = self.encoders.create_column_writers(self.groups)?;
+                self.open.insert((writers, 0))
+            }
+        };
+        // Under the part's own schema, which carries the metadata a decoded batch may lack.
+        let batch = batch.with_schema(self.schema.clone())?;
+        encode_columns(writers, &batch)?;
+        *rows += batch.num_rows();
+        let bytes: usize = writers.iter().map(|w| w.get_estimated_total_bytes()).sum();
+        if *rows >= ROW_GROUP_ROWS || bytes >= ROW_GROUP_BYTES {
+            self.close_open()?;
+        }
+        Ok(())
+    }
+
+    /// Closes the row group being filled, if any.
+    fn close_open(&mut self) -> Result<()> {
+        let Some((writers, _)) = self.open.take() else {
+            return Ok(());
+        };
+        let mut group = self.file.next_row_group()?;
+        for w in writers {
+            w.close()?.append_to_row_group(&mut group)?;
+        }
+        group.close()?;
+        self.groups += 1;
+        Ok(())
+    }
+
+    /// Writes `raw` as a row group of its own, with the `added` columns encoded after it.
+    fn copy(&mut self, raw: &RawGroup, added: Option<RecordBatch>) -> Result<()> {
+        self.close_open()?;
+        let mut writers = self.encoders.create_column_writers(self.groups)?;
+        let mut group = self.file.next_row_group()?;
+        raw.append_to(&mut group)?;
+        if let Some(added) = added {
+            // The added columns are the last, a leaf each.
+            let mut writers = writers.split_off(writers.len().saturating_sub(added.num_columns()));
+            encode_columns(&mut writers, &added)?;
+            for w in writers {
+                w.close()?.append_to_row_group(&mut group)?;
+            }
+        }
+        group.close()?;
+        self.groups += 1;
+        Ok(())
+    }
+
+    fn commit(mut self) -> Result<()> {
         let path = self.pending.path().to_path_buf();
         let what = || format!("writing {}", display_path(&path));
-        let mut out = self.writer.into_inner().with_context(what)?;
+        self.close_open().with_context(what)?;
+        let mut out = self.file.into_inner().with_context(what)?;
         std::io::Write::flush(&mut out).with_context(what)?;
         drop(out);
         self.pending.commit()
     }
+}
+
+/// Encodes the columns of `batch` with `writers`, a writer per leaf column in order.
+fn encode_columns(writers: &mut [ArrowColumnWriter], batch: &RecordBatch) -> Result<()> {
+    let mut writers = writers.iter_mut();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        for leaf in compute_leaves(field, column)? {
+            let writer = writers.next().context("a leaf column without its writer")?;
+            writer.write(&leaf)?;
+        }
+    }
+    Ok(())
 }

@@ -648,3 +648,61 @@ fn with_keep_none_every_clustered_row_is_a_duplicate_of_no_kept_member() {
         assert_eq!(sim.is_valid(i), in_cluster);
     }
 }
+
+/// The codec of column `column` in each row group of the part `path`.
+fn codecs(path: &Path, column: usize) -> Vec<Compression> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+    let groups = reader.metadata().row_groups();
+    groups
+        .iter()
+        .map(|g| g.column(column).compression())
+        .collect()
+}
+
+#[test]
+fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encoded_again() {
+    let t = TestDir::new();
+    // Row groups of 5: the first holds duplicates, the second the row without text; the four
+    // after them are written whole. Each column in a codec of its own.
+    let input = table(0, 30);
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5))
+        .set_compression(Compression::SNAPPY)
+        .set_column_compression("text".into(), Compression::GZIP(Default::default()))
+        .set_column_compression("n".into(), Compression::ZSTD(Default::default()))
+        .set_column_compression("blob".into(), Compression::UNCOMPRESSED)
+        .build();
+    let file = File::create(t.join("d.parquet")).unwrap();
+    let mut w = ArrowWriter::try_new(file, input.schema(), Some(props)).unwrap();
+    w.write(&input).unwrap();
+    w.close().unwrap();
+    // As the footer gives them: without a level.
+    let zstd = Compression::ZSTD(Default::default());
+    let gzip = Compression::GZIP(Default::default());
+
+    let r = t.run(&["scan", "--write-dataset", "out", "d.parquet"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let dups = duplicates(&r.json());
+    let (schema, rows) = read_dataset(&t.join("out"));
+    assert_eq!(schema.as_ref(), input.schema().as_ref());
+    let expected = rows_with_ids(&input, |id| !dups.contains_key(id) && id != "r10");
+    assert_eq!(rows.columns(), expected.columns());
+    // The kept rows of the first two groups encoded again into one; the other four as they were.
+    let part = t.join("out/part-00000-00000.parquet");
+    assert_eq!(codecs(&part, 1), [zstd, gzip, gzip, gzip, gzip]);
+    assert_eq!(codecs(&part, 2)[1..], [zstd; 4]);
+
+    let r = t.run(&["scan", "--annotate", "--write-dataset", "ann", "d.parquet"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let (schema, rows) = read_dataset(&t.join("ann"));
+    let own = input.num_columns();
+    assert_eq!(schema.fields()[..own], input.schema().fields()[..]);
+    assert_eq!(schema.metadata(), input.schema().metadata());
+    let expected = rows_with_ids(&input, |id| id != "r10");
+    assert_eq!(columns(&rows, 0..own), expected.columns());
+    // Only the group with the row without text is encoded again; the added columns are zstd.
+    let part = t.join("ann/part-00000-00000.parquet");
+    assert_eq!(codecs(&part, 1), [gzip, zstd, gzip, gzip, gzip, gzip]);
+    // Leaf 12: the input has ten leaf columns (meta has two), then cluster, size, keep.
+    assert_eq!(codecs(&part, 12), [zstd; 6]);
+}

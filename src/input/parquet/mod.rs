@@ -31,7 +31,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
-pub use rows::{Row, RowBatch, Rows, Texts, WholeRows};
+pub use rows::{RawGroup, Row, RowBatch, Rows, Texts, WholeRows};
 
 /// The four bytes a Parquet file starts (and ends) with.
 pub const MAGIC: &[u8; 4] = b"PAR1";
@@ -246,15 +246,7 @@ impl ParquetDump {
         for &l in leaves {
             let c = rg.column(l);
             let name = || c.column_path().string();
-            // parquet's `byte_range` asserts, rather than reports, a negative offset or length.
-            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
-            let len = c.compressed_size();
-            if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > file_len {
-                return Err(format!(
-                    "the footer places column \"{}\" outside the file",
-                    name()
-                ));
-            }
+            let (start, len) = chunk_range(c, file_len)?;
             if let Some(codec) = unread_codec(c.compression()) {
                 return Err(format!(
                     "column \"{}\" is compressed with {codec}, which dupfind does not read \
@@ -262,7 +254,7 @@ impl ParquetDump {
                     name()
                 ));
             }
-            let chunk = pages::census(&self.file, c, start as u64, len as u64)
+            let chunk = pages::census(&self.file, c, start, len)
                 .map_err(|e| format!("column \"{}\": {e}", name()))?;
             chunks.push(chunk);
         }
@@ -285,6 +277,23 @@ impl ParquetDump {
             builder.build().map_err(|e| e.to_string())
         })
     }
+}
+
+/// Where column chunk `c` lies in a file of `file_len` bytes: its start and length, checked.
+fn chunk_range(
+    c: &parquet::file::metadata::ColumnChunkMetaData,
+    file_len: u64,
+) -> Result<(u64, u64), String> {
+    // parquet's `byte_range` asserts, rather than reports, a negative offset or length.
+    let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+    let len = c.compressed_size();
+    if start < 0 || len < 0 || (start as u64).saturating_add(len as u64) > file_len {
+        let name = c.column_path().string();
+        return Err(format!(
+            "the footer places column \"{name}\" outside the file"
+        ));
+    }
+    Ok((start as u64, len as u64))
 }
 
 /// The leaf columns a reader decodes.

@@ -7,6 +7,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::writer::SerializedRowGroupWriter;
+use parquet::schema::types::SchemaDescriptor;
 
 use super::{columns, guarded, Leaves, ParquetDump};
 use crate::input::field_value::FieldValue;
@@ -352,5 +356,103 @@ impl Iterator for WholeRows {
         let next = self.next_batch();
         self.done = !matches!(next, Ok(Some(_)));
         next.transpose()
+    }
+}
+
+/// One row group of a dump read whole ([`WholeRows::group`]): its decoded batches, in order.
+pub struct GroupRows<'d> {
+    dump: &'d ParquetDump,
+    reader: ParquetRecordBatchReader,
+    line: u64,
+}
+
+impl Iterator for GroupRows<'_> {
+    type Item = Result<RowBatch, String>;
+
+    fn next(&mut self) -> Option<Result<RowBatch, String>> {
+        let batch = match guarded(|| self.reader.next().transpose().map_err(super::reason)) {
+            Ok(Some(batch)) => batch,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(text) = columns::arrays_at(&batch, &self.dump.text) else {
+            let name = &self.dump.text_name;
+            return Some(Err(format!("the batch has no column \"{name}\"")));
+        };
+        let first = self.line;
+        self.line += batch.num_rows() as u64;
+        Some(Ok(RowBatch { first, batch, text }))
+    }
+}
+
+/// A row group's column chunks as the file has them, to be copied into another file without
+/// decoding them ([`WholeRows::raw_group`]).
+pub struct RawGroup {
+    pages: super::chunks::Positioned,
+    group: RowGroupMetaData,
+}
+
+impl RawGroup {
+    /// Appends the chunks to `to`, a row group of a file whose leading columns are described as
+    /// this file's are (else the parquet crate refuses them).
+    pub fn append_to<W: std::io::Write + Send>(
+        &self,
+        to: &mut SerializedRowGroupWriter<'_, W>,
+    ) -> parquet::errors::Result<()> {
+        let rows = self.group.num_rows().max(0) as u64;
+        for c in self.group.columns() {
+            let close = ColumnCloseResult {
+                bytes_written: c.compressed_size().max(0) as u64,
+                rows_written: rows,
+                metadata: c.clone(),
+                bloom_filter: None,
+                column_index: None,
+                offset_index: None,
+            };
+            to.append_column(&self.pages, close)?;
+        }
+        Ok(())
+    }
+}
+
+impl WholeRows {
+    /// The number of rows before each row group, and the total after the last.
+    pub fn group_starts(&self) -> Vec<u64> {
+        self.dump.group_starts()
+    }
+
+    /// The file's Parquet schema.
+    pub fn parquet_schema(&self) -> &SchemaDescriptor {
+        self.dump.meta.parquet_schema()
+    }
+
+    /// Row group `group`, a decoded batch at a time: every column, or with `text_only` only the
+    /// text column's (to check the rows before copying them raw).
+    pub fn group(&self, group: usize, text_only: bool) -> Result<GroupRows<'_>, String> {
+        let leaves = if text_only {
+            Leaves::Text
+        } else {
+            Leaves::Every
+        };
+        Ok(GroupRows {
+            dump: &self.dump,
+            reader: self.dump.reader(group, leaves, None)?,
+            line: self.dump.group_starts()[group] + 1,
+        })
+    }
+
+    /// Row group `group`'s column chunks, their places in the file checked.
+    pub fn raw_group(&self, group: usize) -> Result<RawGroup, String> {
+        let file_len = self.dump.file.metadata().map_err(|e| e.to_string())?.len();
+        let rg = self.dump.meta.metadata().row_group(group);
+        for c in rg.columns() {
+            super::chunk_range(c, file_len)?;
+        }
+        Ok(RawGroup {
+            pages: super::chunks::Positioned(
+                self.dump.file.try_clone().map_err(|e| e.to_string())?,
+            ),
+            group: rg.clone(),
+        })
     }
 }
