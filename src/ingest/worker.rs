@@ -15,7 +15,8 @@ use crate::budget::{self, Budget, Grant};
 use crate::ingest::set_cache::SetCache;
 use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
-    decode, read_file, Decoded, FileMeta, ReadFailure, Residency, SizeLimits,
+    decode, is_binary, read_file, sniffs_binary, Decoded, FileMeta, ReadFailure, Residency,
+    SizeLimits,
 };
 use crate::input::readahead::Readahead;
 use crate::input::spill::Spill;
@@ -224,6 +225,8 @@ impl<'a> DocWorker<'a> {
         let cost = budget::document_cost(size, 0, size, self.engine.shingle, self.sorts());
         let mut grant = match budget.reserve(cost) {
             Ok(g) => g,
+            // Binary is skipped whatever the size: its first bytes say so, for no charge.
+            Err(_) if sniffs_binary(&file.path) => return DocResult::new(Outcome::Binary),
             Err(over) => return DocResult::new(Outcome::Failed(over.reason())),
         };
         let r = self.read_and_sketch(file, signature, claims, cache, &mut grant);
@@ -352,10 +355,14 @@ impl<'a> DocWorker<'a> {
         self.waited = residency == Residency::NotCached;
         let format = sniff(&self.buf[..self.buf.len().min(4)]);
         if format == Compression::None {
-            // The walk's size may be stale (or unknown, for a deferred entry).
+            // The walk's size may be stale (or unknown, for a deferred entry). A binary file
+            // is skipped once read: charged its bytes, not the text it will not become.
             let len = self.buf.len() as u64;
             let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
-            return grant.resize(cost).map_err(over);
+            return match grant.resize(cost) {
+                Err(_) if is_binary(&self.buf) => grant.resize(len).map_err(over),
+                r => r.map_err(over),
+            };
         }
         // While decompressing: the compressed bytes, the decoder and up to --max-size of output.
         let decoding = (self.buf.len() as u64)
