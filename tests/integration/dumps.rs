@@ -495,3 +495,50 @@ fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
     assert!(!run.stderr.contains("no record has"), "{}", run.stderr);
     assert_eq!(run.json()["stats"]["documents"], 1);
 }
+
+#[test]
+fn text_and_id_fields_are_refused_when_no_input_is_a_dump() {
+    let t = TestDir::new();
+    t.write("f/a.txt", text(3, 50))
+        .write("f/b.txt", text(4, 50));
+    for (args, said) in [
+        (
+            &["--text-field", "body"][..],
+            "--text-field body: the inputs are files",
+        ),
+        (
+            &["--id-field", "meta.url"][..],
+            "--id-field meta.url: the inputs are files",
+        ),
+    ] {
+        for stage in [false, true] {
+            let mut all = if stage {
+                vec!["stage", "init", "--work", "w"]
+            } else {
+                vec!["scan"]
+            };
+            all.extend(args);
+            all.push("f");
+            let r = t.run(&all);
+            assert_eq!(r.code(), 2, "{all:?}: {}", r.stderr);
+            assert_eq!(r.stdout, "", "{all:?}");
+            assert!(r.stderr.contains(said), "{all:?}: {}", r.stderr);
+        }
+    }
+    // The default's name restates what applies anyway; a dump among the inputs takes either.
+    let r = t.run(&["scan", "--text-field", "text", "f"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    t.write(
+        "f/d.jsonl",
+        format!("{}\n", line(json!({"body": "a b c d e f"}))),
+    );
+    let r = t.run(&[
+        "scan",
+        "--text-field",
+        "body",
+        "--id-field",
+        "meta.url",
+        "f",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+}
