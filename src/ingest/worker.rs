@@ -113,6 +113,9 @@ pub struct DocResult {
     /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
     /// or when the engine asks for sizes); 0 otherwise.
     pub shingles: u64,
+    /// A file named `*.json` whose text is JSON Lines: read as one document, which the user
+    /// is told (once, in document order, by [`super::corpus::Corpus::outcomes`]).
+    pub json_lines: bool,
 }
 
 impl DocResult {
@@ -124,6 +127,7 @@ impl DocResult {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            json_lines: false,
         }
     }
 }
@@ -258,6 +262,8 @@ impl<'a> DocWorker<'a> {
         r.outcome = match decode(&buf) {
             Decoded::Binary => Outcome::Binary,
             Decoded::Text(text) => {
+                r.json_lines = file.path.extension().is_some_and(|e| e == "json")
+                    && crate::input::jsonl::looks_like_json_lines(&text);
                 // A copy made by decoding may be up to 3 times the bytes (U+FFFD for each bad one).
                 let copied = match &text {
                     std::borrow::Cow::Owned(t) => t.len() as u64,

@@ -1,6 +1,7 @@
 //! Document dumps: JSON Lines (plain, gzip, zstd; ids, nested fields, bad lines, CRLF, empty),
 //! compressed plain files, and `--files-from` lists.
 
+use std::fs;
 use std::io::Write;
 use std::process::Stdio;
 
@@ -541,4 +542,40 @@ fn text_and_id_fields_are_refused_when_no_input_is_a_dump() {
         "f",
     ]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_json_file_of_json_lines_is_one_document_and_said_so_once() {
+    let t = TestDir::new();
+    let records: String = (0..50)
+        .map(|i| format!("{}\n", line(json!({"id": i, "text": text(i, 40)}))))
+        .collect();
+    t.write("train.json", &records)
+        .write("pretty.json", "{\n  \"text\": \"a b c\"\n}\n")
+        .write("one.json", line(json!({"text": text(7, 40)})));
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        r.json()["stats"]["documents"],
+        3,
+        "each file is one document"
+    );
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("JSON Lines"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(
+        said[0].starts_with("dupfind: warning: ./train.json: holds JSON Lines")
+            && said[0].contains("rename it *.jsonl"),
+        "{}",
+        said[0]
+    );
+    // Named for what it holds, it is a dump and nothing is said.
+    fs::rename(t.join("train.json"), t.join("train.jsonl")).unwrap();
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], 52);
+    assert!(!r.stderr.contains("JSON Lines"), "{}", r.stderr);
 }

@@ -190,6 +190,17 @@ fn staged_dumps_and_files_together_equal_scan() {
 }
 
 #[test]
+fn staged_says_of_a_json_file_of_json_lines_what_scan_says() {
+    let t = TestDir::new();
+    corpus(&t);
+    let records: String = (0..5)
+        .map(|i| format!("{}\n", serde_json::json!({"text": text(800 + i, 40)})))
+        .collect();
+    t.write("c/train.json", records);
+    assert_same_as_scan(&t, &["c"], &[(1, 1), (2, 2)]);
+}
+
+#[test]
 fn staged_walks_hidden_ignored_depth_and_extensions_as_scan_does() {
     let t = TestDir::new();
     corpus(&t);
