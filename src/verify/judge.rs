@@ -347,6 +347,7 @@ mod tests {
             fingerprint,
             set: None,
             shingles,
+            json_lines: false,
         }
     }
 
