@@ -11,8 +11,8 @@ use super::{
     Verify, DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
 use crate::cli::{
-    ClusterArg, ColorWhen, DatasetFormatArg, Format, KeepArg, Method, ProgressWhen, ScanArgs,
-    ShingleArg, SketchArg, VerifyArg,
+    ClusterArg, ColorWhen, DatasetFormatArg, DumpsWhen, Format, KeepArg, Method, ProgressWhen,
+    ScanArgs, ShingleArg, SketchArg, VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
 use crate::config::containment::Scheme;
@@ -261,10 +261,17 @@ fn walk_options(args: &ScanArgs, max_memory: u64) -> Result<WalkOptions> {
         exclude: globs(&args.exclude, "--exclude")?,
         min_size: args.min_size,
         max_size: args.max_size,
-        dumps: if args.jsonl {
-            DumpNames::All
-        } else {
-            DumpNames::ByName
+        dumps: match (args.jsonl, args.dumps) {
+            (true, None | Some(DumpsWhen::Always)) | (false, Some(DumpsWhen::Always)) => {
+                DumpNames::All
+            }
+            (true, Some(d)) => bail!(
+                "--jsonl reads every input as a dump (it is --dumps always), and --dumps {} says \
+                 otherwise; give one or the other",
+                value_name(d)
+            ),
+            (false, Some(DumpsWhen::Never)) => DumpNames::None,
+            (false, None | Some(DumpsWhen::Auto)) => DumpNames::ByName,
         },
         listed,
         skip_dirs,

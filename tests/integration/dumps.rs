@@ -579,3 +579,49 @@ fn a_json_file_of_json_lines_is_one_document_and_said_so_once() {
     assert_eq!(r.json()["stats"]["documents"], 52);
     assert!(!r.stderr.contains("JSON Lines"), "{}", r.stderr);
 }
+
+#[test]
+fn dumps_never_reads_every_file_as_one_document_and_always_every_file_as_a_dump() {
+    let t = TestDir::new();
+    // A JSON log with no text field, and a Parquet file (a fixture, here not even valid).
+    let log: String = (0..20)
+        .map(|i| format!("{}\n", line(json!({"level": "info", "msg": text(i, 30)}))))
+        .collect();
+    t.write("c/app.jsonl", &log)
+        .write("c/fixture.parquet", b"PAR1\0\0\0\0not a real file\0PAR1")
+        .write("c/a.txt", text(5, 80))
+        .write("c/b.txt", text(5, 80));
+    let auto = t.run(&["scan", "c"]);
+    assert_eq!(auto.code(), 2, "{}", auto.stderr);
+    let never = t.run(&["scan", "--dumps", "never", "c"]);
+    assert_eq!(never.code(), 0, "{}", never.stderr);
+    let report = never.json();
+    assert_eq!(report["stats"]["documents"], 3, "the log is one document");
+    assert_eq!(report["stats"]["skipped"]["binary"], 1, "the Parquet file");
+    assert_eq!(report["clusters"].as_array().unwrap().len(), 1);
+    assert_eq!(never.stderr, "");
+
+    // always: a record per line whatever the name, standard input too.
+    let d = TestDir::new();
+    let records: String = (0..3)
+        .map(|i| format!("{}\n", line(json!({"id": i, "text": text(9, 60)}))))
+        .collect();
+    d.write("export.txt", &records);
+    for args in [
+        &["--dumps", "always"][..],
+        &["--jsonl"],
+        &["--jsonl", "--dumps", "always"],
+    ] {
+        let r = d.run(&[&["scan", "-q"][..], args, &["export.txt"]].concat());
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        assert_eq!(r.json()["stats"]["documents"], 3, "{args:?}");
+        assert_eq!(r.json()["clusters"][0]["size"], 3, "{args:?}");
+    }
+    let r = d.run(&["scan", "-q", "--dumps", "auto", "export.txt"]);
+    assert_eq!(r.json()["stats"]["documents"], 1);
+    for other in ["auto", "never"] {
+        let r = d.run(&["scan", "--jsonl", "--dumps", other, "export.txt"]);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        assert!(r.stderr.contains("it is --dumps always"), "{}", r.stderr);
+    }
+}

@@ -201,6 +201,20 @@ fn staged_says_of_a_json_file_of_json_lines_what_scan_says() {
 }
 
 #[test]
+fn staged_honours_dumps_as_scan_does() {
+    let t = TestDir::new();
+    corpus(&t);
+    // A JSON log without a text field: one document under --dumps never, records otherwise.
+    let log: String = (0..5)
+        .map(|i| format!("{}\n", serde_json::json!({"msg": text(900 + i, 40)})))
+        .collect();
+    t.write("c/logs/app.jsonl", &log);
+    t.write("c/logs/copy.log", &log);
+    assert_same_as_scan(&t, &["--dumps", "never", "c"], &[(1, 1), (2, 2)]);
+    assert_same_as_scan(&t, &["-q", "--dumps", "always", "c"], &[(2, 2)]);
+}
+
+#[test]
 fn staged_walks_hidden_ignored_depth_and_extensions_as_scan_does() {
     let t = TestDir::new();
     corpus(&t);
