@@ -112,13 +112,19 @@ fn nested_text_and_id_fields_are_reached_by_dotted_paths() {
             ("crawl.ndjson".to_string(), 3, json!("https://x/3")),
         ]]
     );
-    // With the default field names every line lacks "text": all are bad lines.
+    // With the default field names every line lacks "text": all are bad lines, and the dump
+    // is one error.
     let run = t.run(&["scan", "crawl.ndjson"]);
     assert_eq!(run.code(), 2);
     let r = run.json();
     assert_eq!(r["stats"]["skipped"]["bad_line"], 3);
     assert_eq!(r["stats"]["documents"], 0);
-    assert_eq!(r["errors"][0]["error"], "no \"text\" field");
+    assert_eq!(r["errors"].as_array().unwrap().len(), 1);
+    let error = r["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("no record has a \"text\" field (--text-field)"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -479,9 +485,9 @@ fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
     let hint = "dupfind: warning: crawl.jsonl: no record has a \"body.text\" field \
                 (--text-field); the first record has \"id\", \"body\", \"url\", \
                 \"body.content\", \"body.lang\"";
-    assert!(run.warnings().contains(&hint), "{}", run.stderr);
-    // Once per dump, after the bad lines.
-    assert_eq!(run.warnings().last(), Some(&hint));
+    // Once per dump, its one error (no record has the field: no line is warned about alone).
+    assert_eq!(run.warnings().len(), 1, "{}", run.stderr);
+    assert!(run.warnings()[0].starts_with(hint), "{}", run.stderr);
     // A dump where some records have the field gets no hint: its other lines are bad lines.
     t.write(
         "mixed.jsonl",
@@ -624,4 +630,49 @@ fn dumps_never_reads_every_file_as_one_document_and_always_every_file_as_a_dump(
         assert_eq!(r.code(), 2, "{}", r.stderr);
         assert!(r.stderr.contains("it is --dumps always"), "{}", r.stderr);
     }
+}
+
+#[test]
+fn a_json_log_without_the_text_field_in_a_tree_is_one_error() {
+    let t = TestDir::new();
+    let log: String = (0..1000)
+        .map(|i| {
+            format!(
+                "{}\n",
+                line(json!({"ts": i, "level": "info", "msg": "started"}))
+            )
+        })
+        .collect();
+    t.write("tree/logs/app.jsonl", &log)
+        .write("tree/a.txt", text(5, 80))
+        .write("tree/b.txt", text(5, 80));
+    let r = t.run(&["scan", "tree"]);
+    assert_eq!(r.code(), 2, "an input error: {}", r.stderr);
+    let report = r.json();
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], "tree/logs/app.jsonl");
+    assert!(
+        errors[0].get("line").is_none_or(Value::is_null),
+        "{}",
+        errors[0]
+    );
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(
+            "no record has a \"text\" field (--text-field); the first record has \"level\", \
+             \"msg\", \"ts\"; none of its 1000 records is read"
+        ) && error.contains("--dumps never"),
+        "{error}"
+    );
+    assert_eq!(r.warnings().len(), 1, "{}", r.stderr);
+    assert_eq!(report["clusters"].as_array().unwrap().len(), 1);
+    // The same lines after a record with the field: each is a bad line, as before.
+    t.write(
+        "tree/logs/app.jsonl",
+        format!("{}\n{log}", line(json!({"text": "one two three"}))),
+    );
+    let r = t.run(&["scan", "tree"]);
+    assert_eq!(r.code(), 2);
+    assert_eq!(r.json()["errors"].as_array().unwrap().len(), 1000);
 }

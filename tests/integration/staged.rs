@@ -204,12 +204,14 @@ fn staged_says_of_a_json_file_of_json_lines_what_scan_says() {
 fn staged_honours_dumps_as_scan_does() {
     let t = TestDir::new();
     corpus(&t);
-    // A JSON log without a text field: one document under --dumps never, records otherwise.
+    // A JSON log without a text field: one error (exit 2) by default, one document under
+    // --dumps never, bad lines of text files too under always.
     let log: String = (0..5)
         .map(|i| format!("{}\n", serde_json::json!({"msg": text(900 + i, 40)})))
         .collect();
     t.write("c/logs/app.jsonl", &log);
     t.write("c/logs/copy.log", &log);
+    assert_same_as_scan(&t, &["c"], &[(2, 2)]);
     assert_same_as_scan(&t, &["--dumps", "never", "c"], &[(1, 1), (2, 2)]);
     assert_same_as_scan(&t, &["-q", "--dumps", "always", "c"], &[(2, 2)]);
 }
