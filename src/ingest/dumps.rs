@@ -590,6 +590,8 @@ pub fn spill_records(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn entry(path: &Path, size: u64) -> FileEntry {
