@@ -190,17 +190,6 @@ fn staged_dumps_and_files_together_equal_scan() {
 }
 
 #[test]
-fn staged_says_of_a_json_file_of_json_lines_what_scan_says() {
-    let t = TestDir::new();
-    corpus(&t);
-    let records: String = (0..5)
-        .map(|i| format!("{}\n", serde_json::json!({"text": text(800 + i, 40)})))
-        .collect();
-    t.write("c/train.json", records);
-    assert_same_as_scan(&t, &["c"], &[(1, 1), (2, 2)]);
-}
-
-#[test]
 fn staged_honours_dumps_as_scan_does() {
     let t = TestDir::new();
     corpus(&t);
@@ -211,6 +200,20 @@ fn staged_honours_dumps_as_scan_does() {
         .collect();
     t.write("c/logs/app.jsonl", &log);
     t.write("c/logs/copy.log", &log);
+    // JSON Lines named .json: one document, said so on stderr (but under --dumps always).
+    let records: String = (0..5)
+        .map(|i| format!("{}\n", serde_json::json!({"text": text(800 + i, 40)})))
+        .collect();
+    t.write("c/train.json", records);
+    let scan = t.run(&["scan", "c"]);
+    assert!(
+        scan.stderr.contains("c/train.json: holds JSON Lines")
+            && scan
+                .stderr
+                .contains("app.jsonl: no record has a \"text\" field"),
+        "{}",
+        scan.stderr
+    );
     assert_same_as_scan(&t, &["c"], &[(2, 2)]);
     assert_same_as_scan(&t, &["--dumps", "never", "c"], &[(1, 1), (2, 2)]);
     assert_same_as_scan(&t, &["-q", "--dumps", "always", "c"], &[(2, 2)]);
