@@ -124,7 +124,7 @@ impl Corpus {
                 msgs.warn(&format!(
                     "{}: holds JSON Lines (one JSON value a line) but is named .json, so it was \
                      read as one document; rename it *.jsonl to read each line as a document \
-                     (or give --jsonl when every input is a dump)",
+                     (or give --dumps always when every input is a dump)",
                     display_path(&file.path)
                 ));
             }
