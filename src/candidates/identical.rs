@@ -184,6 +184,7 @@ mod tests {
             fingerprint: hash as u64,
             set: None,
             shingles: 0,
+            json_lines: false,
         }
     }
 

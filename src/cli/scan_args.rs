@@ -55,6 +55,15 @@ pub struct ScanArgs {
     #[arg(long, help_heading = INPUT)]
     pub jsonl: bool,
 
+    /// Which files are dumps: auto, never or always [default: auto].
+    ///
+    /// auto: files named *.jsonl, *.ndjson (also compressed) or *.parquet; never: every file is
+    /// one document (a Parquet file then is binary, and skipped); always: every input, standard
+    /// input too, is JSON Lines, or Parquet when it starts with PAR1 (as --jsonl).
+    // Left out of -h, which stays within 80 lines; --help has it.
+    #[arg(long, value_enum, value_name = "WHEN", hide_short_help = true, help_heading = INPUT)]
+    pub dumps: Option<DumpsWhen>,
+
     /// JSON Lines and Parquet: the field (column) holding a document's text.
     ///
     /// A dotted path reaches into nested objects or struct columns (`body.text`).
@@ -415,6 +424,18 @@ pub enum Format {
     Paths,
     /// One Parquet table, a row per clustered document (needs -o or a pipe).
     Parquet,
+}
+
+/// `--dumps`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DumpsWhen {
+    /// By name: *.jsonl, *.ndjson, *.parquet.
+    Auto,
+    /// No file is a dump.
+    Never,
+    /// Every input is a dump.
+    Always,
 }
 
 /// `--color`.

@@ -7,10 +7,11 @@
 //! s ≈ (1/b)^(1/r).
 //!
 //! Given only a threshold t, the banding minimises a weighted sum of two areas under that curve:
-//! the false-positive mass ∫₀ᵗ P(s) ds and the false-negative mass ∫ₜ¹ (1 − P(s)) ds. With exact
-//! verification a false positive costs one extra Jaccard computation while a false negative is
-//! a duplicate never reported, so the default weights missed pairs [`RECALL_WEIGHT`] times more
-//! heavily: the banding is tuned for recall. With estimated verification both weigh the same.
+//! the false-positive mass ∫₀ᵗ P(s) ds and the false-negative mass ∫ₜ¹ (1 − P(s)) ds. A false
+//! positive costs one extra comparison (of shingle sets, or of signatures with `--verify
+//! estimate`) while a false negative is a duplicate never reported, so the default weights
+//! missed pairs [`RECALL_WEIGHT`] times more heavily: the banding is tuned for recall, whatever
+//! the verification.
 
 /// How much more a false negative counts than a false positive when verification is exact.
 /// At 256 the 128-value signature is cut into 19 bands × 6 rows for t = 0.8: a pair at J = 0.8

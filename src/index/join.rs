@@ -284,6 +284,7 @@ pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus>
             fingerprint: e.simhash,
             set: None,
             shingles: 0,
+            json_lines: false,
         });
         // K values for MinHash (the parameters were checked), none stored for SimHash.
         let start = out.sigs.len();

@@ -120,6 +120,14 @@ impl Corpus {
     pub fn outcomes(&self, max_size: u64, msgs: &Messages) -> Outcomes {
         let mut out = Outcomes::default();
         for (file, doc) in self.files.iter().zip(&self.docs) {
+            if doc.json_lines {
+                msgs.warn(&format!(
+                    "{}: holds JSON Lines (one JSON value a line) but is named .json, so it was \
+                     read as one document; rename it *.jsonl to read each line as a document \
+                     (or give --dumps always when every input is a dump)",
+                    display_path(&file.path)
+                ));
+            }
             match &doc.outcome {
                 Outcome::Sketched | Outcome::Duplicate | Outcome::Empty => {}
                 Outcome::Binary => out.binary += 1,

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
 
 use rayon::prelude::*;
 
@@ -129,11 +128,21 @@ impl Ingest<'_> {
             ));
         }
         if out.entries.len() == documents_before && bad.missing_text > 0 {
-            self.msgs.warn(&missing_field_hint(
-                &file.path,
-                &text_field,
-                first_names.flatten().as_deref(),
-            ));
+            let mut hint = missing_field_hint(&text_field, first_names.flatten().as_deref());
+            let path = display_path(&file.path);
+            if bad.held.is_empty() {
+                self.msgs.warn(&format!("{path}: {hint}"));
+            } else {
+                // Every record lacks the field: one error for the dump, not one per line.
+                let n = bad.held.len() as u64;
+                bad.count += n;
+                hint.push_str(&format!(
+                    "; none of its {n} records is read (give --text-field the field that holds \
+                     the text, or --dumps never to read the file as one document)"
+                ));
+                self.msgs.warn(&format!("{path}: {hint}"));
+                out.errors.push(file.error(None, hint));
+            }
         }
         out.bad_lines += bad.count;
         if let Some(grown) = std::fs::metadata(&file.path)
@@ -164,6 +173,15 @@ impl Ingest<'_> {
         bad: &mut BadLines,
         out: &mut Ingested,
     ) {
+        if !matches!(
+            &line,
+            Line::Bad {
+                reason: BadLine::MissingText(_),
+                ..
+            }
+        ) {
+            self.release(file, bad, out);
+        }
         match line {
             Line::Doc {
                 line,
@@ -181,6 +199,11 @@ impl Ingest<'_> {
             Line::Bad { line, reason } => {
                 if matches!(reason, BadLine::MissingText(_)) {
                     bad.missing_text += 1;
+                    if !bad.mixed {
+                        bad.held.push(line);
+                        bad.held_reason = Some(reason.to_string());
+                        return;
+                    }
                 }
                 self.bad_record(file, line, reason.to_string(), bad, out)
             }
@@ -232,6 +255,18 @@ impl Ingest<'_> {
                 .warn(&format!("{}:{line}: {reason}", display_path(&file.path)));
         }
         out.errors.push(file.error(Some(line), reason));
+    }
+
+    /// Reports the records held for lacking the text field, one by one, now that the dump has
+    /// something else too (a document, another bad line): the field is then no mistyped name.
+    fn release(&self, file: &FileEntry, bad: &mut BadLines, out: &mut Ingested) {
+        if std::mem::replace(&mut bad.mixed, true) {
+            return;
+        }
+        let reason = bad.held_reason.take().unwrap_or_default();
+        for line in std::mem::take(&mut bad.held) {
+            self.bad_record(file, line, reason.clone(), bad, out);
+        }
     }
 
     /// The dump could not be read past record `line` (a line, or a Parquet `row`).
@@ -304,16 +339,20 @@ struct BadLines {
     count: u64,
     /// Of them, the records without the text field.
     missing_text: u64,
+    /// The lines of the records without the text field, held while the dump has nothing else:
+    /// when every record lacks it, the dump is one error, not one per line.
+    held: Vec<u64>,
+    /// Why they are bad (the same for all).
+    held_reason: Option<String>,
+    /// Something other than a record without the text field was seen: each is reported.
+    mixed: bool,
 }
 
 /// The warning for a dump whose records all lack the text field: the names its first record
 /// has (`first`: None when it was no JSON object), so that a mistyped `--text-field` shows.
-fn missing_field_hint(path: &Path, text_field: &[String], first: Option<&[String]>) -> String {
+fn missing_field_hint(text_field: &[String], first: Option<&[String]>) -> String {
     let field = escape_controls(&text_field.join("."));
-    let mut hint = format!(
-        "{}: no record has a \"{field}\" field (--text-field)",
-        display_path(path)
-    );
+    let mut hint = format!("no record has a \"{field}\" field (--text-field)");
     match first {
         Some([]) => hint.push_str("; the first record is an empty object"),
         Some(names) => {
@@ -551,6 +590,8 @@ pub fn spill_records(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn entry(path: &Path, size: u64) -> FileEntry {

@@ -1,5 +1,6 @@
 //! `--keep-by FIELD`: what the first pass saw of the field, and the two mistakes refused: a
-//! field asked of inputs that have none (files, not dump records), and a field no record has.
+//! field asked of inputs that have none (files, not dump records; `--text-field` and
+//! `--id-field` too), and a field no record has.
 //! `scan` checks both; the staged pipeline checks the first in `stage init` and the second in
 //! `stage report`, with the same words.
 
@@ -32,18 +33,39 @@ impl KeepSeen {
     }
 }
 
-/// Refuses `--keep-by` when no input is a dump: files have no fields.
+/// Refuses `--keep-by`, and `--text-field`/`--id-field` given another name than their
+/// default, when no input is a dump: files have no fields, so the option would be ignored.
 pub fn check_inputs(cfg: &Config, files: &[FileEntry]) -> Result<()> {
-    let Some(by) = &cfg.keep_by else {
+    if files.is_empty() || files.iter().any(|f| f.dump) {
         return Ok(());
-    };
-    if !files.is_empty() && !files.iter().any(|f| f.dump) {
+    }
+    const NONE: &str = "the inputs are files, which have no fields;";
+    const DUMPS: &str = "of the records of JSON Lines or Parquet dumps";
+    if let Some(by) = &cfg.keep_by {
         bail!(
-            "--keep-by {}: the inputs are files, which have no fields; --keep-by compares a field \
-             of the records of JSON Lines or Parquet dumps (for files, --keep chooses by time, \
-             size or path)",
+            "--keep-by {}: {NONE} --keep-by compares a field {DUMPS} (for files, --keep chooses \
+             by time, size or path)",
             by.name()
         );
+    }
+    let jsonl = &cfg.jsonl;
+    for (option, path, default, what) in [
+        (
+            "--text-field",
+            &jsonl.text_field,
+            "text",
+            "holding the text",
+        ),
+        ("--id-field", &jsonl.id_field, "id", "naming the record"),
+    ] {
+        // Given the default's name, the option restates what applies anyway: not refused.
+        if *path != [default] {
+            bail!(
+                "{option} {}: {NONE} {option} names the field {what} {DUMPS} (a dump is a \
+                 *.jsonl, *.ndjson or *.parquet file, or standard input with --jsonl)",
+                path.join(".")
+            );
+        }
     }
     Ok(())
 }

@@ -92,6 +92,7 @@ mod tests {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            json_lines: false,
         }
     }
 

@@ -15,7 +15,8 @@ use crate::budget::{self, Budget, Grant};
 use crate::ingest::set_cache::SetCache;
 use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
-    decode, read_file, Decoded, FileMeta, ReadFailure, Residency, SizeLimits,
+    decode, is_binary, read_file, sniffs_binary, Decoded, FileMeta, ReadFailure, Residency,
+    SizeLimits,
 };
 use crate::input::readahead::Readahead;
 use crate::input::spill::Spill;
@@ -112,6 +113,9 @@ pub struct DocResult {
     /// Distinct shingles, counted when the shingles are sorted anyway (k-permutation sketches,
     /// or when the engine asks for sizes); 0 otherwise.
     pub shingles: u64,
+    /// A file named `*.json` whose text is JSON Lines: read as one document, which the user
+    /// is told (once, in document order, by [`super::corpus::Corpus::outcomes`]).
+    pub json_lines: bool,
 }
 
 impl DocResult {
@@ -123,6 +127,7 @@ impl DocResult {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            json_lines: false,
         }
     }
 }
@@ -224,6 +229,8 @@ impl<'a> DocWorker<'a> {
         let cost = budget::document_cost(size, 0, size, self.engine.shingle, self.sorts());
         let mut grant = match budget.reserve(cost) {
             Ok(g) => g,
+            // Binary is skipped whatever the size: its first bytes say so, for no charge.
+            Err(_) if sniffs_binary(&file.path) => return DocResult::new(Outcome::Binary),
             Err(over) => return DocResult::new(Outcome::Failed(over.reason())),
         };
         let r = self.read_and_sketch(file, signature, claims, cache, &mut grant);
@@ -255,6 +262,8 @@ impl<'a> DocWorker<'a> {
         r.outcome = match decode(&buf) {
             Decoded::Binary => Outcome::Binary,
             Decoded::Text(text) => {
+                r.json_lines = file.path.extension().is_some_and(|e| e == "json")
+                    && crate::input::jsonl::looks_like_json_lines(&text);
                 // A copy made by decoding may be up to 3 times the bytes (U+FFFD for each bad one).
                 let copied = match &text {
                     std::borrow::Cow::Owned(t) => t.len() as u64,
@@ -352,10 +361,14 @@ impl<'a> DocWorker<'a> {
         self.waited = residency == Residency::NotCached;
         let format = sniff(&self.buf[..self.buf.len().min(4)]);
         if format == Compression::None {
-            // The walk's size may be stale (or unknown, for a deferred entry).
+            // The walk's size may be stale (or unknown, for a deferred entry). A binary file
+            // is skipped once read: charged its bytes, not the text it will not become.
             let len = self.buf.len() as u64;
             let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
-            return grant.resize(cost).map_err(over);
+            return match grant.resize(cost) {
+                Err(_) if is_binary(&self.buf) => grant.resize(len).map_err(over),
+                r => r.map_err(over),
+            };
         }
         // While decompressing: the compressed bytes, the decoder and up to --max-size of output.
         let decoding = (self.buf.len() as u64)

@@ -44,6 +44,16 @@ pub fn field_path(dotted: &str) -> Result<Vec<String>> {
     Ok(dotted.split('.').map(str::to_owned).collect())
 }
 
+/// True when `text` holds JSON Lines: its first two lines that are not blank are each one whole
+/// JSON value (a pretty-printed document's first line, `{`, is not; one line alone is not).
+pub fn looks_like_json_lines(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let value = |l: Option<&str>| {
+        l.is_some_and(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok())
+    };
+    value(lines.next()) && value(lines.next())
+}
+
 /// One line of a JSON Lines stream, as read.
 #[derive(Debug)]
 pub enum Line {

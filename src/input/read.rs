@@ -318,6 +318,35 @@ pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     File::open(crate::input::stdin::resolve(path))
 }
 
+/// True when the file at `path` is binary by its first [`BINARY_SNIFF`] bytes, as [`decode`]
+/// finds it, and not compressed (compressed bytes say nothing of the content's). Asked only of
+/// a file too large to charge to the budget: a binary one is skipped as it would be once read,
+/// not failed for the memory its text would have needed.
+pub fn sniffs_binary(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(BINARY_SNIFF);
+    let Ok(file) = open_nonblocking(path) else {
+        return false;
+    };
+    if file
+        .take(BINARY_SNIFF as u64)
+        .read_to_end(&mut head)
+        .is_err()
+    {
+        return false;
+    }
+    is_binary(&head)
+}
+
+/// True when `bytes`, a file's first bytes at least, are binary as [`decode`] finds them, and
+/// not compressed.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(BINARY_SNIFF)];
+    let magic = &head[..head.len().min(4)];
+    crate::input::decompress::sniff(magic) == crate::input::decompress::Compression::None
+        && decode(head) == Decoded::Binary
+}
+
 /// A file's contents as text, or the news that it is binary.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decoded<'a> {

@@ -83,15 +83,19 @@ pub enum DumpNames {
     /// ([`COMPRESSED_SUFFIXES`]), and files named `*.parquet`.
     #[default]
     ByName,
-    /// Every file (`--jsonl`).
+    /// Every file (`--jsonl`, `--dumps always`).
     All,
+    /// No file (`--dumps never`): each is one document.
+    None,
 }
 
 impl DumpNames {
     /// True when `path` is read as a dump.
     pub fn is_dump(self, path: &Path) -> bool {
-        if self == DumpNames::All {
-            return true;
+        match self {
+            DumpNames::All => return true,
+            DumpNames::None => return false,
+            DumpNames::ByName => {}
         }
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return false;

@@ -218,6 +218,7 @@ mod tests {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            json_lines: false,
         };
         Corpus::new(
             (0..n).map(file).collect(),

@@ -5,7 +5,8 @@
 //! cluster order, then member order. Never listed: a representative (the copy that is kept), a
 //! `linked` member (not verified against the representative), a record of a JSON Lines dump (its
 //! path is the whole dump's), a document of the index scanned against (its path is from another
-//! run, maybe relative to another directory). With new lines as separators, a name holding a new
+//! run, maybe relative to another directory), standard input (`-` names no file, and `xargs rm`
+//! would remove a file of that name). With new lines as separators, a name holding a new
 //! line would read as two names, one of which might be a file to keep: it is left out, with a
 //! warning naming `-0`.
 
@@ -15,6 +16,7 @@ use base64::Engine as _;
 
 use super::clusters::MemberOut;
 use super::model::Report;
+use crate::input::stdin;
 use crate::messages::escape_controls;
 
 /// Writes the list; `null`: NUL after each name, else a new line.
@@ -31,15 +33,24 @@ pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> io::Result<()>
 
 /// Why duplicates were left out of the list, as warnings (none for a full list).
 pub fn withheld(report: &Report, null: bool) -> Vec<String> {
-    let (mut records, mut indexed) = (0, 0);
+    let (mut records, mut indexed, mut stdin) = (0, 0, false);
     for m in duplicates(report) {
         if m.line().is_some() {
             records += 1;
         } else if m.indexed {
             indexed += 1;
+        } else if is_stdin(m) {
+            stdin = true;
         }
     }
     let mut warnings = Vec::new();
+    if stdin {
+        warnings.push(
+            "--format paths: standard input (`-`) is a duplicate and is not listed: it names no \
+             file, and `xargs rm` would remove a file named `-`"
+                .to_string(),
+        );
+    }
     if records > 0 {
         warnings.push(format!(
             "--format paths: {} of JSON Lines dumps not listed (a path names the whole dump; \
@@ -72,8 +83,14 @@ fn duplicates(report: &Report) -> impl Iterator<Item = &MemberOut> {
 /// The exact bytes of every name listed.
 fn listed(report: &Report) -> impl Iterator<Item = Vec<u8>> + '_ {
     duplicates(report)
-        .filter(|m| m.line().is_none() && !m.indexed)
+        .filter(|m| m.line().is_none() && !m.indexed && !is_stdin(m))
         .flat_map(names)
+}
+
+/// True for the member read from standard input: a walked or listed file is never named `-`
+/// alone (a list's `-` becomes `./-`).
+fn is_stdin(m: &MemberOut) -> bool {
+    &*m.path == stdin::NAME && m.more.as_ref().is_none_or(|x| x.path_bytes.is_none())
 }
 
 /// A member's path and its aliases, as their exact bytes.

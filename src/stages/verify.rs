@@ -235,6 +235,7 @@ fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus,
             fingerprint: row.fingerprint,
             set: None,
             shingles: row.shingles,
+            json_lines: false,
         });
         corpus.files.push(row.file);
     }

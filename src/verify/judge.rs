@@ -354,6 +354,7 @@ mod tests {
             fingerprint,
             set: None,
             shingles,
+            json_lines: false,
         }
     }
 

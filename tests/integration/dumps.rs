@@ -1,6 +1,7 @@
 //! Document dumps: JSON Lines (plain, gzip, zstd; ids, nested fields, bad lines, CRLF, empty),
 //! compressed plain files, and `--files-from` lists.
 
+use std::fs;
 use std::io::Write;
 use std::process::Stdio;
 
@@ -111,13 +112,19 @@ fn nested_text_and_id_fields_are_reached_by_dotted_paths() {
             ("crawl.ndjson".to_string(), 3, json!("https://x/3")),
         ]]
     );
-    // With the default field names every line lacks "text": all are bad lines.
+    // With the default field names every line lacks "text": all are bad lines, and the dump
+    // is one error.
     let run = t.run(&["scan", "crawl.ndjson"]);
     assert_eq!(run.code(), 2);
     let r = run.json();
     assert_eq!(r["stats"]["skipped"]["bad_line"], 3);
     assert_eq!(r["stats"]["documents"], 0);
-    assert_eq!(r["errors"][0]["error"], "no \"text\" field");
+    assert_eq!(r["errors"].as_array().unwrap().len(), 1);
+    let error = r["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("no record has a \"text\" field (--text-field)"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -478,9 +485,9 @@ fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
     let hint = "dupfind: warning: crawl.jsonl: no record has a \"body.text\" field \
                 (--text-field); the first record has \"id\", \"body\", \"url\", \
                 \"body.content\", \"body.lang\"";
-    assert!(run.warnings().contains(&hint), "{}", run.stderr);
-    // Once per dump, after the bad lines.
-    assert_eq!(run.warnings().last(), Some(&hint));
+    // Once per dump, its one error (no record has the field: no line is warned about alone).
+    assert_eq!(run.warnings().len(), 1, "{}", run.stderr);
+    assert!(run.warnings()[0].starts_with(hint), "{}", run.stderr);
     // A dump where some records have the field gets no hint: its other lines are bad lines.
     t.write(
         "mixed.jsonl",
@@ -494,4 +501,178 @@ fn a_text_field_no_record_has_is_named_with_the_fields_the_first_record_has() {
     assert_eq!(run.code(), 2);
     assert!(!run.stderr.contains("no record has"), "{}", run.stderr);
     assert_eq!(run.json()["stats"]["documents"], 1);
+}
+
+#[test]
+fn text_and_id_fields_are_refused_when_no_input_is_a_dump() {
+    let t = TestDir::new();
+    t.write("f/a.txt", text(3, 50))
+        .write("f/b.txt", text(4, 50));
+    for (args, said) in [
+        (
+            &["--text-field", "body"][..],
+            "--text-field body: the inputs are files",
+        ),
+        (
+            &["--id-field", "meta.url"][..],
+            "--id-field meta.url: the inputs are files",
+        ),
+    ] {
+        for stage in [false, true] {
+            let mut all = if stage {
+                vec!["stage", "init", "--work", "w"]
+            } else {
+                vec!["scan"]
+            };
+            all.extend(args);
+            all.push("f");
+            let r = t.run(&all);
+            assert_eq!(r.code(), 2, "{all:?}: {}", r.stderr);
+            assert_eq!(r.stdout, "", "{all:?}");
+            assert!(r.stderr.contains(said), "{all:?}: {}", r.stderr);
+        }
+    }
+    // The default's name restates what applies anyway; a dump among the inputs takes either.
+    let r = t.run(&["scan", "--text-field", "text", "f"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    t.write(
+        "f/d.jsonl",
+        format!("{}\n", line(json!({"body": "a b c d e f"}))),
+    );
+    let r = t.run(&[
+        "scan",
+        "--text-field",
+        "body",
+        "--id-field",
+        "meta.url",
+        "f",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_json_file_of_json_lines_is_one_document_and_said_so_once() {
+    let t = TestDir::new();
+    let records: String = (0..50)
+        .map(|i| format!("{}\n", line(json!({"id": i, "text": text(i, 40)}))))
+        .collect();
+    t.write("train.json", &records)
+        .write("pretty.json", "{\n  \"text\": \"a b c\"\n}\n")
+        .write("one.json", line(json!({"text": text(7, 40)})));
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        r.json()["stats"]["documents"],
+        3,
+        "each file is one document"
+    );
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("JSON Lines"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    assert!(
+        said[0].starts_with("dupfind: warning: ./train.json: holds JSON Lines")
+            && said[0].contains("rename it *.jsonl"),
+        "{}",
+        said[0]
+    );
+    // Named for what it holds, it is a dump and nothing is said.
+    fs::rename(t.join("train.json"), t.join("train.jsonl")).unwrap();
+    let r = t.run(&["scan", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], 52);
+    assert!(!r.stderr.contains("JSON Lines"), "{}", r.stderr);
+}
+
+#[test]
+fn dumps_never_reads_every_file_as_one_document_and_always_every_file_as_a_dump() {
+    let t = TestDir::new();
+    // A JSON log with no text field, and a Parquet file (a fixture, here not even valid).
+    let log: String = (0..20)
+        .map(|i| format!("{}\n", line(json!({"level": "info", "msg": text(i, 30)}))))
+        .collect();
+    t.write("c/app.jsonl", &log)
+        .write("c/fixture.parquet", b"PAR1\0\0\0\0not a real file\0PAR1")
+        .write("c/a.txt", text(5, 80))
+        .write("c/b.txt", text(5, 80));
+    let auto = t.run(&["scan", "c"]);
+    assert_eq!(auto.code(), 2, "{}", auto.stderr);
+    let never = t.run(&["scan", "--dumps", "never", "c"]);
+    assert_eq!(never.code(), 0, "{}", never.stderr);
+    let report = never.json();
+    assert_eq!(report["stats"]["documents"], 3, "the log is one document");
+    assert_eq!(report["stats"]["skipped"]["binary"], 1, "the Parquet file");
+    assert_eq!(report["clusters"].as_array().unwrap().len(), 1);
+    assert_eq!(never.stderr, "");
+
+    // always: a record per line whatever the name, standard input too.
+    let d = TestDir::new();
+    let records: String = (0..3)
+        .map(|i| format!("{}\n", line(json!({"id": i, "text": text(9, 60)}))))
+        .collect();
+    d.write("export.txt", &records);
+    for args in [
+        &["--dumps", "always"][..],
+        &["--jsonl"],
+        &["--jsonl", "--dumps", "always"],
+    ] {
+        let r = d.run(&[&["scan", "-q"][..], args, &["export.txt"]].concat());
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        assert_eq!(r.json()["stats"]["documents"], 3, "{args:?}");
+        assert_eq!(r.json()["clusters"][0]["size"], 3, "{args:?}");
+    }
+    let r = d.run(&["scan", "-q", "--dumps", "auto", "export.txt"]);
+    assert_eq!(r.json()["stats"]["documents"], 1);
+    for other in ["auto", "never"] {
+        let r = d.run(&["scan", "--jsonl", "--dumps", other, "export.txt"]);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        assert!(r.stderr.contains("it is --dumps always"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_json_log_without_the_text_field_in_a_tree_is_one_error() {
+    let t = TestDir::new();
+    let log: String = (0..1000)
+        .map(|i| {
+            format!(
+                "{}\n",
+                line(json!({"ts": i, "level": "info", "msg": "started"}))
+            )
+        })
+        .collect();
+    t.write("tree/logs/app.jsonl", &log)
+        .write("tree/a.txt", text(5, 80))
+        .write("tree/b.txt", text(5, 80));
+    let r = t.run(&["scan", "tree"]);
+    assert_eq!(r.code(), 2, "an input error: {}", r.stderr);
+    let report = r.json();
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], "tree/logs/app.jsonl");
+    assert!(
+        errors[0].get("line").is_none_or(Value::is_null),
+        "{}",
+        errors[0]
+    );
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(
+            "no record has a \"text\" field (--text-field); the first record has \"level\", \
+             \"msg\", \"ts\"; none of its 1000 records is read"
+        ) && error.contains("--dumps never"),
+        "{error}"
+    );
+    assert_eq!(r.warnings().len(), 1, "{}", r.stderr);
+    assert_eq!(report["clusters"].as_array().unwrap().len(), 1);
+    // The same lines after a record with the field: each is a bad line, as before.
+    t.write(
+        "tree/logs/app.jsonl",
+        format!("{}\n{log}", line(json!({"text": "one two three"}))),
+    );
+    let r = t.run(&["scan", "tree"]);
+    assert_eq!(r.code(), 2);
+    assert_eq!(r.json()["errors"].as_array().unwrap().len(), 1000);
 }

@@ -53,6 +53,29 @@ fn a_document_over_the_budget_is_an_input_error_and_the_rest_is_scanned() {
 }
 
 #[test]
+fn a_binary_file_over_the_budget_is_skipped_as_binary_not_an_input_error() {
+    let t = TestDir::new();
+    pair(&t);
+    // 10 MiB with a NUL in its first bytes: binary, whatever reading it as text would cost.
+    let mut blob = vec![0u8, 1, 2, 3];
+    blob.extend(text(9, 2_000_000).into_bytes());
+    t.write("big.bin", &blob);
+    let r = t.run(&["scan", ".", "--max-memory", "64M"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["stats"]["skipped"]["binary"], 1);
+    assert_eq!(report["errors"].as_array().map_or(0, Vec::len), 0);
+    assert_eq!(cluster_paths(&report), vec![dots(&["a.txt", "b.txt"])]);
+    // A UTF-16 file (its BOM, then NULs) is text, not binary: still over the budget.
+    let mut utf16 = vec![0xFFu8, 0xFE];
+    utf16.extend(text(9, 1_000_000).bytes().flat_map(|b| [b, 0]));
+    t.write("big.bin", &utf16);
+    let r = t.run(&["scan", ".", "--max-memory", "64M"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.json()["errors"][0]["path"], "./big.bin");
+}
+
+#[test]
 fn a_file_over_max_size_is_skipped_as_before_not_refused_by_the_budget() {
     let t = TestDir::new();
     pair(&t);

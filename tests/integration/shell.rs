@@ -176,6 +176,36 @@ fn paths_never_lists_linked_members_dump_records_or_a_name_split_by_a_new_line()
 }
 
 #[test]
+fn paths_never_lists_standard_input() {
+    // `-` is a copy of a file kept (the older): listed, it would have `xargs rm` remove a file
+    // named `-`, which a scan of this directory never saw.
+    let t = TestDir::new();
+    let doc = text(41, 200);
+    t.write("kept.txt", &doc).write("-", "a file named -");
+    set_time(&t, "kept.txt", 1_000_000_000);
+    for null in [false, true] {
+        let mut args = vec!["scan", "--format", "paths", "kept.txt", "-"];
+        if null {
+            args.push("-0");
+        }
+        let mut cmd = t.command(&args);
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), doc.as_bytes()).unwrap();
+        let r = util::wait_guarded(child);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.stdout, "", "-0: {null}");
+        assert!(
+            r.stderr.contains(
+                "warning: --format paths: standard input (`-`) is a duplicate and is not listed"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
 fn output_file_is_replaced_atomically_with_the_umask_and_never_scanned() {
     let t = families();
     let first = sh(

@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::util::{
     all_pairs, assert_families, assert_well_formed_clusters, char_jaccard, cluster_paths, clusters,
@@ -72,6 +72,19 @@ fn k_permutation_sketches_find_the_same_families() {
     assert_eq!(report["params"]["sketch"], "kperm");
     assert_families(&report);
     assert_exact_similarities(&t, &report, word_jaccard);
+}
+
+#[test]
+fn estimated_verification_is_banded_for_recall_and_warns_of_nothing() {
+    // Equal weights gave 9 × 13 here, missing 31 % of the pairs at 0.85, and a warning about
+    // dupfind's own choice on every run.
+    let t = families();
+    let r = t.run(&["scan", "--verify", "estimate", "."]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let params = r.json()["params"].clone();
+    assert_eq!((&params["bands"], &params["rows"]), (&json!(19), &json!(6)));
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    assert!(!r.stderr.contains("false-negative"), "{}", r.stderr);
 }
 
 #[test]

@@ -190,6 +190,36 @@ fn staged_dumps_and_files_together_equal_scan() {
 }
 
 #[test]
+fn staged_honours_dumps_as_scan_does() {
+    let t = TestDir::new();
+    corpus(&t);
+    // A JSON log without a text field: one error (exit 2) by default, one document under
+    // --dumps never, bad lines of text files too under always.
+    let log: String = (0..5)
+        .map(|i| format!("{}\n", serde_json::json!({"msg": text(900 + i, 40)})))
+        .collect();
+    t.write("c/logs/app.jsonl", &log);
+    t.write("c/logs/copy.log", &log);
+    // JSON Lines named .json: one document, said so on stderr (but under --dumps always).
+    let records: String = (0..5)
+        .map(|i| format!("{}\n", serde_json::json!({"text": text(800 + i, 40)})))
+        .collect();
+    t.write("c/train.json", records);
+    let scan = t.run(&["scan", "c"]);
+    assert!(
+        scan.stderr.contains("c/train.json: holds JSON Lines")
+            && scan
+                .stderr
+                .contains("app.jsonl: no record has a \"text\" field"),
+        "{}",
+        scan.stderr
+    );
+    assert_same_as_scan(&t, &["c"], &[(2, 2)]);
+    assert_same_as_scan(&t, &["--dumps", "never", "c"], &[(1, 1), (2, 2)]);
+    assert_same_as_scan(&t, &["-q", "--dumps", "always", "c"], &[(2, 2)]);
+}
+
+#[test]
 fn staged_walks_hidden_ignored_depth_and_extensions_as_scan_does() {
     let t = TestDir::new();
     corpus(&t);
