@@ -1,7 +1,7 @@
 //! A file written atomically: under a fresh temporary name in its directory, then fsync,
 //! rename over any older one, fsync of the directory, so that a reader (or a run killed at any
 //! moment) sees the old file or the new one, never half of one. The staged pipeline's work
-//! files and the dataset's parts are written so.
+//! files, the dataset's parts and the report's `-o FILE` are written so.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::atomic::Pending;
 use crate::input::walk::FileEntry;
 use crate::messages::display_path;
 
@@ -146,36 +147,24 @@ impl Sink {
 }
 
 impl Target {
-    /// Writes a new file beside the target and renames it over the target.
+    /// Writes a new file beside the target and renames it over the target
+    /// ([`crate::atomic::Pending`], as the work files and the dataset's parts are written).
     fn replace(
         &self,
         write: impl FnOnce(&mut dyn Write) -> Result<()>,
         keep: impl FnOnce() -> bool,
     ) -> Result<()> {
-        let dir = parent(&self.path);
         let what = || format!("writing the report to {}", display_path(&self.given));
-        let temp = tempfile::Builder::new()
-            .prefix(".dupfind-")
-            .suffix(".tmp")
-            // 0666 less the umask, as for any new file (tempfile's default is 0600).
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(what)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, temp.as_file());
+        let pending = Pending::new(&self.path).with_context(what)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, pending.file());
         write(&mut out).with_context(what)?;
         out.flush().with_context(what)?;
         drop(out);
-        temp.as_file().sync_all().with_context(what)?;
         if !keep() {
-            // Dropping the temporary file removes it.
+            // Dropping the pending file removes it.
             return Ok(());
         }
-        temp.persist(&self.path)
-            .map_err(|e| e.error)
-            .with_context(what)?;
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("syncing the directory of {}", display_path(&self.given)))
+        pending.commit().with_context(what)
     }
 }
 
