@@ -133,26 +133,59 @@ fn refuse_unsupported(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Where each shard's inputs start (and the end last): cuts at about equal bytes, never empty
-/// unless there are fewer inputs than shards.
-/// Where each shard starts: cut at about equal bytes, a file counted as at most `max_size`
-/// (one over it is skipped when read).
+/// Where each shard's inputs start (and the end last), a file counted as at most `max_size`
+/// (one over it is skipped when read). The shards are runs of the walk order whose largest
+/// holds as few bytes as any such cut allows, and none is empty while another holds two files:
+/// with fewer inputs than shards, the first shards hold one each and the last are empty.
 fn shard_starts(files: &[FileEntry], shards: u32, max_size: u64) -> Vec<u64> {
-    let weight = |f: &FileEntry| u128::from(f.size.clamp(1, max_size.max(1)));
-    let total: u128 = files.iter().map(weight).sum();
-    let mut starts = vec![0u64];
-    let mut seen: u128 = 0;
-    let mut next = 1u128;
-    for (i, f) in files.iter().enumerate() {
-        while next < u128::from(shards) && seen * u128::from(shards) >= next * total {
-            starts.push(i as u64);
-            next += 1;
+    let weights: Vec<u128> = files
+        .iter()
+        .map(|f| u128::from(f.size.clamp(1, max_size.max(1))))
+        .collect();
+    let (n, k) = (weights.len(), shards.max(1) as usize);
+    if n <= k {
+        let mut starts: Vec<u64> = (0..=n as u64).collect();
+        starts.resize(k + 1, n as u64);
+        return starts;
+    }
+    // The least capacity with which a greedy fill in walk order needs at most k shards: the
+    // least largest shard of any cut into runs (a greedy fill is optimal for a given capacity).
+    let runs = |cap: u128| {
+        let (mut count, mut held) = (1usize, 0u128);
+        for &w in &weights {
+            if held + w > cap && held > 0 {
+                count += 1;
+                held = 0;
+            }
+            held += w;
         }
-        seen += weight(f);
+        count
+    };
+    let (mut lo, mut hi) = (
+        weights.iter().copied().max().unwrap_or(1),
+        weights.iter().sum::<u128>(),
+    );
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if runs(mid) <= k {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
     }
-    while starts.len() < shards as usize + 1 {
-        starts.push(files.len() as u64);
+    // Cut where the fill reaches the capacity, and once the files left are as many as the
+    // shards left to start, before every file: each then holds at most the largest file.
+    let mut starts = vec![0u64];
+    let mut held = 0u128;
+    for (i, &w) in weights.iter().enumerate() {
+        let left_to_start = k.saturating_sub(starts.len());
+        if i > 0 && left_to_start > 0 && (held + w > lo || n - i == left_to_start) {
+            starts.push(i as u64);
+            held = 0;
+        }
+        held += w;
     }
+    starts.push(n as u64);
     starts
 }
 
@@ -305,7 +338,18 @@ mod tests {
             [0, 1, 5]
         );
         // Fewer inputs than shards: the last shards are empty.
-        assert_eq!(shard_starts(&files(&[5, 5]), 4, u64::MAX), [0, 1, 1, 2, 2]);
+        assert_eq!(shard_starts(&files(&[5, 5]), 4, u64::MAX), [0, 1, 2, 2, 2]);
+        // As many inputs as shards, of similar sizes: one each (cut at equal bytes, 8 files
+        // over 8 shards left three shards empty and three with two files).
+        assert_eq!(
+            shard_starts(&files(&[90, 110, 95, 105, 100, 98, 102, 100]), 8, u64::MAX),
+            [0, 1, 2, 3, 4, 5, 6, 7, 8]
+        );
+        // The largest shard is the least any cut into runs gives: 1000 | 600 400 | 500 500.
+        assert_eq!(
+            shard_starts(&files(&[1000, 600, 400, 500, 500]), 3, u64::MAX),
+            [0, 1, 3, 5]
+        );
         assert_eq!(shard_starts(&files(&[]), 3, u64::MAX), [0, 0, 0, 0]);
         assert_eq!(shard_starts(&files(&[7; 5]), 1, u64::MAX), [0, 5]);
         // A file over --max-size (skipped when read) weighs what --max-size allows: it no
@@ -315,5 +359,45 @@ mod tests {
             [0, 1, 3]
         );
         assert_eq!(shard_starts(&files(&[1000, 10, 10]), 2, 10), [0, 2, 3]);
+    }
+
+    /// The least largest shard over every cut of `w` into `k` non-empty runs.
+    fn best(w: &[u64], k: usize) -> u64 {
+        if k == 1 {
+            return w.iter().sum();
+        }
+        (1..=w.len() + 1 - k)
+            .map(|cut| w[..cut].iter().sum::<u64>().max(best(&w[cut..], k - 1)))
+            .min()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn no_shard_is_empty_while_another_holds_two_and_the_largest_is_the_least_possible() {
+        let mut state = 7u64;
+        for case in 0..400 {
+            let n = 1 + case % 9;
+            let k = 1 + (case / 9) % 5;
+            let w: Vec<u64> = (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    1 + (state >> 33) % 1000
+                })
+                .collect();
+            let starts = shard_starts(&files(&w), k as u32, u64::MAX);
+            assert_eq!(starts.len(), k + 1, "{w:?} {k}: {starts:?}");
+            assert!(starts.windows(2).all(|p| p[0] <= p[1]), "{starts:?}");
+            assert_eq!((starts[0], starts[k]), (0, n as u64));
+            let sizes: Vec<u64> = starts
+                .windows(2)
+                .map(|p| w[p[0] as usize..p[1] as usize].iter().sum())
+                .collect();
+            let empty = starts.windows(2).filter(|p| p[0] == p[1]).count();
+            assert_eq!(empty, k.saturating_sub(n), "{w:?} {k}: {starts:?}");
+            let largest = sizes.iter().copied().max().unwrap_or(0);
+            assert_eq!(largest, best(&w, k.min(n)), "{w:?} {k}: {starts:?}");
+        }
     }
 }
