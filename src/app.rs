@@ -42,7 +42,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stage(cmd) => crate::stages::run(cmd),
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
         Command::Index(cmd) => run_index(cmd),
+        Command::Remove(args) => run_act(crate::act::Action::Remove, args),
+        Command::Link(args) => run_act(crate::act::Action::Link, args),
+        Command::Move(args) => run_act(crate::act::Action::Move(args.to), args.act),
     }
+}
+
+/// `dupfind remove|move|link`: the actions on stdout as they are done, flushed at the end.
+fn run_act(action: crate::act::Action, args: cli::ActArgs) -> Result<ExitCode> {
+    let opts = crate::act::Options {
+        action,
+        report: args.report,
+        dry_run: args.dry_run,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    crate::act::run(&opts, &mut out)
 }
 
 /// `dupfind index info|compact|prune|upgrade`: a JSON document on stdout.

@@ -20,6 +20,8 @@
 //! conclude            verify → cluster → records: the one call `scan` and `stage verify` share
 //! report/             clusters → records → JSON, JSON Lines or text on stdout
 //! stages/             the same stages as separate processes over Parquet (dupfind stage …)
+//! act/                a JSON report → its duplicates removed, moved or hard-linked, each
+//!                     checked unchanged first (dupfind remove, move, link)
 //! ```
 //!
 //! `pairs` holds what the middle stages share (document ids, pairs, scores, union-find); `cpu`
@@ -28,11 +30,13 @@
 //! `messages` what goes to stderr; `exit` the exit codes; `sink` where the report goes;
 //! `dataset` the deduplicated dataset (`--write-dataset`); `atomic` files renamed into place. No
 //! top-level module imports one that imports it back (a test checks). Only
-//! `input`, `ingest`, `index`, `stages`, `verify`'s loading and `report`'s writing touch the OS;
+//! `input`, `ingest`, `index`, `stages`, `act`, `verify`'s loading and `report`'s writing touch
+//! the OS;
 //! `sketch`, `candidates`, the judge and the measures are pure. The modules are private: the
 //! binary calls [`run`], the benches and tests call [`api`], and the fuzz targets (`fuzz/`) and
 //! their replay test call [`fuzzing`].
 
+mod act;
 mod app;
 mod atomic;
 mod budget;

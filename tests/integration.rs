@@ -5,6 +5,9 @@
 
 mod util;
 
+/// `dupfind remove`, `move` and `link`.
+#[path = "integration/act.rs"]
+mod act;
 /// Usage errors, help, `--quiet`, progress, pipes, signals, stdin.
 #[path = "integration/cli.rs"]
 mod cli;

@@ -184,6 +184,8 @@ mod tests {
             fingerprint: hash as u64,
             set: None,
             shingles: 0,
+            links: 0,
+            disk: 0,
             json_lines: false,
         }
     }

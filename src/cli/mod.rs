@@ -49,6 +49,26 @@ pub enum Command {
     /// Explain what a threshold and banding (or a SimHash distance) do: the S-curve, the
     /// expected misses and chance candidates, memory per document. Uses scan's own code.
     Explain(ExplainArgs),
+    /// Remove the duplicates a JSON report lists, each checked first to be the file the report
+    /// describes (device, inode, size, modification time, content hash).
+    ///
+    /// Acts only on `duplicates` that are files the scan read, every name of each (hard links
+    /// included): never a representative, a linked member, a dump record, an indexed document
+    /// or standard input. stdout: one `rm` line per name removed (with --dry-run, that would
+    /// be); stderr: what was skipped and why, and the files and bytes freed. Exit status 2 when
+    /// a file had changed since the scan (skipped) or an action failed.
+    Remove(ActArgs),
+    /// Move the duplicates a JSON report lists to DIR, each at its path below its root
+    /// (`a/b.txt` scanned as `docs/a/b.txt` with root `docs` goes to `DIR/a/b.txt`), checked
+    /// first as `remove` checks it. A file is never moved over one at its destination: that
+    /// one is reported and left, and the exit status is 2.
+    Move(MoveArgs),
+    /// Replace the exact copies a JSON report lists by hard links to their representative,
+    /// atomically (linked under a temporary name in the same directory, renamed over it).
+    ///
+    /// Only `duplicates` marked `exact`, byte-identical to the representative as stored and on
+    /// its file system; the representative is checked unchanged too. Otherwise as `remove`.
+    Link(ActArgs),
     /// Print shell completions for SHELL on stdout.
     Completions {
         /// The shell to complete for.
@@ -62,6 +82,29 @@ pub enum Command {
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
+}
+
+/// `dupfind remove` and `link`: the report to act on.
+#[derive(Debug, Args)]
+pub struct ActArgs {
+    /// The JSON report of `dupfind scan` (`--format json`, the default in a pipe); `-` reads
+    /// standard input. Paths in it are as the scan printed them: relative ones are taken from
+    /// the current directory, so run it where the scan ran.
+    #[arg(value_name = "REPORT")]
+    pub report: PathBuf,
+    /// Check every file and print what would be done, one line per name; change nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+}
+
+/// `dupfind move`: the report and the directory to move to.
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    #[command(flatten)]
+    pub act: ActArgs,
+    /// The directory to move the duplicates into (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
 }
 
 /// `dupfind stage …`: every stage reads and writes files in the work directory DIR.

@@ -284,6 +284,8 @@ pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus>
             fingerprint: e.simhash,
             set: None,
             shingles: 0,
+            links: 0,
+            disk: 0,
             json_lines: false,
         });
         // K values for MinHash (the parameters were checked), none stored for SimHash.

@@ -92,6 +92,8 @@ mod tests {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            links: 0,
+            disk: 0,
             json_lines: false,
         }
     }

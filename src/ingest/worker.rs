@@ -103,8 +103,13 @@ pub struct DocResult {
     pub outcome: Outcome,
     /// Bytes read.
     pub bytes: u64,
-    /// xxh3-128 of the raw bytes.
+    /// xxh3-128 of the content compared (of a compressed file, what it decompresses to).
     pub hash: u128,
+    /// The file's names (hard links) when it was opened; 0 for what is no file read now (a
+    /// dump record, an indexed document).
+    pub links: u32,
+    /// The bytes the file took on disk when it was opened (st_blocks × 512); 0 likewise.
+    pub disk: u64,
     /// SimHash fingerprint (SimHash only).
     pub fingerprint: u64,
     /// Shingle hashes (unsorted, maybe repeated), kept when the set cache admits them, for exact
@@ -124,6 +129,8 @@ impl DocResult {
             outcome,
             bytes: 0,
             hash: 0,
+            links: 0,
+            disk: 0,
             fingerprint: 0,
             set: None,
             shingles: 0,
@@ -257,7 +264,12 @@ impl<'a> DocWorker<'a> {
         }
         let mut r = DocResult::new(Outcome::Sketched);
         r.bytes = self.buf.len() as u64;
+        // The hash `dupfind remove` checks a file against before acting on it: the one that
+        // groups identical contents, so the report's records cost no second pass over the bytes.
         r.hash = xxh3_128(&self.buf);
+        if let Some(m) = &self.meta {
+            (r.links, r.disk) = (m.links, m.disk);
+        }
         let buf = std::mem::take(&mut self.buf);
         r.outcome = match decode(&buf) {
             Decoded::Binary => Outcome::Binary,

@@ -52,6 +52,10 @@ pub struct FileMeta {
     pub changed: Option<std::time::SystemTime>,
     /// More than one name (hard links) may lead to this inode.
     pub linked: bool,
+    /// Its names (hard links), 1 on platforms without them.
+    pub links: u32,
+    /// The bytes it takes on disk (st_blocks × 512; its size on platforms without them).
+    pub disk: u64,
 }
 
 impl FileMeta {
@@ -62,6 +66,8 @@ impl FileMeta {
             modified: meta.modified().ok(),
             changed: changed(meta),
             linked: links(meta) > 1,
+            links: u32::try_from(links(meta)).unwrap_or(u32::MAX),
+            disk: disk(meta),
         }
     }
 }
@@ -96,6 +102,34 @@ fn links(meta: &std::fs::Metadata) -> u64 {
 #[cfg(not(unix))]
 fn links(_meta: &std::fs::Metadata) -> u64 {
     1
+}
+
+/// What a file takes on disk: st_blocks counts 512-byte units whatever the file system's block
+/// size (POSIX leaves the unit open; every Unix dupfind builds on uses 512).
+#[cfg(unix)]
+fn disk(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::blocks(meta).saturating_mul(512)
+}
+
+#[cfg(not(unix))]
+fn disk(meta: &std::fs::Metadata) -> u64 {
+    meta.len()
+}
+
+/// A modification time as (seconds, nanoseconds) since the epoch, seconds negative before it.
+pub fn time_parts(t: std::time::SystemTime) -> (i64, i32) {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i32),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (d.as_secs() as i64, d.subsec_nanos() as i32);
+            if n == 0 {
+                (-s, 0)
+            } else {
+                (-s - 1, 1_000_000_000 - n)
+            }
+        }
+    }
 }
 
 /// The sizes a file must be within, in bytes.

@@ -106,6 +106,17 @@ pub fn finish(
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
     // Every bad line is an error of its own (at its line), so this cannot go below zero.
     stats.skipped.error = (errors.len() as u64).saturating_sub(stats.skipped.bad_line);
+    stats.reclaimable_bytes = super::clusters::reclaimable(&clusters);
+    // In path order, as documents are, so that the report does not depend on the order the
+    // roots were named in.
+    let mut roots: Vec<&std::path::Path> = (cfg.walk.roots.iter())
+        .filter(|r| !crate::input::stdin::is_stdin(r))
+        .map(|r| r.as_path())
+        .collect();
+    roots.sort();
+    roots.dedup();
+    let roots: Vec<_> = roots.into_iter().map(path_fields).collect();
+    let any_lossy = roots.iter().any(|r| r.1.is_some());
     let code = if !errors.is_empty() {
         ExitCode::Error
     } else if cfg.exit_code && found_any {
@@ -117,6 +128,8 @@ pub fn finish(
         schema_version: SCHEMA_VERSION,
         dupfind_version: env!("CARGO_PKG_VERSION"),
         params: super::params::params(cfg),
+        roots_bytes: any_lossy.then(|| roots.iter().map(|r| r.1.clone()).collect()),
+        roots: roots.into_iter().map(|r| r.0).collect(),
         stats,
         clusters,
         errors: errors.iter().map(error_out).collect(),
@@ -218,6 +231,8 @@ mod tests {
             fingerprint: 0,
             set: None,
             shingles: 0,
+            links: 0,
+            disk: 0,
             json_lines: false,
         };
         Corpus::new(

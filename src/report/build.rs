@@ -17,7 +17,7 @@ use crate::verify::members::member_material;
 use crate::verify::reload::{Loaded, Want};
 use crate::verify::{intersection, Judge};
 
-use super::{ClusterOut, DuplicateOut, MemberOut, PairMore, PairOut};
+use super::{ClusterOut, DuplicateOut, FileOut, MemberOut, PairMore, PairOut};
 
 /// What the cluster records are made from.
 pub struct Inputs<'a> {
@@ -111,14 +111,15 @@ fn record(inputs: &Inputs, id: usize, found: &Found, loaded: &Loaded) -> Cluster
     let (rep, c) = (found.representative, &found.cluster);
     let judge = inputs.judge;
     let member = |d: u32| {
-        let f = &inputs.files[d as usize];
+        let (f, doc) = (&inputs.files[d as usize], &judge.docs[d as usize]);
         let mut m = MemberOut::new(
             &f.path,
             f.record.as_deref(),
-            judge.docs[d as usize].bytes,
+            (doc.bytes, doc.hash),
             &f.aliases,
         );
         m.indexed = d < judge.first_new;
+        m.file = FileOut::read_now(f, doc).map(Box::new);
         m
     };
     let (mut duplicates, mut linked) = (Vec::new(), Vec::new());

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 
+use crate::ingest::worker::DocResult;
+
 /// One cluster.
 ///
 /// Each member is held once, in `members`; the representative and the duplicates point into it
@@ -97,7 +99,7 @@ struct DuplicateFields<'a> {
 impl Serialize for DuplicateFields<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let d = self.duplicate;
-        let mut out = s.serialize_struct("DuplicateOut", 13)?;
+        let mut out = s.serialize_struct("DuplicateOut", 15)?;
         self.member.fields(&mut out)?;
         out.serialize_field("similarity", &d.similarity)?;
         if let Some(distance) = d.distance {
@@ -114,8 +116,9 @@ impl Serialize for DuplicateFields<'_> {
 
 /// One document in a cluster. Written as `path`, `path_bytes` (only when `path` is lossy UTF-8:
 /// base64 of the exact bytes), `line` and `id` (a record of a JSON Lines dump: its 1-based line
-/// and its id field, when it has them), `bytes`, `aliases`, `indexed` (only when true) and
-/// `aliases_bytes` (only when some alias is lossy).
+/// and its id field, when it has them), `bytes`, `aliases`, `indexed` (only when true),
+/// `aliases_bytes` (only when some alias is lossy), `content_hash` and `file` (a file this run
+/// read).
 #[derive(Clone, Debug)]
 pub struct MemberOut {
     /// The path (lossy UTF-8 when the name is not valid UTF-8).
@@ -124,8 +127,77 @@ pub struct MemberOut {
     pub bytes: u64,
     /// True for a document of the index scanned against (`--against`).
     pub indexed: bool,
+    /// xxh3-128 of the content compared.
+    pub hash: u128,
     /// The fields most members lack, allocated only for those that have one.
     pub more: Option<Box<MemberMore>>,
+    /// The file as this run read it, for `dupfind remove`, `move` and `link` to check that it
+    /// is unchanged (None for a dump record, an indexed document and standard input).
+    pub file: Option<Box<FileOut>>,
+}
+
+/// A file as the scan read it: what `dupfind remove`, `move` and `link` compare with the file
+/// they find before acting on it, and what removing it would free.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct FileOut {
+    /// The device it is on (st_dev).
+    pub device: u64,
+    /// Its inode number.
+    pub inode: u64,
+    /// Its size in bytes (of a compressed file: compressed, as on disk).
+    pub size: u64,
+    /// Its modification time, whole seconds since the Unix epoch (negative before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_secs: Option<i64>,
+    /// The nanoseconds of its modification time past `modified_secs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_nanos: Option<u32>,
+    /// Its names (hard links) when read, inside the roots or not.
+    pub links: u32,
+    /// The bytes it took on disk when read: st_blocks × 512.
+    pub disk_bytes: u64,
+}
+
+impl FileOut {
+    /// The file of a document this run read from a file of its own (its `links` count is
+    /// known only then); None for a dump record, an indexed document and standard input (its
+    /// copy in a temporary file is no file to act on).
+    pub fn read_now(f: &crate::input::walk::FileEntry, doc: &DocResult) -> Option<FileOut> {
+        if doc.links == 0 || f.record.is_some() || crate::input::stdin::is_stdin(&f.path) {
+            return None;
+        }
+        let modified = f.modified.map(crate::input::read::time_parts);
+        Some(FileOut {
+            device: f.id.0,
+            inode: f.id.1,
+            size: f.size,
+            modified_secs: modified.map(|m| m.0),
+            modified_nanos: modified.and_then(|m| u32::try_from(m.1).ok()),
+            links: doc.links,
+            disk_bytes: doc.disk,
+        })
+    }
+}
+
+/// `stats.reclaimable_bytes`: the bytes on disk of the files listed as duplicates, each inode
+/// once (a file is one member whatever its names, but a member stands for its inode here in
+/// case two ever share one), counted only when every name of it is listed: removing the names
+/// of a file that has another one elsewhere frees nothing.
+pub fn reclaimable(clusters: &[ClusterOut]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    (clusters.iter())
+        .flat_map(|c| c.duplicates.iter().map(|d| c.member(d)))
+        .filter_map(|m| {
+            let f = m.file.as_deref()?;
+            let names = 1 + m.more.as_ref().map_or(0, |x| x.aliases.len());
+            (names >= f.links as usize && seen.insert((f.device, f.inode))).then_some(f.disk_bytes)
+        })
+        .sum()
+}
+
+/// A content hash as the report writes it: 32 lowercase hex digits.
+pub fn hash_hex(hash: u128) -> String {
+    format!("{hash:032x}")
 }
 
 /// What only some members have.
@@ -175,13 +247,17 @@ impl MemberOut {
         if let Some(bytes) = more.and_then(|m| m.aliases_bytes.as_ref()) {
             out.serialize_field("aliases_bytes", bytes)?;
         }
+        out.serialize_field("content_hash", &hash_hex(self.hash))?;
+        if let Some(file) = &self.file {
+            out.serialize_field("file", file)?;
+        }
         Ok(())
     }
 }
 
 impl Serialize for MemberOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_struct("MemberOut", 8)?;
+        let mut out = s.serialize_struct("MemberOut", 10)?;
         self.fields(&mut out)?;
         out.end()
     }
@@ -303,11 +379,11 @@ fn exact_bytes_base64(path: &Path) -> String {
 }
 
 impl MemberOut {
-    /// A member from its path, dump record, size and aliases.
+    /// A member from its path, dump record, size, aliases and content hash.
     pub fn new(
         path: &Path,
         record: Option<&crate::input::walk::Record>,
-        bytes: u64,
+        (bytes, hash): (u64, u128),
         aliases: &[PathBuf],
     ) -> Self {
         let (path, path_bytes) = path_fields(path);
@@ -327,7 +403,9 @@ impl MemberOut {
             path: path.into_boxed_str(),
             bytes,
             indexed: false,
+            hash,
             more,
+            file: None,
         }
     }
 }

@@ -81,6 +81,8 @@ impl Counts {
             files_seen: self.files_seen,
             documents: self.documents,
             bytes: self.bytes,
+            // Of the clusters, which the report adds up once they are all known.
+            reclaimable_bytes: 0,
             skipped: self.skipped,
             exact_groups: self.exact_groups,
             candidate_pairs: self.candidate_pairs,

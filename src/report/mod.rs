@@ -27,7 +27,7 @@ use crate::config::OutputFormat;
 
 pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
-    path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
+    path_fields, ClusterOut, DuplicateOut, FileOut, MemberMore, MemberOut, PairMore, PairOut,
 };
 pub use counts::Counts;
 pub use model::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
@@ -39,6 +39,9 @@ enum Record<'a> {
         schema_version: u32,
         dupfind_version: &'static str,
         params: &'a Params,
+        roots: &'a [String],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        roots_bytes: Option<&'a Vec<Option<String>>>,
     },
     Cluster(&'a ClusterOut),
     Error(&'a ErrorOut),
@@ -69,6 +72,8 @@ pub fn write(
                 schema_version: report.schema_version,
                 dupfind_version: report.dupfind_version,
                 params: &report.params,
+                roots: &report.roots,
+                roots_bytes: report.roots_bytes.as_ref(),
             })?;
             for c in &report.clusters {
                 line(&Record::Cluster(c))?;

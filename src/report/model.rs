@@ -18,6 +18,15 @@ pub struct Report {
     pub dupfind_version: &'static str,
     /// The effective parameters.
     pub params: Params,
+    /// The roots walked, as given, in path order (`--files-from`'s inputs and standard input
+    /// are not): the
+    /// directories `dupfind move` keeps each file's path below, and out of which `remove`,
+    /// `move` and `link` never follow a symbolic link.
+    pub roots: Vec<String>,
+    /// Base64 of each root's bytes (null where the root is valid UTF-8), when some root's name
+    /// is not valid UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roots_bytes: Option<Vec<Option<String>>>,
     /// Counts of what the scan did.
     pub stats: Stats,
     /// Groups of near-duplicate documents, ordered by their first member's path.
@@ -90,6 +99,9 @@ pub struct Stats {
     pub documents: u64,
     /// Total size of the documents in bytes.
     pub bytes: u64,
+    /// What removing every listed duplicate would free on disk: st_blocks × 512 of each file
+    /// once, counted only when all its names are listed (a name elsewhere keeps it).
+    pub reclaimable_bytes: u64,
     /// Files not turned into documents, by reason.
     pub skipped: Skipped,
     /// Groups of two or more byte-identical documents.

@@ -45,11 +45,12 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         .count() as u64;
     writeln!(
         out,
-        "{}, {} among {} ({}); {} unreadable",
+        "{}, {} among {} ({}), {} reclaimable; {} unreadable",
         count(report.clusters.len() as u64, "cluster"),
         count(duplicates, "duplicate"),
         count(s.documents, "document"),
         count(s.exact_groups, "exact group"),
+        count(s.reclaimable_bytes, "byte"),
         report.errors.len()
     )
 }

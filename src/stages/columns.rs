@@ -92,21 +92,7 @@ pub fn key_from_i64(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
-/// A modification time as (seconds, nanoseconds) since the epoch, seconds negative before it.
-pub fn time_parts(t: SystemTime) -> (i64, i32) {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i32),
-        Err(e) => {
-            let d = e.duration();
-            let (s, n) = (d.as_secs() as i64, d.subsec_nanos() as i32);
-            if n == 0 {
-                (-s, 0)
-            } else {
-                (-s - 1, 1_000_000_000 - n)
-            }
-        }
-    }
-}
+pub use crate::input::read::time_parts;
 
 /// The time [`time_parts`] gave.
 pub fn time_from_parts(secs: i64, nanos: i32) -> Option<SystemTime> {

@@ -36,6 +36,10 @@ pub struct DocRow {
     pub bytes: u64,
     /// xxh3-128 of its content.
     pub hash: u128,
+    /// Its file's names (hard links) when read; 0 for a dump record.
+    pub links: u32,
+    /// The bytes its file took on disk when read (st_blocks × 512); 0 for a dump record.
+    pub disk: u64,
     /// SimHash fingerprint.
     pub fingerprint: u64,
     /// Distinct shingles (`--containment`).
@@ -127,6 +131,8 @@ pub fn to_batch(rows: &[DocRow], text: bool) -> Result<RecordBatch> {
         ("bytes", i64s(&|r| r.bytes as i64)),
         ("hash_hi", i64s(&|r| (r.hash >> 64) as i64)),
         ("hash_lo", i64s(&|r| r.hash as u64 as i64)),
+        ("links", i64s(&|r| i64::from(r.links))),
+        ("disk", i64s(&|r| r.disk as i64)),
         ("fingerprint", i64s(&|r| r.fingerprint as i64)),
         ("shingles", i64s(&|r| r.shingles as i64)),
         ("signature", arc(sigs.finish())),
@@ -152,6 +158,7 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
         i("fingerprint")?,
         i("shingles")?,
     );
+    let (links, disk) = (i("links")?, i("disk")?);
     let nanos = column::<Int32Array>(b, "modified_nanos")?;
     let paths = column::<BinaryArray>(b, "path")?;
     let aliases = column::<ListArray>(b, "aliases")?;
@@ -205,6 +212,8 @@ pub fn from_batch(b: &RecordBatch) -> Result<Vec<DocRow>> {
             },
             bytes: bytes.value(k) as u64,
             hash: (u128::from(hi.value(k) as u64) << 64) | u128::from(lo.value(k) as u64),
+            links: u32::try_from(links.value(k)).unwrap_or(u32::MAX),
+            disk: disk.value(k) as u64,
             fingerprint: fp.value(k) as u64,
             shingles: shingles.value(k) as u64,
             signature: (!sigs.is_null(k)).then(|| u32s_from_le(sigs.value(k))),
@@ -250,6 +259,8 @@ mod tests {
             file,
             bytes: 42,
             hash: u128::MAX - 3,
+            links: 2,
+            disk: 4096,
             fingerprint: u64::MAX,
             shingles: 9,
             signature: Some(vec![1, u32::MAX, 3]),

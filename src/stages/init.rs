@@ -98,6 +98,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         shard_starts: shard_starts(&files, shards, cfg.walk.max_size),
         options,
         dataset,
+        roots: cfg.walk.roots.iter().map(|r| path_to_b64(r)).collect(),
         digest: String::new(),
     };
     plan.digest = plan.compute_digest()?;

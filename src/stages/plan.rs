@@ -45,6 +45,9 @@ pub struct Plan {
     pub options: ScanArgs,
     /// `--write-dataset`: where the deduplicated dataset goes (its bytes, base64).
     pub dataset: Option<String>,
+    /// The roots given to `stage init` (each its bytes, base64), which the report names as
+    /// `scan`'s does.
+    pub roots: Vec<String>,
     /// The digest of everything above (xxh3-128 of its JSON): every work file names the digest
     /// it was made with, so a `run.json` edited after a stage ran is refused, and a file made
     /// with other options is named.
@@ -123,6 +126,10 @@ impl Plan {
         let args: ScanArgs = serde_json::from_value(options)?;
         let mut cfg = Config::from_args(args)?;
         cfg.dataset = self.dataset.as_deref().map(path_from_b64).transpose()?;
+        // Not walked again (the stages read the input list): only the report names them.
+        cfg.walk.roots = (self.roots.iter())
+            .map(|r| path_from_b64(r))
+            .collect::<Result<_>>()?;
         Ok(cfg)
     }
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut};
+use crate::report::{ClusterOut, DuplicateOut, FileOut, MemberMore, MemberOut, PairMore, PairOut};
 
 /// A cluster, and the run-wide id of its first member (clusters are reported in that order).
 #[derive(Debug, Serialize, Deserialize)]
@@ -34,6 +34,9 @@ struct MemberRec {
     aliases: Vec<String>,
     aliases_bytes: Option<Vec<Option<String>>>,
     more: bool,
+    /// The content hash's high and low halves (JSON numbers are exact to 64 bits here).
+    hash: (u64, u64),
+    file: Option<FileOut>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -102,6 +105,8 @@ impl ClusterRec {
                 aliases: more.map(|x| x.aliases.clone()).unwrap_or_default(),
                 aliases_bytes: more.and_then(|x| x.aliases_bytes.clone()),
                 more: more.is_some(),
+                hash: ((m.hash >> 64) as u64, m.hash as u64),
+                file: m.file.as_deref().cloned(),
             }
         };
         let pair = |p: &PairOut| PairRec {
@@ -157,6 +162,8 @@ impl ClusterRec {
             path: m.path.into_boxed_str(),
             bytes: m.bytes,
             indexed: m.indexed,
+            hash: (u128::from(m.hash.0) << 64) | u128::from(m.hash.1),
+            file: m.file.map(Box::new),
             more: m.more.then(|| {
                 Box::new(MemberMore {
                     path_bytes: m.path_bytes,

@@ -154,6 +154,8 @@ fn write_docs(
             file: corpus.files[d].clone(),
             bytes: doc.bytes,
             hash: doc.hash,
+            links: doc.links,
+            disk: doc.disk,
             fingerprint: unit.fingerprint,
             shingles: unit.shingles,
             signature,

@@ -235,6 +235,8 @@ fn corpus_of(cfg: &Config, rows: Vec<DocRow>, copies: &[(i64, i64)]) -> (Corpus,
             fingerprint: row.fingerprint,
             set: None,
             shingles: row.shingles,
+            links: row.links,
+            disk: row.disk,
             json_lines: false,
         });
         corpus.files.push(row.file);

@@ -354,6 +354,8 @@ mod tests {
             fingerprint,
             set: None,
             shingles,
+            links: 0,
+            disk: 0,
             json_lines: false,
         }
     }

@@ -479,3 +479,76 @@ pub fn dot(rel: &str) -> String {
 pub fn dots(paths: &[&str]) -> Vec<String> {
     paths.iter().map(|p| dot(p)).collect()
 }
+
+/// A report with what depends on the machine and the moment its files were written rather than
+/// on their contents made zero: the device and inode numbers, the bytes on disk (which the file
+/// system's block size sets) and the modification times, in JSON (`"inode": 1234`) and in the
+/// text summary (`4096 bytes reclaimable`).
+pub fn machine_neutral(report: &str) -> String {
+    let mut out = String::with_capacity(report.len());
+    for line in report.split_inclusive('\n') {
+        let mut line = line.to_string();
+        for key in [
+            "\"device\":",
+            "\"inode\":",
+            "\"disk_bytes\":",
+            "\"reclaimable_bytes\":",
+            "\"modified_secs\":",
+            "\"modified_nanos\":",
+        ] {
+            line = zero_numbers_after(&line, key);
+        }
+        if let Some(at) = line.find(" reclaimable;") {
+            let head = line[..at]
+                .trim_end_matches(['b', 'y', 't', 'e', 's'])
+                .trim_end();
+            let start = head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            line = format!("{}0 bytes{}", &line[..start], &line[at..]);
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+fn zero_numbers_after(line: &str, key: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(key) {
+        let (head, tail) = rest.split_at(at + key.len());
+        out.push_str(head);
+        let spaces = tail.len() - tail.trim_start().len();
+        out.push_str(&tail[..spaces]);
+        let tail = &tail[spaces..];
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(if digits > 0 { "0" } else { "" });
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A JSON report without what describes the files as stored rather than the documents: the
+/// `roots`, each member's `file` and `stats.reclaimable_bytes`. For comparing the reports of
+/// the same documents held in other files (compressed, in another tree, from an older
+/// release's fixture).
+pub fn without_stored_files(mut report: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                map.remove("file");
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if let Some(map) = report.as_object_mut() {
+        map.remove("roots");
+        map.remove("roots_bytes");
+    }
+    if let Some(stats) = report.get_mut("stats").and_then(Value::as_object_mut) {
+        stats.remove("reclaimable_bytes");
+    }
+    walk(&mut report);
+    report
+}

@@ -19,11 +19,12 @@ pub const REPORT: Keys = Keys {
         "schema_version",
         "dupfind_version",
         "params",
+        "roots",
         "stats",
         "clusters",
         "errors",
     ],
-    optional: &[],
+    optional: &["roots_bytes"],
 };
 
 /// `params` of a MinHash scan.
@@ -63,10 +64,11 @@ pub const PARAMS_SIMHASH: Keys = Keys {
 };
 
 /// The counts of `stats`, each a u64.
-const STATS_COUNTS: [&str; 11] = [
+const STATS_COUNTS: [&str; 12] = [
     "files_seen",
     "documents",
     "bytes",
+    "reclaimable_bytes",
     "exact_groups",
     "candidate_pairs",
     "verified_pairs",
@@ -83,6 +85,7 @@ pub const STATS: Keys = Keys {
         "files_seen",
         "documents",
         "bytes",
+        "reclaimable_bytes",
         "exact_groups",
         "candidate_pairs",
         "verified_pairs",
@@ -140,8 +143,21 @@ pub const CLUSTER: Keys = Keys {
 
 /// A member (also the representative, and the first fields of a duplicate or linked member).
 pub const MEMBER: Keys = Keys {
-    required: &["path", "bytes", "aliases"],
-    optional: &["path_bytes", "aliases_bytes", "line", "id", "indexed"],
+    required: &["path", "bytes", "aliases", "content_hash"],
+    optional: &[
+        "path_bytes",
+        "aliases_bytes",
+        "line",
+        "id",
+        "indexed",
+        "file",
+    ],
+};
+
+/// A member's `file`: the file as the scan read it, every value a u64.
+pub const FILE: Keys = Keys {
+    required: &["device", "inode", "size", "links", "disk_bytes"],
+    optional: &["modified_secs", "modified_nanos"],
 };
 
 /// A duplicate or linked member of a MinHash scan: the keys beyond a member's.
@@ -185,8 +201,14 @@ pub const ERROR: Keys = Keys {
 
 /// The JSON Lines `header` record.
 pub const JSONL_HEADER: Keys = Keys {
-    required: &["type", "schema_version", "dupfind_version", "params"],
-    optional: &[],
+    required: &[
+        "type",
+        "schema_version",
+        "dupfind_version",
+        "params",
+        "roots",
+    ],
+    optional: &["roots_bytes"],
 };
 
 /// The JSON Lines `summary` record.
@@ -288,6 +310,20 @@ fn assert_member_schema(m: &Value, extra_required: &[&str], extra_optional: &[&s
         let ab = ab.as_array().unwrap();
         assert_eq!(ab.len(), aliases.len(), "{m}");
         assert!(ab.iter().all(|b| b.is_null() || b.is_string()), "{m}");
+    }
+    let hash = m["content_hash"].as_str().unwrap();
+    assert!(
+        hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{m}"
+    );
+    if let Some(f) = m.get("file") {
+        assert!(m.get("line").is_none() && m.get("indexed").is_none(), "{m}");
+        assert_keys(f, FILE.required, FILE.optional, "file");
+        assert!(f["links"].as_u64().is_some_and(|l| l >= 1), "{m}");
+        for k in ["device", "inode", "size", "disk_bytes", "modified_nanos"] {
+            assert!(f.get(k).is_none_or(Value::is_u64), "{m}");
+        }
+        assert!(f.get("modified_secs").is_none_or(Value::is_i64), "{m}");
     }
 }
 

@@ -68,6 +68,9 @@ impl TableWriter {
             file,
             bytes: e.bytes,
             hash: e.content_hash,
+            // Not kept by the index: what a file takes on disk is the report's, for acting on.
+            links: 0,
+            disk: 0,
             fingerprint: e.simhash,
             shingles: 0,
             signature: None,

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{
-    assert_new_against_old, build_old, corpus, generation_and_documents, index_files, info,
-    member_sets, names, report, set, set_mtime,
+    assert_new_against_old, build_old, content_hash, corpus, generation_and_documents, index_files,
+    info, member_sets, names, report, set, set_mtime,
 };
 use crate::util::{cluster_paths, clusters, edit, text, word_jaccard, TestDir};
 
@@ -105,7 +105,7 @@ fn index_records_of_a_dump_are_indexed_and_matched_by_path_line_and_id() {
         c2["representative"],
         json!({
             "path": "old/dump.jsonl", "line": 2, "id": "r2", "bytes": r2.len(), "aliases": [],
-            "indexed": true
+            "indexed": true, "content_hash": content_hash(&r2)
         })
     );
     assert_eq!(c2["duplicates"].as_array().unwrap().len(), 1);
@@ -137,7 +137,7 @@ fn index_records_of_a_dump_are_indexed_and_matched_by_path_line_and_id() {
         c["representative"],
         json!({
             "path": "new/more.jsonl", "line": 2, "id": "n2", "bytes": text(815, 300).len(),
-            "aliases": [], "indexed": true
+            "aliases": [], "indexed": true, "content_hash": content_hash(&text(815, 300))
         })
     );
     assert_eq!(c["duplicates"][0]["path"], "later.txt");

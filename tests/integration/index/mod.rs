@@ -211,7 +211,8 @@ fn assert_new_against_old(co: &Corpus, r: &Value, generation: u64) {
     let (b, c) = (&clusters(r)[0], &clusters(r)[1]);
     assert_eq!(
         b["representative"],
-        json!({"path": "old/b.txt", "bytes": co.b.len(), "aliases": [], "indexed": true})
+        json!({"path": "old/b.txt", "bytes": co.b.len(), "aliases": [], "indexed": true,
+               "content_hash": content_hash(&co.b)})
     );
     let dup = &b["duplicates"][0];
     assert_eq!(b["duplicates"].as_array().unwrap().len(), 1, "{b}");
@@ -229,7 +230,8 @@ fn assert_new_against_old(co: &Corpus, r: &Value, generation: u64) {
     assert_eq!(b["pairs"].as_array().unwrap().len(), 1, "{b}");
     assert_eq!(
         c["representative"],
-        json!({"path": "old/c.txt", "bytes": co.c.len(), "aliases": [], "indexed": true})
+        json!({"path": "old/c.txt", "bytes": co.c.len(), "aliases": [], "indexed": true,
+               "content_hash": content_hash(&co.c)})
     );
     assert_eq!(c["duplicates"][0]["path"], "new/c-copy.txt");
     assert_eq!(c["duplicates"][0]["exact"], true);
@@ -256,4 +258,9 @@ fn assert_new_against_old(co: &Corpus, r: &Value, generation: u64) {
         s["index"],
         json!({"generation": generation, "documents": 4, "unchanged_files": 0})
     );
+}
+
+/// A content hash as the report writes it: XXH3-128, 32 hex digits.
+pub fn content_hash(text: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
 }

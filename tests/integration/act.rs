@@ -1,0 +1,323 @@
+//! `dupfind remove`, `move` and `link` on real reports of real files: what they act on, what
+//! they refuse, and the check that a file is still the one the report describes.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use super::util::{edit, text, wait_guarded, TestDir};
+
+/// `keep.txt` (the oldest: the representative) and `dup-N.txt`, exact copies of it, in
+/// directory `r`; `near.txt`, a near copy. Scanned into `report.json`.
+fn copies(n: usize) -> (TestDir, String) {
+    let t = TestDir::new();
+    let body = text(7, 400);
+    t.write("r/keep.txt", &body);
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    fs::File::options()
+        .write(true)
+        .open(t.join("r/keep.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    for i in 0..n {
+        t.write(format!("r/sub/dup-{i}.txt"), &body);
+    }
+    t.write("r/near.txt", edit(&body, &[50, 150]));
+    scan_into(&t, &["r"]);
+    (t, body)
+}
+
+fn scan_into(t: &TestDir, roots: &[&str]) -> Value {
+    let r = t.run(&[&["scan", "-q", "-o", "report.json"][..], roots].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap()
+}
+
+fn exists(t: &TestDir, rel: &str) -> bool {
+    fs::symlink_metadata(t.join(rel)).is_ok()
+}
+
+#[test]
+fn a_file_edited_replaced_or_hard_linked_since_the_scan_is_skipped() {
+    let (t, body) = copies(4);
+    // Edited in place, its size and modification time kept: only the content hash tells.
+    let edited = t.join("r/sub/dup-0.txt");
+    let mtime = fs::metadata(&edited).unwrap().modified().unwrap();
+    let mut changed = body.clone().into_bytes();
+    changed[0] = if changed[0] == b'x' { b'y' } else { b'x' };
+    fs::write(&edited, &changed).unwrap();
+    let f = fs::File::options().write(true).open(&edited).unwrap();
+    f.set_modified(mtime).unwrap();
+    // Replaced by a file of the same content: another inode.
+    t.write("r/sub/new", &body);
+    fs::rename(t.join("r/sub/new"), t.join("r/sub/dup-1.txt")).unwrap();
+    // Given another name, outside the tree: removing it would free nothing.
+    fs::hard_link(t.join("r/sub/dup-2.txt"), t.join("elsewhere.txt")).unwrap();
+
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.stdout, "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-3.txt'\n");
+    for (name, why) in [
+        ("dup-0.txt", "its content changed since the scan"),
+        ("dup-1.txt", "was replaced (another inode)"),
+        ("dup-2.txt", "has 2 names, 1 when scanned"),
+    ] {
+        let line = format!("dupfind: r/sub/{name}: skipped: {why}");
+        assert!(r.stderr.contains(&line), "{line}\n{}", r.stderr);
+        assert!(exists(&t, &format!("r/sub/{name}")));
+    }
+    assert!(!exists(&t, "r/sub/dup-3.txt") && !exists(&t, "r/near.txt"));
+    assert!(exists(&t, "r/keep.txt"));
+    assert!(
+        r.stderr.contains("removed 2 files (2 names)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("3 skipped: changed since the scan"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_changes_nothing() {
+    let (t, _) = copies(2);
+    let before = fs::read_dir(t.join("r/sub")).unwrap().count();
+    let r = t.run(&["remove", "--dry-run", "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let plan = "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-0.txt'\nrm -- 'r/sub/dup-1.txt'\n";
+    assert_eq!(r.stdout, plan);
+    assert!(
+        r.stderr.contains("would remove 3 files (3 names)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fs::read_dir(t.join("r/sub")).unwrap().count(), before);
+    assert!(exists(&t, "r/near.txt"));
+    let moved = t.run(&["move", "-n", "--to", "attic", "report.json"]);
+    assert_eq!(moved.code(), 0, "{}", moved.stderr);
+    assert!(moved
+        .stdout
+        .ends_with("mv -n -- 'r/sub/dup-1.txt' 'attic/sub/dup-1.txt'\n"));
+    assert!(!exists(&t, "attic"));
+    // Done for real, the same lines.
+    let done = t.run(&["remove", "report.json"]);
+    assert_eq!(
+        (done.code(), done.stdout.as_str()),
+        (0, plan),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn move_keeps_the_path_below_the_root_and_never_overwrites() {
+    let (t, body) = copies(2);
+    t.write("attic/sub/dup-1.txt", "already here\n");
+    let r = t.run(&["move", "--to", "attic", "report.json"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(
+        fs::read_to_string(t.join("attic/sub/dup-0.txt")).unwrap(),
+        body
+    );
+    assert!(!exists(&t, "r/sub/dup-0.txt"));
+    assert_eq!(
+        fs::read_to_string(t.join("attic/sub/dup-1.txt")).unwrap(),
+        "already here\n"
+    );
+    assert_eq!(fs::read_to_string(t.join("r/sub/dup-1.txt")).unwrap(), body);
+    assert!(
+        r.stderr
+            .contains("r/sub/dup-1.txt: not moved: attic/sub/dup-1.txt exists: not overwritten")
+            || r.stderr
+                .contains("not moved to attic/sub/dup-1.txt: exists: not overwritten"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "attic/near.txt") && exists(&t, "r/keep.txt"));
+}
+
+#[test]
+fn representatives_standard_input_and_dump_records_are_never_touched() {
+    let t = TestDir::new();
+    let body = text(9, 300);
+    t.write("r/a.txt", &body).write("r/b.txt", &body);
+    // The oldest, so the representative (standard input's copy is as new as the run).
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let a = fs::File::options()
+        .write(true)
+        .open(t.join("r/a.txt"))
+        .unwrap();
+    a.set_modified(old).unwrap();
+    let record = serde_json::json!({ "text": body }).to_string();
+    t.write("r/d.jsonl", format!("{record}\n{record}\n"));
+    let mut cmd = t.command(&["scan", "-q", "-o", "report.json", "-", "r"]);
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let r = wait_guarded(child);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["clusters"][0]["representative"]["path"], "r/a.txt");
+    let dups = report["clusters"][0]["duplicates"].as_array().unwrap();
+    assert!(dups.iter().any(|d| d["path"] == "-"), "{report}");
+    assert!(dups.iter().any(|d| d.get("line").is_some()), "{report}");
+
+    for args in [
+        &["link", "-n", "report.json"][..],
+        &["remove", "report.json"],
+    ] {
+        let r = t.run(args);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("-: not acted on: it is standard input"),
+            "{}",
+            r.stderr
+        );
+        let dump = "r/d.jsonl: not acted on: it is a record of a JSON Lines dump";
+        assert!(r.stderr.contains(dump), "{}", r.stderr);
+        assert!(r.stdout.ends_with(" 'r/b.txt'\n"), "{}", r.stdout);
+        assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    }
+    assert!(exists(&t, "r/d.jsonl") && exists(&t, "r/a.txt") && !exists(&t, "r/b.txt"));
+    assert!(!exists(&t, "-"));
+}
+
+#[test]
+fn a_symbolic_link_leading_out_of_the_root_is_not_followed() {
+    let (t, _) = copies(1);
+    // The directory moves out of the root, and a link to it takes its place: the same file,
+    // now reached through a link that leaves the root.
+    fs::rename(t.join("r/sub"), t.join("outside")).unwrap();
+    symlink("../outside", t.join("r/sub")).unwrap();
+    for args in [
+        &["remove", "report.json"][..],
+        &["move", "--to", "attic", "report.json"],
+    ] {
+        let r = t.run(args);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("r/sub/dup-0.txt: skipped: r/sub/dup-0.txt leads out of its root"),
+            "{}",
+            r.stderr
+        );
+        assert!(exists(&t, "outside/dup-0.txt"));
+    }
+}
+
+#[test]
+fn link_replaces_exact_copies_only_by_hard_links_to_the_representative() {
+    let (t, _) = copies(2);
+    let r = t.run(&["link", "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "ln -f -- 'r/keep.txt' 'r/sub/dup-0.txt'\nln -f -- 'r/keep.txt' 'r/sub/dup-1.txt'\n"
+    );
+    assert!(
+        r.stderr
+            .contains("r/near.txt: not linked: its content is not identical"),
+        "{}",
+        r.stderr
+    );
+    let ino = |rel: &str| fs::metadata(t.join(rel)).unwrap().ino();
+    assert_eq!(ino("r/sub/dup-0.txt"), ino("r/keep.txt"));
+    assert_eq!(ino("r/sub/dup-1.txt"), ino("r/keep.txt"));
+    assert_ne!(ino("r/near.txt"), ino("r/keep.txt"));
+    assert_eq!(fs::metadata(t.join("r/keep.txt")).unwrap().nlink(), 3);
+    // No temporary name is left behind.
+    assert_eq!(fs::read_dir(t.join("r/sub")).unwrap().count(), 2);
+}
+
+#[test]
+fn link_skips_all_when_the_representative_changed() {
+    let (t, body) = copies(1);
+    fs::write(t.join("r/keep.txt"), format!("{body} more")).unwrap();
+    let r = t.run(&["link", "report.json"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("its representative r/keep.txt"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stdout, "");
+    assert_eq!(fs::metadata(t.join("r/sub/dup-0.txt")).unwrap().nlink(), 1);
+}
+
+#[test]
+fn reclaimable_bytes_count_a_hard_linked_file_once_and_only_with_all_its_names() {
+    let t = TestDir::new();
+    let body = text(11, 2000);
+    t.write("r/a.txt", &body)
+        .write("r/b.txt", &body)
+        .write("r/c.txt", &body);
+    fs::hard_link(t.join("r/c.txt"), t.join("r/c-again.txt")).unwrap();
+    let disk = |rel: &str| fs::metadata(t.join(rel)).unwrap().blocks() * 512;
+    let report = scan_into(&t, &["r"]);
+    let dups = report["clusters"][0]["duplicates"].as_array().unwrap();
+    assert_eq!(dups.len(), 2, "{report}");
+    let expected = disk("r/b.txt") + disk("r/c.txt");
+    assert_eq!(report["stats"]["reclaimable_bytes"], expected, "{report}");
+    assert!(expected > body.len() as u64 * 2 - 1);
+    // A name outside the roots keeps c's data: it frees nothing.
+    fs::hard_link(t.join("r/c.txt"), t.join("kept-elsewhere.txt")).unwrap();
+    let report = scan_into(&t, &["r"]);
+    assert_eq!(
+        report["stats"]["reclaimable_bytes"],
+        disk("r/b.txt"),
+        "{report}"
+    );
+    let text = t.run(&["scan", "-q", "--format", "text", "r"]);
+    let summary = format!("{} bytes reclaimable; 0 unreadable\n", disk("r/b.txt"));
+    assert!(text.stdout.ends_with(&summary), "{}", text.stdout);
+}
+
+#[test]
+fn a_report_is_read_from_standard_input() {
+    let (t, _) = copies(1);
+    let mut cmd = t.command(&["remove", "-"]);
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let report = fs::read(t.join("report.json")).unwrap();
+    child.stdin.take().unwrap().write_all(&report).unwrap();
+    let r = wait_guarded(child);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-0.txt'\n");
+    assert!(!exists(&t, "r/sub/dup-0.txt"));
+}
+
+#[test]
+fn a_malformed_report_is_a_clear_error_with_status_2() {
+    let (t, _) = copies(1);
+    t.write("cut.json", &fs::read(t.join("report.json")).unwrap()[..200]);
+    t.write(
+        "lines.jsonl",
+        "{\"type\":\"header\"}\n{\"type\":\"summary\"}\n",
+    );
+    for (file, why) in [
+        ("cut.json", "not a JSON report: EOF while parsing"),
+        (
+            "lines.jsonl",
+            "a JSON Lines report (--format jsonl): act on --format json",
+        ),
+        ("missing.json", "cannot read the report missing.json"),
+    ] {
+        let r = t.run(&["remove", file]);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        assert!(r.stderr.starts_with("dupfind: "), "{}", r.stderr);
+        assert!(r.stderr.contains(why), "{why}: {}", r.stderr);
+        assert_eq!(r.stdout, "");
+    }
+    assert!(exists(&t, "r/sub/dup-0.txt"));
+}
