@@ -98,6 +98,11 @@ pub const OTHER_EXAMPLES: &[(&str, &str)] = &[
         "... then compare each new batch with it, and add the batch.",
     ),
     (
+        "dupfind remove --dry-run report.json",
+        "What removing a saved report's duplicates would do, each checked unchanged since the \
+         scan; then without --dry-run (or `move --to DIR`, `link`).",
+    ),
+    (
         "dupfind explain -t 0.85",
         "What a threshold finds: the S-curve of its banding.",
     ),

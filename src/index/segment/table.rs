@@ -1,8 +1,8 @@
 //! A segment's document table, `seg-NNNNNN.docs.parquet`: its documents in the staged
-//! pipeline's document-table schema (docs/staged.md, `sign/shard-I.docs.parquet`), so that
-//! DuckDB or Spark can query what an index holds with the queries they run on a staged run,
-//! plus `changed_secs` and `changed_nanos` (the status change time the index compares) and
-//! `segment` and `row` (where the document lies in the segment file).
+//! pipeline's document-table schema (docs/staged.md, `sign/shard-I.docs.parquet`) but for
+//! `links` and `disk`, so that DuckDB or Spark can query what an index holds with the queries
+//! they run on a staged run, plus `changed_secs` and `changed_nanos` (the status change time
+//! the index compares) and `segment` and `row` (where the document lies in the segment file).
 //!
 //! dupfind itself never reads it (lookups go through the segment file's sorted keys); it is
 //! written beside each segment and removed with it. Its `signature` column is null: the
@@ -68,7 +68,7 @@ impl TableWriter {
             file,
             bytes: e.bytes,
             hash: e.content_hash,
-            // Not kept by the index: what a file takes on disk is the report's, for acting on.
+            // Not kept by the index (and not written to its table).
             links: 0,
             disk: 0,
             fingerprint: e.simhash,
@@ -100,6 +100,13 @@ impl TableWriter {
         }
         let mut fields: Vec<Arc<Field>> = Vec::new();
         let base = to_batch(&docs, false)?;
+        // The staged table's `links` and `disk` describe a file as a scan read it, for the
+        // report; the index keeps no such thing, so its table leaves them out.
+        let kept: Vec<usize> = (base.schema().fields().iter().enumerate())
+            .filter(|(_, f)| !matches!(f.name().as_str(), "links" | "disk"))
+            .map(|(i, _)| i)
+            .collect();
+        let base = base.project(&kept)?;
         fields.extend(base.schema().fields().iter().cloned());
         let mut columns = base.columns().to_vec();
         for (name, column) in [
