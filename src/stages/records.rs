@@ -438,6 +438,7 @@ impl Ord for Head {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
