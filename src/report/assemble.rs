@@ -12,7 +12,9 @@ use crate::messages::InputError;
 use crate::verify::Verified;
 
 use super::counts::Counts;
-use super::{path_fields, ClusterOut, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
+use super::{
+    path_fields, ClusterOut, Clusters, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION,
+};
 
 /// What the walk counted.
 pub struct WalkCounts {
@@ -89,7 +91,13 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
         }
         errors.extend(u.errors);
     }
-    finish(cfg, stats, clusters, errors, !found.is_empty())
+    finish(
+        cfg,
+        stats,
+        Clusters::held(clusters),
+        errors,
+        !found.is_empty(),
+    )
 }
 
 /// The report from its counts, clusters and errors (in the order the stages met them), and
@@ -98,7 +106,7 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
 pub fn finish(
     cfg: &Config,
     mut stats: Stats,
-    clusters: Vec<ClusterOut>,
+    clusters: Clusters,
     mut errors: Vec<InputError>,
     found_any: bool,
 ) -> (Report, ExitCode) {
@@ -106,7 +114,6 @@ pub fn finish(
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
     // Every bad line is an error of its own (at its line), so this cannot go below zero.
     stats.skipped.error = (errors.len() as u64).saturating_sub(stats.skipped.bad_line);
-    stats.reclaimable_bytes = super::clusters::reclaimable(&clusters);
     // In path order, as documents are, so that the report does not depend on the order the
     // roots were named in.
     let mut roots: Vec<&std::path::Path> = (cfg.walk.roots.iter())
@@ -162,6 +169,7 @@ fn counts(p: &Parts) -> Counts {
     (c.largest_bucket, c.largest_component) = p.skew;
     c.edit_fallbacks = p.verified.fallbacks;
     c.clusters = p.found.len() as u64;
+    c.reclaimable = super::clusters::reclaimable(&p.clusters);
     // Counted over the new documents: with --against, a cluster whose representative is an
     // indexed document has no original among them.
     let (corpus, canon) = (p.corpus, &p.identical.canon);

@@ -39,6 +39,9 @@ pub struct Counts {
     pub clusters: u64,
     /// New documents in them.
     pub clustered: u64,
+    /// The bytes on disk removing the clusters' duplicates would free
+    /// ([`super::clusters::reclaimable`]): a sum over clusters, since a file is in one.
+    pub reclaimable: u64,
     /// Clusters whose representative is a new document (with `--against`, one represented by
     /// an indexed document has no original among the new ones).
     pub originals: u64,
@@ -70,6 +73,7 @@ impl Counts {
         self.clusters += other.clusters;
         self.clustered += other.clustered;
         self.originals += other.originals;
+        self.reclaimable += other.reclaimable;
     }
 
     /// The report's statistics (`skipped.error` and `index` left for the caller): documents
@@ -81,8 +85,7 @@ impl Counts {
             files_seen: self.files_seen,
             documents: self.documents,
             bytes: self.bytes,
-            // Of the clusters, which the report adds up once they are all known.
-            reclaimable_bytes: 0,
+            reclaimable_bytes: self.reclaimable,
             skipped: self.skipped,
             exact_groups: self.exact_groups,
             candidate_pairs: self.candidate_pairs,

@@ -2,13 +2,12 @@
 //! they refuse, and the check that a file is still the one the report describes.
 
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{symlink, MetadataExt};
-use std::process::Stdio;
 
 use serde_json::Value;
 
-use super::util::{edit, text, wait_guarded, TestDir};
+use super::compressed::with_stdin;
+use super::util::{edit, text, TestDir};
 
 /// `keep.txt` (the oldest: the representative) and `dup-N.txt`, exact copies of it, in
 /// directory `r`; `near.txt`, a near copy. Scanned into `report.json`.
@@ -156,16 +155,8 @@ fn representatives_standard_input_and_dump_records_are_never_touched() {
     a.set_modified(old).unwrap();
     let record = serde_json::json!({ "text": body }).to_string();
     t.write("r/d.jsonl", format!("{record}\n{record}\n"));
-    let mut cmd = t.command(&["scan", "-q", "-o", "report.json", "-", "r"]);
-    cmd.stdin(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let r = wait_guarded(child);
+    let args = ["scan", "-q", "-o", "report.json", "-", "r"];
+    let r = with_stdin(&t, &args, body.as_bytes());
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["clusters"][0]["representative"]["path"], "r/a.txt");
@@ -286,12 +277,8 @@ fn reclaimable_bytes_count_a_hard_linked_file_once_and_only_with_all_its_names()
 #[test]
 fn a_report_is_read_from_standard_input() {
     let (t, _) = copies(1);
-    let mut cmd = t.command(&["remove", "-"]);
-    cmd.stdin(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
     let report = fs::read(t.join("report.json")).unwrap();
-    child.stdin.take().unwrap().write_all(&report).unwrap();
-    let r = wait_guarded(child);
+    let r = with_stdin(&t, &["remove", "-"], &report);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.stdout, "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-0.txt'\n");
     assert!(!exists(&t, "r/sub/dup-0.txt"));

@@ -309,7 +309,7 @@ fn the_dataset_of_a_compressed_dump_is_the_plain_dump_s() {
 }
 
 /// dupfind with `args`, `input` on its standard input.
-fn with_stdin(t: &TestDir, args: &[&str], input: &[u8]) -> super::util::Run {
+pub(super) fn with_stdin(t: &TestDir, args: &[&str], input: &[u8]) -> super::util::Run {
     let mut cmd = t.command(args);
     cmd.stdin(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
