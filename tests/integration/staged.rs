@@ -721,3 +721,46 @@ fn staged_warnings_equal_scans_for_unreadable_oversized_and_unreadable_again_mem
     }
     assert_same_as_scan(&t, &args, &[(1, 1), (2, 2), (3, 2)]);
 }
+
+#[test]
+fn stages_run_from_inside_the_work_directory_with_work_dot() {
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "c"]);
+    let r = t.run(&[
+        "stage", "init", "--work", "w", "--shards", "2", "--parts", "2", "c",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // Every later stage from inside w: the stages that enter init's directory (where `c` is)
+    // must still find `.`, and report `c/…` paths as init named them.
+    let inside = |args: &[&str]| {
+        let mut c = std::process::Command::new(super::util::bin());
+        c.args(args)
+            .current_dir(t.join("w"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let r = super::util::run_command(c);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    for i in ["0/2", "1/2"] {
+        inside(&["stage", "sign", "--work", ".", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        inside(&["stage", "group", "--work", ".", "--part", j]);
+    }
+    inside(&["stage", "components", "--work", "."]);
+    for i in ["0/2", "1/2"] {
+        inside(&["stage", "route", "--work", ".", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        inside(&["stage", "verify", "--work", ".", "--part", j]);
+    }
+    let report = inside(&["stage", "report", "--work", "."]);
+    assert!(
+        report.stdout == scan.stdout,
+        "{}",
+        first_difference(&scan.stdout, &report.stdout)
+    );
+}
