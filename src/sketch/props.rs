@@ -247,7 +247,7 @@ proptest! {
         for kind in [ShingleKind::Word, ShingleKind::Char] {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             Shingler::new(kind, 3).normalizing(n).shingle(&text, &mut a);
-            Shingler::new(kind, 3).shingle(std::str::from_utf8(&whole).unwrap(), &mut b);
+            Shingler::new(kind, 3).shingle(&String::from_utf8_lossy(&whole), &mut b);
             prop_assert_eq!(a, b);
         }
     }
