@@ -77,7 +77,7 @@ pub fn member_material_checking<'r>(
             None => true,
         });
     }
-    let (checked, wanted): (Vec<(u32, u128)>, Vec<(u32, u128)>) =
+    let (checked, wanted): (Vec<_>, Vec<_>) =
         (wanted.into_iter()).partition(|&(d, _)| sets_only && !needs_set(d));
     let all: Vec<u32> = wanted.iter().map(|&(d, _)| d).collect();
     let mut failed = Vec::new();
