@@ -1,9 +1,10 @@
 //! `--format parquet`: the report as one table for joins in DuckDB, Spark or polars, a row per
 //! clustered document, in cluster order and, in a cluster, in member order (path order). Its
 //! columns are named as the JSON report names the same values: the cluster's `id` (here
-//! `cluster`) and `size`, the member's `path`, `line`, `id`, `bytes` and `indexed`, whether it
-//! is the `representative` or one of the `duplicates` (`duplicate`), and as a duplicate or
-//! linked member its `similarity` and `exact`. The schema version and the parameters are in the
+//! `cluster`) and `size`, the member's `path`, `path_bytes` (binary: the exact bytes, where the
+//! JSON has their base64), `line`, `id`, `bytes` and `indexed`, whether it is the
+//! `representative` or one of the `duplicates` (`duplicate`), and as a duplicate or linked
+//! member its `similarity` and `exact`. The schema version and the parameters are in the
 //! file's key-value metadata. Parquet is written front to back (its footer last), so it goes to
 //! a pipe as well as to a file; the table is built in memory, as the report is.
 
@@ -11,7 +12,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Result;
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{
+    BinaryBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -23,10 +26,11 @@ use super::clusters::{ClusterOut, DuplicateOut};
 use super::model::Report;
 
 /// The table's columns: name, type, nullable.
-const COLUMNS: [(&str, DataType, bool); 11] = [
+const COLUMNS: [(&str, DataType, bool); 12] = [
     ("cluster", DataType::Int64, false),
     ("size", DataType::Int64, false),
     ("path", DataType::Utf8, false),
+    ("path_bytes", DataType::Binary, true),
     ("line", DataType::Int64, true),
     ("id", DataType::Utf8, true),
     ("bytes", DataType::Int64, false),
@@ -75,6 +79,7 @@ fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
     let flag = || BooleanBuilder::with_capacity(rows);
     let (mut cluster, mut size, mut line, mut bytes) = (int(), int(), int(), int());
     let (mut path, mut id) = (StringBuilder::new(), StringBuilder::new());
+    let mut path_bytes = BinaryBuilder::new();
     let (mut indexed, mut representative, mut duplicate, mut exact) =
         (flag(), flag(), flag(), flag());
     let mut similarity = Float64Builder::with_capacity(rows);
@@ -92,6 +97,7 @@ fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
             cluster.append_value(c.id as i64);
             size.append_value(c.size as i64);
             path.append_value(&m.path);
+            path_bytes.append_option(m.path_bytes());
             line.append_option(m.line().map(|l| l as i64));
             id.append_option(m.id());
             bytes.append_value(m.bytes as i64);
@@ -106,6 +112,7 @@ fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
         Arc::new(cluster.finish()) as ArrayRef,
         Arc::new(size.finish()),
         Arc::new(path.finish()),
+        Arc::new(path_bytes.finish()),
         Arc::new(line.finish()),
         Arc::new(id.finish()),
         Arc::new(bytes.finish()),
