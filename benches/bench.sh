@@ -110,6 +110,7 @@ bench_corpus() {
     header
     local -a configs=(
         "default (word 5, oph)|"
+        "--cluster components|--cluster components"
         "--shingle char|--shingle char"
         "--sketch kperm|--sketch kperm"
         "--verify estimate|--verify estimate"

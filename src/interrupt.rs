@@ -23,6 +23,7 @@ pub fn install() {
             .compare_exchange(SCANNING, INTERRUPTED, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
+            crate::messages::clear_progress_line();
             std::process::exit(ExitCode::Interrupted.code());
         }
         STATE.store(INTERRUPTED, Ordering::SeqCst);

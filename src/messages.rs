@@ -7,8 +7,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+use indicatif::{
+    HumanCount, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike,
+};
 
 /// A file that could not be read, for the report's `errors`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,25 +70,146 @@ impl Messages {
         }
     }
 
-    /// A progress bar of `len` steps on stderr, hidden unless progress is on.
-    pub fn progress_bar(&self, len: u64, what: &str) -> ProgressBar {
-        if self.quiet || !self.progress {
-            return ProgressBar::hidden();
-        }
-        let target = if std::io::stderr().is_terminal() {
-            ProgressDrawTarget::stderr()
+    /// A progress bar of `len` `unit` on stderr, hidden unless progress is on.
+    pub fn progress(&self, len: u64, what: &'static str, unit: &'static str) -> Progress {
+        let mode = if self.quiet || !self.progress {
+            None
+        } else if std::io::stderr().is_terminal() {
+            Some(ProgressMode::Terminal)
         } else {
-            // `--progress always` into a log: one plain line a second, no cursor movement.
-            ProgressDrawTarget::term_like(Box::<LogLines>::default())
+            Some(ProgressMode::Log)
         };
-        let bar = ProgressBar::with_draw_target(Some(len), target);
-        if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed}")
-        {
-            bar.set_style(style.progress_chars("=> "));
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+        let template = format!(
+            "{{prefix}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit}, {{rate}}, ETA {{eta}}"
+        );
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            let style = style.progress_chars("=> ").with_key(
+                "rate",
+                move |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}", rate(s.per_sec(), unit));
+                },
+            );
+            bar.set_style(style);
         }
-        bar.set_prefix(what.to_string());
-        bar
+        bar.set_prefix(what);
+        Progress {
+            bar,
+            mode,
+            what,
+            unit,
+            start: Instant::now(),
+            shown: AtomicBool::new(false),
+            done: false,
+        }
     }
+}
+
+/// How much there is to show: a run over sooner than this draws no bar (a handful of files).
+const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+
+/// True while a bar may be on the terminal's last line, for the Ctrl-C handler to clear.
+static BAR_ON_TERMINAL: AtomicBool = AtomicBool::new(false);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProgressMode {
+    /// Redrawn in place.
+    Terminal,
+    /// `--progress always` into a pipe or file: a plain line at most once a second, and a last
+    /// line with the totals.
+    Log,
+}
+
+/// A progress bar that appears only once a run has taken a second, so a handful of files draws
+/// nothing, and that ends with a line of totals in a log.
+#[derive(Debug)]
+pub struct Progress {
+    bar: ProgressBar,
+    mode: Option<ProgressMode>,
+    what: &'static str,
+    unit: &'static str,
+    start: Instant,
+    shown: AtomicBool,
+    done: bool,
+}
+
+impl Progress {
+    /// `n` more done.
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+        let Some(mode) = self.mode else { return };
+        if !self.shown.load(Ordering::Relaxed)
+            && self.start.elapsed() >= PROGRESS_DELAY
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
+            let target = match mode {
+                ProgressMode::Terminal => {
+                    BAR_ON_TERMINAL.store(true, Ordering::SeqCst);
+                    ProgressDrawTarget::stderr()
+                }
+                ProgressMode::Log => ProgressDrawTarget::term_like(Box::<LogLines>::default()),
+            };
+            self.bar.set_draw_target(target);
+        }
+    }
+
+    /// Ends the bar: cleared from a terminal; in a log, a last line with the totals.
+    pub fn finish(mut self) {
+        self.end(true);
+    }
+
+    fn end(&mut self, complete: bool) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        match self.mode {
+            Some(ProgressMode::Terminal) => {
+                self.bar.finish_and_clear();
+                BAR_ON_TERMINAL.store(false, Ordering::SeqCst);
+            }
+            Some(ProgressMode::Log) if complete => {
+                let secs = self.start.elapsed().as_secs_f64();
+                let line = totals_line(self.what, self.bar.position(), self.unit, secs);
+                let _ = writeln!(std::io::stderr().lock(), "dupfind: progress: {line}");
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Progress {
+    /// A bar left behind by an error is cleared, with no totals line.
+    fn drop(&mut self) {
+        self.end(false);
+    }
+}
+
+/// Clears the progress bar's line on a terminal, for an exit that skips the bar's own ending
+/// (Ctrl-C), so the shell's prompt does not land beside a half-drawn bar.
+pub fn clear_progress_line() {
+    if BAR_ON_TERMINAL.swap(false, Ordering::SeqCst) {
+        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+    }
+}
+
+/// `1,234 files/s`.
+fn rate(per_sec: f64, unit: &str) -> String {
+    let per_sec = if per_sec.is_finite() {
+        per_sec.max(0.0)
+    } else {
+        0.0
+    };
+    format!("{} {unit}/s", HumanCount(per_sec.round() as u64))
+}
+
+/// The last line of a log: `reading: 10,339 files in 1.2 s (8,616 files/s)`.
+fn totals_line(what: &str, done: u64, unit: &str, secs: f64) -> String {
+    let per_sec = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    format!(
+        "{what}: {} {unit} in {secs:.1} s ({})",
+        HumanCount(done),
+        rate(per_sec, unit)
+    )
 }
 
 /// A progress target for a stderr that is not a terminal (`--progress always` into a log): a
@@ -186,6 +311,21 @@ pub fn io_reason(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_rates_and_totals_read_as_counts_with_units() {
+        assert_eq!(rate(8615.6, "files"), "8,616 files/s");
+        assert_eq!(rate(f64::INFINITY, "files"), "0 files/s");
+        assert_eq!(rate(f64::NAN, "documents"), "0 documents/s");
+        assert_eq!(
+            totals_line("reading", 10_339, "files", 1.2),
+            "reading: 10,339 files in 1.2 s (8,616 files/s)"
+        );
+        assert_eq!(
+            totals_line("verifying", 0, "documents", 0.0),
+            "verifying: 0 documents in 0.0 s (0 documents/s)"
+        );
+    }
 
     #[test]
     fn escapes_control_characters_in_names() {

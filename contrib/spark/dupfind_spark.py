@@ -12,7 +12,8 @@ What runs where (docs/staged-engines.md has the whole story):
     group              Spark SQL: the key files read as a DataFrame, grouped by (table, key)
                        -- the shuffle -- and each partition's buckets written by its task with
                        pyarrow, in the group stage's exact file contract
-    stage components   the driver (one process: the edges must fit in its memory)
+    stage components   the driver (one process; it streams the group files and holds about
+                       20 bytes per candidate document, never the buckets or edges)
     stage route        Spark tasks, one per shard
     stage verify       Spark tasks, one per partition
     stage dataset      Spark tasks, one per shard (with --write-dataset; else nothing to do)

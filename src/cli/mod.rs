@@ -184,7 +184,12 @@ fn parse_index(s: &str) -> Result<(u32, u32), String> {
 #[derive(Debug, Subcommand)]
 pub enum IndexCommand {
     /// Scan PATHs as `scan` does (same options, same report) and record every document's
-    /// identity, signature and shingle set in a new index in DIR.
+    /// identity, signature and content in a new index in DIR.
+    // Standard input has no path to check again on a later scan, so it is not offered here.
+    #[command(mut_arg("paths", |a| a
+        .help("Directories or files to scan [default: ., unless --files-from is given]")
+        .long_help("Directories or files to scan [default: ., unless --files-from is given]. Not \
+            `-`: standard input has no path to check again, so it cannot go into an index.")))]
     Build(Box<IndexBuildArgs>),
     /// Check an index (every checksum) and print its parameters, generation, segments, size
     /// and what `index prune` would drop, as JSON.

@@ -362,6 +362,9 @@ pub struct ScanArgs {
     pub verbose: bool,
 
     /// Progress bar on stderr: auto (a terminal), never or always.
+    ///
+    /// Drawn once a run has taken a second; into a log, a plain line a second and a line of
+    /// totals.
     #[arg(long, value_enum, default_value_t = ProgressWhen::Auto, help_heading = OUTPUT)]
     pub progress: ProgressWhen,
 }

@@ -396,8 +396,9 @@ impl Config {
         Ok(cfg)
     }
 
-    /// An index stores K-value signatures and shingle sets: what exact or estimated Jaccard
-    /// needs, not the token sequences of `--verify edit` or the sketches of `--sketch bottom-k`.
+    /// An index stores K-value signatures and each document's content (text, or a format-1
+    /// index's shingle hashes): what exact or estimated Jaccard needs. Edit similarity against
+    /// indexed documents is not written yet, and bottom-k sketches are not stored.
     fn check_index_use(&self) -> Result<()> {
         if self.against.is_none() {
             return Ok(());
@@ -413,7 +414,7 @@ impl Config {
                 bail!("--containment cannot be used with an index yet (it needs every set's size)");
             }
             if *verify == Verify::Edit {
-                bail!("--verify edit cannot be used with an index (it stores shingle sets, not token sequences)");
+                bail!("--verify edit cannot be used with an index yet (indexed documents are checked on shingle sets only)");
             }
             if *bottom_k {
                 bail!("--sketch bottom-k cannot be used with an index (it stores K-permutation or OPH signatures)");

@@ -124,7 +124,8 @@ fn table<'a>(
 
 fn memory_text(m: &Memory, what: &str) -> String {
     format!(
-        "{what} {} B + buckets {} × {BUCKET_ENTRY_BYTES} B + overhead {} B = {} B + path",
+        "{what} {} B + buckets {} × {BUCKET_ENTRY_BYTES} B + overhead {} B = {} B + path, \
+         kept per document (a run's peak per document: docs/scale.md)",
         m.signature_bytes, m.bucket_entries, m.overhead_bytes, m.total_bytes
     )
 }

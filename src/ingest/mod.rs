@@ -255,7 +255,7 @@ impl Ingest<'_> {
         if out.over_budget.is_some() {
             return out;
         }
-        let bar = self.msgs.progress_bar(files.len() as u64, "reading");
+        let bar = self.msgs.progress(files.len() as u64, "reading", "files");
         let mut bottom = Vec::new();
         // Documents whose file has other names, found when read.
         let mut linked = Vec::new();
@@ -310,7 +310,7 @@ impl Ingest<'_> {
                 out.entries.append(&mut run);
             }
         }
-        bar.finish_and_clear();
+        bar.finish();
         merge_links(&mut out, &mut bottom, &linked, self.lanes, self.slot_len());
         // The workers' distinct-shingle sketches are merged as they are dropped.
         drop(workers);

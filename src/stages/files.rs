@@ -209,6 +209,14 @@ impl ParquetOut {
             .with_context(|| format!("writing {}", display_path(self.pending.path())))
     }
 
+    /// Ends the row group being written, so that a reader holds no more than what was written
+    /// since the last one.
+    pub fn end_row_group(&mut self) -> Result<()> {
+        self.writer
+            .flush()
+            .with_context(|| format!("writing {}", display_path(self.pending.path())))
+    }
+
     /// Finishes the file and makes it visible; returns its name and CRC-32 for the summary.
     pub fn commit(self) -> Result<Written> {
         let what = || format!("writing {}", display_path(self.pending.path()));

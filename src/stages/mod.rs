@@ -35,7 +35,7 @@ mod status;
 mod summary;
 mod verify;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -44,7 +44,15 @@ use crate::exit::ExitCode;
 use crate::messages::display_path;
 
 /// Runs one stage.
-pub fn run(cmd: StageCommand) -> Result<ExitCode> {
+pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
+    match &mut cmd {
+        StageCommand::Sign { task, .. }
+        | StageCommand::Route { task, .. }
+        | StageCommand::Verify { task, .. }
+        | StageCommand::Dataset { task, .. } => task.work = seen_from_init_dir(&task.work),
+        StageCommand::Report { work } => *work = seen_from_init_dir(work),
+        _ => {}
+    }
     match cmd {
         StageCommand::Init(args) => {
             init::init(&args.work, args.shards, args.parts, args.scan)?;
@@ -85,6 +93,23 @@ pub fn run(cmd: StageCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Success)
+}
+
+/// `--work` as it must be named once a stage has entered the directory `stage init` ran in
+/// ([`plan::Plan::config`]): as given when run from there, else absolute, so that `--work .`
+/// inside the work directory still names it. A work directory without a readable plan is left
+/// as given, for the stage to say what is wrong with it.
+fn seen_from_init_dir(work: &Path) -> PathBuf {
+    if work.is_absolute() {
+        return work.to_path_buf();
+    }
+    let init_dir = plan::Plan::read(work)
+        .ok()
+        .and_then(|p| plan::path_from_b64(&p.cwd).ok());
+    match (std::env::current_dir(), init_dir) {
+        (Ok(here), Some(there)) if here != there => here.join(work),
+        _ => work.to_path_buf(),
+    }
 }
 
 /// Runs `f` on a pool of the task's `--threads`, else the plan's.

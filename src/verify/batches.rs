@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
 use crate::input::walk::FileEntry;
-use crate::messages::Messages;
+use crate::messages::{Messages, Progress};
 use crate::pairs::UnionFind;
 use crate::sketch::shingle::ShingleKind;
 
@@ -53,11 +53,7 @@ impl Batches<'_> {
         &self,
         kept: &mut [Option<Set>],
         tables: &[Buckets],
-        mut verify: impl FnMut(
-            &[Vec<&[u32]>],
-            &mut [Option<Set>],
-            &indicatif::ProgressBar,
-        ) -> Verification,
+        mut verify: impl FnMut(&[Vec<&[u32]>], &mut [Option<Set>], &Progress) -> Verification,
     ) -> Verification {
         let n = kept.len();
         let mut components = UnionFind::new(n);
@@ -97,7 +93,7 @@ impl Batches<'_> {
         entries.par_sort_unstable();
 
         let total = bucketed.iter().filter(|&&b| b).count() as u64;
-        let bar = self.msgs.progress_bar(total, "verifying");
+        let bar = self.msgs.progress(total, "verifying", "documents");
         let mut out = Verification::default();
         let mut start = 0;
         while start < entries.len() {
@@ -122,7 +118,7 @@ impl Batches<'_> {
             out.rehearsed.extend(v.rehearsed);
             start = end;
         }
-        bar.finish_and_clear();
+        bar.finish();
         out
     }
 }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::candidates::buckets::Buckets;
 use crate::ingest::worker::{DocWorker, Engine};
 use crate::input::walk::FileEntry;
-use crate::messages::{display_path, InputError, Messages};
+use crate::messages::{display_path, InputError, Messages, Progress};
 use crate::pairs::{DocId, Score, UnionFind};
 use crate::sketch::shingle::into_set;
 
@@ -242,7 +242,7 @@ impl SetVerifier<'_> {
         kept: &mut [Option<Set>],
         needed: &[AtomicBool],
         errors: &mut Vec<InputError>,
-        bar: &indicatif::ProgressBar,
+        bar: &Progress,
     ) -> Loaded {
         let fresh = self.needed(per_table, needed);
         let docs = self.judge.docs;

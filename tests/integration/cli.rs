@@ -124,12 +124,24 @@ fn progress_goes_to_stderr_only() {
     let shown = t.run(&["scan", "--progress", "always", "."]);
     assert_eq!(shown.code(), 0, "{}", shown.stderr);
     assert_eq!(quiet.stdout, shown.stdout);
-    // stderr is a pipe here: `always` still reports, as plain lines for a log.
+    // stderr is a pipe here: `always` still reports, as plain lines for a log, and each bar
+    // ends with a line of totals, in its units, whether or not the run lasted long enough for
+    // a bar (a second).
+    let totals: Vec<&str> = shown
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("dupfind: progress: ") && !l.contains(" ["))
+        .collect();
+    assert_eq!(totals.len(), 2, "{}", shown.stderr);
     assert!(
-        shown
-            .stderr
-            .lines()
-            .any(|l| l.starts_with("dupfind: progress: reading [") && l.ends_with("0s")),
+        totals[0].starts_with("dupfind: progress: reading: 8 files in ")
+            && totals[0].ends_with(" files/s)"),
+        "{}",
+        shown.stderr
+    );
+    assert!(
+        totals[1].starts_with("dupfind: progress: verifying: ")
+            && totals[1].ends_with(" documents/s)"),
         "{}",
         shown.stderr
     );

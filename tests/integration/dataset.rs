@@ -160,7 +160,16 @@ fn documents_the_dataset_lacks_are_summed_up_as_such_not_as_bad_lines() {
         .concat()
     };
     t.write("in/d.jsonl", dump(&text(4101, 200)));
-    let init = ["stage", "init", "--work", "w", "-q", "--write-dataset", "out", "in"];
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "-q",
+        "--write-dataset",
+        "out",
+        "in",
+    ];
     for args in [
         &init[..],
         &["stage", "sign", "--work", "w", "--shard", "0/1"],
@@ -185,7 +194,10 @@ fn documents_the_dataset_lacks_are_summed_up_as_such_not_as_bad_lines() {
     let errors = &r.json()["errors"];
     assert_eq!(errors[0]["line"], 3, "{errors}");
     assert!(
-        errors[0]["error"].as_str().unwrap().starts_with("not in the dataset"),
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not in the dataset"),
         "{errors}"
     );
 }

@@ -687,3 +687,79 @@ fn staged_warnings_equal_scans_for_unreadable_oversized_and_unreadable_again_mem
     }
     assert_same_as_scan(&t, &args, &[(1, 1), (2, 2), (3, 2)]);
 }
+
+#[test]
+fn stages_run_from_inside_the_work_directory_with_work_dot() {
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "c"]);
+    let r = t.run(&[
+        "stage", "init", "--work", "w", "--shards", "2", "--parts", "2", "c",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // Every later stage from inside w: the stages that enter init's directory (where `c` is)
+    // must still find `.`, and report `c/…` paths as init named them.
+    let inside = |args: &[&str]| {
+        let mut c = std::process::Command::new(super::util::bin());
+        c.args(args)
+            .current_dir(t.join("w"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let r = super::util::run_command(c);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    for i in ["0/2", "1/2"] {
+        inside(&["stage", "sign", "--work", ".", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        inside(&["stage", "group", "--work", ".", "--part", j]);
+    }
+    inside(&["stage", "components", "--work", "."]);
+    for i in ["0/2", "1/2"] {
+        inside(&["stage", "route", "--work", ".", "--shard", i]);
+    }
+    for j in ["0/2", "1/2"] {
+        inside(&["stage", "verify", "--work", ".", "--part", j]);
+    }
+    let report = inside(&["stage", "report", "--work", "."]);
+    assert!(
+        report.stdout == scan.stdout,
+        "{}",
+        first_difference(&scan.stdout, &report.stdout)
+    );
+}
+
+#[test]
+fn a_damaged_or_missing_clusters_file_is_named_before_any_of_the_report_is_written() {
+    let t = TestDir::new();
+    corpus(&t);
+    let ok = staged(&t, "w", 2, 2, &["-q", "--format", "jsonl", "c"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr);
+    let file = t.join("w/verify/part-000001.clusters.parquet");
+    let saved = fs::read(&file).unwrap();
+    // A flipped bit in the middle: the CRC-32 the summary records no longer matches.
+    let mut bad = saved.clone();
+    bad[saved.len() / 2] ^= 0x10;
+    fs::write(&file, &bad).unwrap();
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.stdout, "", "nothing of a report is written");
+    assert!(
+        r.stderr.contains("part-000001.clusters.parquet"),
+        "{}",
+        r.stderr
+    );
+    fs::remove_file(&file).unwrap();
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("part-000001.clusters.parquet is missing"),
+        "{}",
+        r.stderr
+    );
+    fs::write(&file, &saved).unwrap();
+    let again = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(again.stdout, ok.stdout);
+}
