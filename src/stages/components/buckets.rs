@@ -12,7 +12,7 @@ use arrow_array::{Int32Array, Int64Array, RecordBatch};
 
 use crate::messages::display_path;
 use crate::stages::columns::{column, key_from_i64, Int64Lists};
-use crate::stages::files::{self, Input};
+use crate::stages::files::{CheckedParquet, Input};
 use crate::stages::group::buckets_path;
 use crate::stages::lineage::{Lineage, Place};
 use crate::stages::plan::Plan;
@@ -30,12 +30,53 @@ pub struct Bucket<'a> {
     pub aux: &'a [i64],
 }
 
+/// A group file checked once (tag and CRC-32), whose row groups are then read apart, by as
+/// many threads as the stage has.
+pub struct GroupParts {
+    file: CheckedParquet,
+    part: Option<(u32, u32)>,
+}
+
+impl GroupParts {
+    /// Group partition `part`'s file, written by the attempt `group`.
+    pub fn open(work: &Path, plan: &Plan, group: &Lineage, part: u32) -> Result<GroupParts> {
+        let place = Place::part("group", part);
+        let input = Input::new(work, buckets_path(work, part), group, place);
+        Ok(GroupParts {
+            file: CheckedParquet::open(&input, "its partition was not grouped completely")?,
+            part: Some((part, plan.parts)),
+        })
+    }
+
+    /// Its row groups.
+    pub fn row_groups(&self) -> usize {
+        self.file.row_groups()
+    }
+
+    /// The least and greatest table of row group `rg`, where the file records them.
+    pub fn tables(&self, rg: usize) -> Option<(i32, i32)> {
+        self.file.i32_range(rg, "table")
+    }
+
+    /// Its buckets in row groups `groups` (all when none), in order.
+    pub fn reader(&self, groups: Option<Vec<usize>>) -> Result<GroupFile> {
+        Ok(GroupFile {
+            path: self.file.path().to_path_buf(),
+            part: self.part,
+            batches: Box::new(self.file.batches(groups)?),
+            chunk: Chunk::default(),
+            row: None,
+            last: None,
+        })
+    }
+}
+
 /// One group file, read in order.
 pub struct GroupFile {
     path: PathBuf,
     /// The partition of band keys its buckets must belong to, when checked.
     part: Option<(u32, u32)>,
-    batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     chunk: Chunk,
     /// The current bucket's row in `chunk`.
     row: Option<usize>,
@@ -55,28 +96,6 @@ struct Chunk {
 }
 
 impl GroupFile {
-    /// Opens group partition `part`'s file, written by the attempt `group`: every bucket's key
-    /// must be of that partition.
-    pub fn open(work: &Path, plan: &Plan, group: &Lineage, part: u32) -> Result<GroupFile> {
-        let place = Place::part("group", part);
-        let input = Input::new(work, buckets_path(work, part), group, place);
-        let mut file = GroupFile::at(&input)?;
-        file.part = Some((part, plan.parts));
-        Ok(file)
-    }
-
-    /// Opens the group file `input`.
-    pub fn at(input: &Input<'_>) -> Result<GroupFile> {
-        let batches = files::read_parquet(input, "its partition was not grouped completely")?;
-        Ok(GroupFile {
-            path: input.path().to_path_buf(),
-            part: None,
-            batches: Box::new(batches),
-            chunk: Chunk::default(),
-            row: None,
-            last: None,
-        })
-    }
 
     /// Moves to the next bucket; false at the end of the file.
     pub fn advance(&mut self) -> Result<bool> {
@@ -220,13 +239,16 @@ pub fn test_group() -> Lineage {
 
 /// Opens a file [`write_group_file`] wrote.
 #[cfg(test)]
+pub fn test_parts(work: &Path, path: &Path, group: &Lineage) -> Result<GroupParts> {
+    let input = Input::new(work, path.to_path_buf(), group, Place::part("group", 0));
+    let file = CheckedParquet::open(&input, "its partition was not grouped completely")?;
+    Ok(GroupParts { file, part: None })
+}
+
+/// Opens a file [`write_group_file`] wrote, to read it whole.
+#[cfg(test)]
 pub fn test_open(work: &Path, path: &Path, group: &Lineage) -> Result<GroupFile> {
-    GroupFile::at(&Input::new(
-        work,
-        path.to_path_buf(),
-        group,
-        Place::part("group", 0),
-    ))
+    test_parts(work, path, group)?.reader(None)
 }
 
 /// Writes a group file at `path` in `work` for the attempt `group`, a record batch per item
@@ -237,6 +259,7 @@ pub fn write_group_file(work: &Path, path: &Path, group: &mut Lineage, batches: 
     use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
 
     use crate::stages::columns::{arc, batch};
+    use crate::stages::files;
 
     let batches: Vec<RecordBatch> = (batches.iter())
         .map(|rows| {
