@@ -275,7 +275,9 @@ pub fn read_parquet(
 /// can then be read separately (by several threads at once).
 pub struct CheckedParquet {
     path: PathBuf,
-    file: File,
+    /// Shared by every reader of the file: one descriptor however many read it (a merge of
+    /// many partitions on many threads would otherwise hold threads × partitions).
+    file: Arc<Positioned>,
     meta: ArrowReaderMetadata,
 }
 
@@ -325,7 +327,7 @@ impl CheckedParquet {
             })?;
         Ok(CheckedParquet {
             path: path.to_path_buf(),
-            file,
+            file: Arc::new(Positioned(file)),
             meta,
         })
     }
@@ -344,11 +346,12 @@ impl CheckedParquet {
     /// file records them.
     pub fn i32_range(&self, rg: usize, name: &str) -> Option<(i32, i32)> {
         let rg = self.meta.metadata().row_groups().get(rg)?;
-        let col = rg.columns().iter().find(|c| c.column_path().string() == name)?;
+        let col = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)?;
         match col.statistics()? {
-            parquet::file::statistics::Statistics::Int32(s) => {
-                Some((*s.min_opt()?, *s.max_opt()?))
-            }
+            parquet::file::statistics::Statistics::Int32(s) => Some((*s.min_opt()?, *s.max_opt()?)),
             _ => None,
         }
     }
@@ -358,9 +361,7 @@ impl CheckedParquet {
         &self,
         groups: Option<Vec<usize>>,
     ) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
-        let file = (self.file.try_clone())
-            .with_context(|| format!("opening {}", display_path(&self.path)))?;
-        let file = Buffered(Positioned(file));
+        let file = Buffered(Arc::clone(&self.file));
         let mut builder =
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone());
         if let Some(groups) = groups {
@@ -374,7 +375,7 @@ impl CheckedParquet {
 
 /// A file read at offsets, so that readers on several threads never move each other's cursor
 /// (a `File`'s clones share one), its page headers through a buffer as a `File`'s are.
-struct Buffered(Positioned);
+struct Buffered(Arc<Positioned>);
 
 impl Length for Buffered {
     fn len(&self) -> u64 {

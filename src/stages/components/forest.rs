@@ -302,8 +302,18 @@ mod tests {
         let want = [(m, 0), (m, m - 1), (3, m), (2, 1), (2, 7)];
         assert_eq!(order::<AtomicU32>(&sets), want);
         // Past 2³²: sizes and roots that only the wide entries hold.
-        let big = [(m + 5, m + 9), (2, m + 1), (m + 5, 3), (u64::MAX - 1, u64::MAX - 1)];
-        let want = [(u64::MAX - 1, u64::MAX - 1), (m + 5, 3), (m + 5, m + 9), (2, m + 1)];
+        let big = [
+            (m + 5, m + 9),
+            (2, m + 1),
+            (m + 5, 3),
+            (u64::MAX - 1, u64::MAX - 1),
+        ];
+        let want = [
+            (u64::MAX - 1, u64::MAX - 1),
+            (m + 5, 3),
+            (m + 5, m + 9),
+            (2, m + 1),
+        ];
         assert_eq!(order::<AtomicU64>(&big), want);
     }
 

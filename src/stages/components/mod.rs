@@ -43,7 +43,7 @@ use super::plan::Plan;
 use super::sign::CONTENT_TABLE;
 use super::summary::ComponentsSummary;
 
-use buckets::{GroupParts, Merge};
+use buckets::{GroupParts, Ranges};
 use copies::Copies;
 use forest::{Forest, Parts, Slot};
 use ids::{Ids, IdsBuilder};
@@ -130,15 +130,20 @@ struct Found {
 fn join<S: Slot>(run: &Run<'_>, lineage: &Lineage, copies: &Copies, ids: &Ids) -> Result<Found> {
     let mut forest = Forest::<S>::new(ids.len());
     let f = &forest;
-    par_each_band(run, copies, || (), |(), units| {
-        let mut prev = index(ids, units[0])?;
-        for &d in &units[1..] {
-            let i = index(ids, d)?;
-            f.union(prev, i);
-            prev = i;
-        }
-        Ok(())
-    })?;
+    par_each_band(
+        run,
+        copies,
+        || (),
+        |(), units| {
+            let mut prev = index(ids, units[0])?;
+            for &d in &units[1..] {
+                let i = index(ids, d)?;
+                f.union(prev, i);
+                prev = i;
+            }
+            Ok(())
+        },
+    )?;
     // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
     // bucketed documents are in sets of two or more yet.
     let largest_component = Some(forest.count()).filter(|&s| s >= 2).unwrap_or(0);
@@ -163,7 +168,10 @@ fn join<S: Slot>(run: &Run<'_>, lineage: &Lineage, copies: &Copies, ids: &Ids) -
         },
     );
     Ok(Found {
-        written: [buckets?, copied?, assigned?].into_iter().flatten().collect(),
+        written: [buckets?, copied?, assigned?]
+            .into_iter()
+            .flatten()
+            .collect(),
         components: parts.count,
         largest_component,
     })
@@ -239,8 +247,8 @@ fn par_each_band<T: Send>(
 
 /// The candidate documents (the units of the band buckets that keep two or more, and the
 /// members of the byte-identical groups), and the units of the largest band bucket. The row
-/// groups are read a few per thread at a time, each one's documents sorted on its thread, then
-/// merged into the ids.
+/// groups are read two per thread at a time, then their documents added to the ids (sorted
+/// on every thread as they are merged in).
 fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
     let mut ids = IdsBuilder::default();
     let mut largest = 0;
@@ -261,8 +269,6 @@ fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
                         }
                     }
                 }
-                docs.sort_unstable();
-                docs.dedup();
                 Ok((docs, largest))
             })
             .collect::<Result<_>>()?;
@@ -287,28 +293,26 @@ fn index(ids: &Ids, doc: i64) -> Result<u64> {
     })
 }
 
-/// The bounds of `n` ranges of the (table, key) order covering the band tables `tables`, as
-/// even as the order allows: range k holds (table, key) from bound k included to bound k + 1
-/// excluded (the last: to the end).
-fn ranges(tables: (i32, i32), n: usize) -> Vec<(i32, i64)> {
-    let (lo, hi) = tables;
-    let span = (i128::from(hi) - i128::from(lo) + 1) << 64;
-    (0..n as i128)
-        .map(|k| {
-            let at = span * k / n as i128;
-            let table = i128::from(lo) + (at >> 64);
-            let key = (at & ((1 << 64) - 1)) - (1 << 63);
-            (table as i32, key as i64)
-        })
-        .collect()
+/// What one group-file reader of the merge holds, at most: a record batch and the page being
+/// decoded. Each range of the merge reads every file, so its readers are ranges × partitions,
+/// kept within an eighth of the memory budget (`--max-memory`): at the default budget of a
+/// 24 GB machine, 1,100 readers (2 partitions: every thread; 1,000 partitions: one range).
+const READER_BYTES: u64 = 2 << 20;
+
+/// The ranges the merge may run as, at most, by the memory budget (see [`READER_BYTES`]).
+fn merge_ranges(plan: &Plan) -> usize {
+    let budget = (plan.options.max_memory).unwrap_or_else(crate::budget::default_limit);
+    let readers = budget / 8 / READER_BYTES;
+    (readers / u64::from(plan.parts.max(1))).max(1) as usize
 }
 
 /// Each partition's band buckets, in (table, key) order: the group files merged, each bucket
 /// spilled to its partition, then each partition's file written from what was spilled. With
-/// T threads the merge runs as T ranges of the (table, key) order at once, each over the row
-/// groups that hold some of its tables (from the files' statistics; every row group where a
-/// file has none), and a partition's buckets are read back range after range: the same
-/// buckets in the same order whatever T. The partitions' files are written in parallel.
+/// T threads the merge runs as up to T ranges of the (table, key) order at once (fewer with
+/// many partitions: [`READER_BYTES`]), each over the row groups that hold some of its tables
+/// (from the files' statistics; every row group where a file has none), and a partition's
+/// buckets are read back range after range: the same buckets in the same order whatever T.
+/// The partitions' files are written in parallel.
 fn write_buckets<S: Slot>(
     run: &Run<'_>,
     lineage: &Lineage,
@@ -316,48 +320,22 @@ fn write_buckets<S: Slot>(
 ) -> Result<Vec<Written>> {
     let (plan, work) = (run.plan, run.work);
     let spill = Spill::new(&work.join("components"))?;
-    let mut stats: Vec<Vec<Option<(i32, i32)>>> = Vec::new();
-    for file in &run.files {
-        stats.push((0..file.row_groups()).map(|rg| file.tables(rg)).collect());
-    }
-    let known = || stats.iter().flatten();
-    let tables = (known().all(Option::is_some))
-        .then(|| known().flatten().map(|t| (t.0.max(0), t.1)))
-        .and_then(|mut t| t.next().map(|first| t.fold(first, |a, b| (a.0.min(b.0), a.1.max(b.1)))))
-        .filter(|t| t.0 <= t.1);
-    let bounds = match tables {
-        Some(t) if rayon::current_num_threads() > 1 => ranges(t, rayon::current_num_threads()),
-        _ => vec![(i32::MIN, i64::MIN)],
-    };
-    let n = bounds.len();
+    let n = rayon::current_num_threads().min(merge_ranges(plan));
+    let ranges = Ranges::new(&run.files, n);
+    let n = ranges.len();
     let spilled: Vec<Spilled> = (0..n)
         .into_par_iter()
         .map(|k| {
-            let (lo, hi) = (bounds[k], bounds.get(k + 1).copied());
-            let overlaps = |t: &Option<(i32, i32)>| {
-                t.map_or(true, |(a, b)| b >= lo.0 && hi.map_or(true, |hi| a <= hi.0))
-            };
-            let files = (run.files.iter().zip(&stats)).map(|(file, stats)| {
-                let groups = (0..stats.len()).filter(|&rg| overlaps(&stats[rg]));
-                file.reader(Some(groups.collect()))
-            });
-            let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
             let mut out = spill.writer(plan.parts, n);
             let mut units = Vec::new();
-            while let Some(b) = merged.next_bucket()? {
-                let at = (b.table, b.key);
-                if b.table == CONTENT_TABLE || at < lo {
-                    continue;
-                }
-                if hi.is_some_and(|hi| at >= hi) {
-                    break;
-                }
+            ranges.each(k, |b| {
                 dealt.copies.units_of(b.docs, &mut units);
                 if units.len() >= 2 {
                     // Every unit of a bucket is in its first's component.
                     out.push(dealt.part_of(units[0])?, b.table, b.key, &units)?;
                 }
-            }
+                Ok(())
+            })?;
             Ok(out.finish())
         })
         .collect::<Result<_>>()?;
@@ -412,9 +390,9 @@ fn write_assign<S: Slot>(
             let file = Place::shard("components", shard);
             let mut out: Sink<AssignRows> =
                 Sink::new(run.output(lineage, assign_path(work, shard), file));
-            for i in from..to {
+            for (i, &doc) in ids.iter().enumerate().take(to).skip(from) {
                 let part = dealt.parts.part(i as u64) as i32;
-                out.push((ids[i], dealt.copies.canon(ids[i]), part))?;
+                out.push((doc, dealt.copies.canon(doc), part))?;
             }
             out.commit()
         })
@@ -424,23 +402,6 @@ fn write_assign<S: Slot>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges_cut_the_table_and_key_order_evenly_and_in_order() {
-        assert_eq!(ranges((0, 18), 1), [(0, i64::MIN)]);
-        assert_eq!(ranges((0, 1), 2), [(0, i64::MIN), (1, i64::MIN)]);
-        // Within one table: its keys halved, then quartered.
-        assert_eq!(ranges((3, 3), 2), [(3, i64::MIN), (3, 0)]);
-        assert_eq!(
-            ranges((3, 3), 4),
-            [(3, i64::MIN), (3, i64::MIN / 2), (3, 0), (3, i64::MAX / 2 + 1)]
-        );
-        let r = ranges((0, 18), 32);
-        assert_eq!(r.len(), 32);
-        assert!(r.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(r[0], (0, i64::MIN));
-        assert_eq!(r[31].0, 18);
-    }
 
     #[test]
     fn indices_are_wide_only_past_what_u32_numbers() {

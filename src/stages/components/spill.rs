@@ -115,7 +115,9 @@ impl SpillWriter<'_> {
             .for_each(|d| p.buffer.extend_from_slice(&d.to_le_bytes()));
         if p.buffer.len() >= self.buffer {
             let spill = self.spill;
-            let at = spill.end.fetch_add(p.buffer.len() as u64, Ordering::Relaxed);
+            let at = spill
+                .end
+                .fetch_add(p.buffer.len() as u64, Ordering::Relaxed);
             (spill.file.write_all_at(&p.buffer, at)).with_context(|| {
                 format!("writing a temporary file in {}", display_path(&spill.dir))
             })?;
