@@ -47,17 +47,21 @@ pub fn deliver_then_commit(
     Ok(quiet_summary(report, code, cfg))
 }
 
-/// Writes the report where it goes, stopping early once interrupted.
+/// Writes the report where it goes, stopping early once interrupted; then says what the
+/// format left out (`--format paths`), which is known once the clusters have gone by.
 fn write_report(report: &report::Report, cfg: &Config) -> Result<()> {
-    if let crate::config::OutputFormat::Paths { null } = cfg.format {
-        for warning in report::paths::withheld(report, null) {
-            cfg.messages.warn(&warning);
-        }
-    }
-    cfg.sink.write(
-        |out| report::write(report, cfg.format, cfg.color, out),
+    let mut withheld = Vec::new();
+    let written = cfg.sink.write(
+        |out| {
+            withheld = report::write(report, cfg.format, cfg.color, out)?;
+            Ok(())
+        },
         || !interrupt::interrupted(),
-    )
+    );
+    for warning in &withheld {
+        cfg.messages.warn(warning);
+    }
+    written
 }
 
 /// With `-q`, a run ending in status 2 still says so in one line.

@@ -12,7 +12,9 @@ use crate::messages::InputError;
 use crate::verify::Verified;
 
 use super::counts::Counts;
-use super::{path_fields, ClusterOut, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION};
+use super::{
+    path_fields, ClusterOut, Clusters, ErrorOut, IndexStats, Report, Stats, SCHEMA_VERSION,
+};
 
 /// What the walk counted.
 pub struct WalkCounts {
@@ -89,7 +91,13 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
         }
         errors.extend(u.errors);
     }
-    finish(cfg, stats, clusters, errors, !found.is_empty())
+    finish(
+        cfg,
+        stats,
+        Clusters::held(clusters),
+        errors,
+        !found.is_empty(),
+    )
 }
 
 /// The report from its counts, clusters and errors (in the order the stages met them), and
@@ -98,7 +106,7 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
 pub fn finish(
     cfg: &Config,
     mut stats: Stats,
-    clusters: Vec<ClusterOut>,
+    clusters: Clusters,
     mut errors: Vec<InputError>,
     found_any: bool,
 ) -> (Report, ExitCode) {

@@ -30,7 +30,9 @@ pub use clusters::{
     path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
 };
 pub use counts::Counts;
-pub use model::{ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION};
+pub use model::{
+    ClusterStream, Clusters, ErrorOut, IndexStats, Params, Report, Stats, SCHEMA_VERSION,
+};
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -47,13 +49,15 @@ enum Record<'a> {
     },
 }
 
-/// Writes the report in `format` (`color`: ANSI colour in the text format) and flushes.
+/// Writes the report in `format` (`color`: ANSI colour in the text format) and flushes;
+/// returns what the format left out, as warnings to say once it is written (`paths`).
 pub fn write(
     report: &Report,
     format: OutputFormat,
     color: bool,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Vec<String>> {
+    let mut withheld = Vec::new();
     match format {
         OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, report)?;
@@ -70,9 +74,7 @@ pub fn write(
                 dupfind_version: report.dupfind_version,
                 params: &report.params,
             })?;
-            for c in &report.clusters {
-                line(&Record::Cluster(c))?;
-            }
+            report.clusters.each(|c| line(&Record::Cluster(c)))?;
             for e in &report.errors {
                 line(&Record::Error(e))?;
             }
@@ -81,9 +83,9 @@ pub fn write(
             })?;
         }
         OutputFormat::Text => text::write(report, color, &mut *out)?,
-        OutputFormat::Paths { null } => paths::write(report, null, &mut *out)?,
+        OutputFormat::Paths { null } => withheld = paths::write(report, null, &mut *out)?,
         OutputFormat::Parquet => parquet::write(report, &mut *out)?,
     }
     out.flush()?;
-    Ok(())
+    Ok(withheld)
 }

@@ -2,7 +2,11 @@
 //! schema. Clusters are in [`super::clusters`]. Every field is documented in `docs/output.md`;
 //! names only grow.
 
-use serde::Serialize;
+use std::cell::RefCell;
+
+use anyhow::{bail, Result};
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 
 use super::clusters::ClusterOut;
 
@@ -21,7 +25,7 @@ pub struct Report {
     /// Counts of what the scan did.
     pub stats: Stats,
     /// Groups of near-duplicate documents, ordered by their first member's path.
-    pub clusters: Vec<ClusterOut>,
+    pub clusters: Clusters,
     /// Inputs that could not be read.
     pub errors: Vec<ErrorOut>,
 }
@@ -180,4 +184,117 @@ pub struct ErrorOut {
     pub line: Option<u64>,
     /// Why it could not be read.
     pub error: String,
+}
+
+/// A report's clusters: held in memory (`scan`), or read one at a time as they are written
+/// (`stage report`, merging the partitions' files), so that writing a report holds a bounded
+/// number of clusters whatever their count. Either way they are visited once, in order.
+pub struct Clusters {
+    len: usize,
+    source: RefCell<Source>,
+}
+
+/// A stream of clusters in the report's order, numbered.
+pub type ClusterStream = Box<dyn Iterator<Item = Result<ClusterOut>> + Send>;
+
+enum Source {
+    Held(Vec<ClusterOut>),
+    Stream(Option<ClusterStream>),
+}
+
+impl Clusters {
+    /// Clusters in memory.
+    pub fn held(clusters: Vec<ClusterOut>) -> Clusters {
+        Clusters {
+            len: clusters.len(),
+            source: RefCell::new(Source::Held(clusters)),
+        }
+    }
+
+    /// `len` clusters, read from `stream` as they are written.
+    pub fn streamed(len: usize, stream: ClusterStream) -> Clusters {
+        Clusters {
+            len,
+            source: RefCell::new(Source::Stream(Some(stream))),
+        }
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The clusters held in memory (none of a stream).
+    #[cfg(test)]
+    pub fn as_held(&self) -> std::cell::Ref<'_, [ClusterOut]> {
+        std::cell::Ref::map(self.source.borrow(), |s| match s {
+            Source::Held(v) => v.as_slice(),
+            Source::Stream(_) => &[],
+        })
+    }
+
+    /// Calls `f` on each cluster in order: once for a stream, which is then spent. A stream
+    /// that ends early or runs long is an error, as its length was promised.
+    pub fn each(&self, mut f: impl FnMut(&ClusterOut) -> Result<()>) -> Result<()> {
+        match &mut *self.source.borrow_mut() {
+            Source::Held(v) => v.iter().try_for_each(f),
+            Source::Stream(stream) => {
+                let Some(stream) = stream.take() else {
+                    bail!("the report's clusters were read already");
+                };
+                let mut n = 0;
+                for c in stream {
+                    n += 1;
+                    if n > self.len {
+                        bail!("more clusters than the partitions' summaries count");
+                    }
+                    f(&c?)?;
+                }
+                if n != self.len {
+                    bail!(
+                        "{n} clusters where the partitions' summaries count {}",
+                        self.len
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Clusters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.source.borrow() {
+            Source::Held(v) => v.fmt(f),
+            Source::Stream(_) => write!(f, "Clusters(a stream of {})", self.len),
+        }
+    }
+}
+
+impl Serialize for Clusters {
+    /// A JSON array, as a `Vec` of them would be (its length given up front, so an empty one is
+    /// `[]` as before).
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len))?;
+        let mut failed = None;
+        let walked = self.each(|c| {
+            if let Err(e) = seq.serialize_element(c) {
+                failed = Some(e);
+                bail!("writing a cluster");
+            }
+            Ok(())
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if let Err(e) = walked {
+            return Err(serde::ser::Error::custom(format!("{e:#}")));
+        }
+        seq.end()
+    }
 }

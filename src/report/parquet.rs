@@ -5,13 +5,15 @@
 //! is the `representative` or one of the `duplicates` (`duplicate`), and as a duplicate or
 //! linked member its `similarity` and `exact`. The schema version and the parameters are in the
 //! file's key-value metadata. Parquet is written front to back (its footer last), so it goes to
-//! a pipe as well as to a file; the table is built in memory, as the report is.
+//! a pipe as well as to a file, a row group at a time.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Result;
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{
+    ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -37,6 +39,10 @@ const COLUMNS: [(&str, DataType, bool); 11] = [
     ("exact", DataType::Boolean, true),
 ];
 
+/// Rows per row group: the table is written a row group at a time, so writing it holds one
+/// row group, not the table (a report of fewer rows is one row group, as it always was).
+const ROWS_PER_GROUP: usize = 64 * 1024;
+
 /// Writes the report's table to `out`.
 pub fn write(report: &Report, out: &mut dyn Write) -> Result<()> {
     let schema = Arc::new(Schema::new(
@@ -45,7 +51,6 @@ pub fn write(report: &Report, out: &mut dyn Write) -> Result<()> {
             .map(|(name, t, null)| Field::new(*name, t.clone(), *null))
             .collect::<Vec<_>>(),
     ));
-    let batch = RecordBatch::try_new(schema.clone(), columns(&report.clusters))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_key_value_metadata(Some(vec![
@@ -59,26 +64,58 @@ pub fn write(report: &Report, out: &mut dyn Write) -> Result<()> {
             ),
         ]))
         .build();
-    // ArrowWriter wants a writer it owns that can cross threads; the bytes go out whole.
-    let mut bytes = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut bytes, schema, Some(props))?;
-    writer.write(&batch)?;
-    writer.close()?;
-    out.write_all(&bytes)?;
+    // ArrowWriter wants a writer it owns that can cross threads: it writes into a buffer, which
+    // goes out after each row group (the writer counts the offsets itself).
+    let mut writer = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?;
+    let mut rows = Columns::default();
+    let mut write_group = |rows: &mut Columns, writer: &mut ArrowWriter<Vec<u8>>| -> Result<()> {
+        let batch = RecordBatch::try_new(schema.clone(), std::mem::take(rows).finish())?;
+        writer.write(&batch)?;
+        writer.flush()?;
+        writer.sync()?;
+        out.write_all(writer.inner_mut())?;
+        writer.inner_mut().clear();
+        Ok(())
+    };
+    report.clusters.each(|c| {
+        rows.push(c);
+        if rows.len() >= ROWS_PER_GROUP {
+            write_group(&mut rows, &mut writer)?;
+        }
+        Ok(())
+    })?;
+    if rows.len() > 0 || writer.flushed_row_groups().is_empty() {
+        write_group(&mut rows, &mut writer)?;
+    }
+    let footer = writer.into_inner()?;
+    out.write_all(&footer)?;
     Ok(())
 }
 
-/// The columns of every clustered document, in [`COLUMNS`]' order.
-fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
-    let rows: usize = clusters.iter().map(|c| c.members.len()).sum();
-    let int = || Int64Builder::with_capacity(rows);
-    let flag = || BooleanBuilder::with_capacity(rows);
-    let (mut cluster, mut size, mut line, mut bytes) = (int(), int(), int(), int());
-    let (mut path, mut id) = (StringBuilder::new(), StringBuilder::new());
-    let (mut indexed, mut representative, mut duplicate, mut exact) =
-        (flag(), flag(), flag(), flag());
-    let mut similarity = Float64Builder::with_capacity(rows);
-    for c in clusters {
+/// The columns of clustered documents being gathered for a row group, in [`COLUMNS`]' order.
+#[derive(Default)]
+struct Columns {
+    cluster: Int64Builder,
+    size: Int64Builder,
+    path: StringBuilder,
+    line: Int64Builder,
+    id: StringBuilder,
+    bytes: Int64Builder,
+    indexed: BooleanBuilder,
+    representative: BooleanBuilder,
+    duplicate: BooleanBuilder,
+    similarity: Float64Builder,
+    exact: BooleanBuilder,
+}
+
+impl Columns {
+    /// Rows gathered.
+    fn len(&self) -> usize {
+        self.cluster.len()
+    }
+
+    /// A row per member of `c`.
+    fn push(&mut self, c: &ClusterOut) {
         // Each member's entry among the duplicates (true) or the linked members (false).
         let mut role: Vec<Option<(&DuplicateOut, bool)>> = vec![None; c.members.len()];
         for (list, listed) in [(&c.linked, false), (&c.duplicates, true)] {
@@ -89,30 +126,35 @@ fn columns(clusters: &[ClusterOut]) -> Vec<ArrayRef> {
             }
         }
         for (at, m) in c.members.iter().enumerate() {
-            cluster.append_value(c.id as i64);
-            size.append_value(c.size as i64);
-            path.append_value(&m.path);
-            line.append_option(m.line().map(|l| l as i64));
-            id.append_option(m.id());
-            bytes.append_value(m.bytes as i64);
-            indexed.append_value(m.indexed);
-            representative.append_value(c.kept && at == c.representative);
-            duplicate.append_value(role[at].is_some_and(|r| r.1));
-            similarity.append_option(role[at].map(|r| r.0.similarity));
-            exact.append_option(role[at].map(|r| r.0.exact));
+            self.cluster.append_value(c.id as i64);
+            self.size.append_value(c.size as i64);
+            self.path.append_value(&m.path);
+            self.line.append_option(m.line().map(|l| l as i64));
+            self.id.append_option(m.id());
+            self.bytes.append_value(m.bytes as i64);
+            self.indexed.append_value(m.indexed);
+            self.representative
+                .append_value(c.kept && at == c.representative);
+            self.duplicate.append_value(role[at].is_some_and(|r| r.1));
+            self.similarity
+                .append_option(role[at].map(|r| r.0.similarity));
+            self.exact.append_option(role[at].map(|r| r.0.exact));
         }
     }
-    vec![
-        Arc::new(cluster.finish()) as ArrayRef,
-        Arc::new(size.finish()),
-        Arc::new(path.finish()),
-        Arc::new(line.finish()),
-        Arc::new(id.finish()),
-        Arc::new(bytes.finish()),
-        Arc::new(indexed.finish()),
-        Arc::new(representative.finish()),
-        Arc::new(duplicate.finish()),
-        Arc::new(similarity.finish()),
-        Arc::new(exact.finish()),
-    ]
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(self.cluster.finish()) as ArrayRef,
+            Arc::new(self.size.finish()),
+            Arc::new(self.path.finish()),
+            Arc::new(self.line.finish()),
+            Arc::new(self.id.finish()),
+            Arc::new(self.bytes.finish()),
+            Arc::new(self.indexed.finish()),
+            Arc::new(self.representative.finish()),
+            Arc::new(self.duplicate.finish()),
+            Arc::new(self.similarity.finish()),
+            Arc::new(self.exact.finish()),
+        ]
+    }
 }

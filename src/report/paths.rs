@@ -10,7 +10,7 @@
 //! line would read as two names, one of which might be a file to keep: it is left out, with a
 //! warning naming `-0`.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use base64::Engine as _;
 
@@ -19,30 +19,34 @@ use super::model::Report;
 use crate::input::stdin;
 use crate::messages::escape_controls;
 
-/// Writes the list; `null`: NUL after each name, else a new line.
-pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> io::Result<()> {
-    for name in listed(report) {
-        if !null && name.contains(&b'\n') {
-            continue;
-        }
-        out.write_all(&name)?;
-        out.write_all(if null { b"\0" } else { b"\n" })?;
-    }
-    Ok(())
-}
-
-/// Why duplicates were left out of the list, as warnings (none for a full list).
-pub fn withheld(report: &Report, null: bool) -> Vec<String> {
+/// Writes the list (`null`: NUL after each name, else a new line) in one pass over the
+/// clusters, and returns why duplicates were left out of it, as warnings (none for a full list).
+pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> anyhow::Result<Vec<String>> {
     let (mut records, mut indexed, mut stdin) = (0, 0, false);
-    for m in duplicates(report) {
-        if m.line().is_some() {
-            records += 1;
-        } else if m.indexed {
-            indexed += 1;
-        } else if is_stdin(m) {
-            stdin = true;
+    let mut with_new_line = Vec::new();
+    report.clusters.each(|c| {
+        for m in c.duplicates.iter().map(|d| c.member(d)) {
+            if m.line().is_some() {
+                records += 1;
+                continue;
+            } else if m.indexed {
+                indexed += 1;
+                continue;
+            } else if is_stdin(m) {
+                stdin = true;
+                continue;
+            }
+            for name in names(m) {
+                if !null && name.contains(&b'\n') {
+                    with_new_line.push(name);
+                    continue;
+                }
+                out.write_all(&name)?;
+                out.write_all(if null { b"\0" } else { b"\n" })?;
+            }
         }
-    }
+        Ok(())
+    })?;
     let mut warnings = Vec::new();
     if stdin {
         warnings.push(
@@ -64,27 +68,13 @@ pub fn withheld(report: &Report, null: bool) -> Vec<String> {
             count(indexed, "duplicate document")
         ));
     }
-    if !null {
-        for name in listed(report).filter(|n| n.contains(&b'\n')) {
-            warnings.push(format!(
-                "--format paths: {} not listed: its name holds a new line (use -0)",
-                escape_controls(&String::from_utf8_lossy(&name))
-            ));
-        }
+    for name in with_new_line {
+        warnings.push(format!(
+            "--format paths: {} not listed: its name holds a new line (use -0)",
+            escape_controls(&String::from_utf8_lossy(&name))
+        ));
     }
-    warnings
-}
-
-/// The members listed as duplicates of a kept representative.
-fn duplicates(report: &Report) -> impl Iterator<Item = &MemberOut> {
-    (report.clusters.iter()).flat_map(|c| c.duplicates.iter().map(|d| c.member(d)))
-}
-
-/// The exact bytes of every name listed.
-fn listed(report: &Report) -> impl Iterator<Item = Vec<u8>> + '_ {
-    duplicates(report)
-        .filter(|m| m.line().is_none() && !m.indexed && !is_stdin(m))
-        .flat_map(names)
+    Ok(warnings)
 }
 
 /// True for the member read from standard input: a walked or listed file is never named `-`

@@ -20,11 +20,16 @@ const DIM: &str = "\x1b[2m";
 const RESET: &str = "\x1b[0m";
 
 /// Writes the text form of `report`.
-pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let paint = Paint(color);
-    for c in &report.clusters {
-        write_cluster(report, c, paint, out)?;
-    }
+    // New documents only: with --against, an indexed duplicate is no copy made by this run.
+    let mut duplicates = 0u64;
+    report.clusters.each(|c| {
+        duplicates += (c.duplicates.iter())
+            .filter(|d| !c.member(d).indexed)
+            .count() as u64;
+        Ok(write_cluster(report, c, paint, out)?)
+    })?;
     for e in &report.errors {
         writeln!(
             out,
@@ -38,12 +43,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         )?;
     }
     let s = &report.stats;
-    // New documents only: with --against, an indexed duplicate is no copy made by this run.
-    let duplicates = (report.clusters.iter())
-        .flat_map(|c| c.duplicates.iter().map(|d| c.member(d)))
-        .filter(|m| !m.indexed)
-        .count() as u64;
-    writeln!(
+    Ok(writeln!(
         out,
         "{}, {} among {} ({}); {} unreadable",
         count(report.clusters.len() as u64, "cluster"),
@@ -51,7 +51,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> io::Result<()
         count(s.documents, "document"),
         count(s.exact_groups, "exact group"),
         report.errors.len()
-    )
+    )?)
 }
 
 /// ANSI colour, or none.

@@ -176,7 +176,8 @@ fn the_report_counts_what_the_stages_did() {
         ),
         (1, 1, 1, 1)
     );
-    let c = &out.report.clusters[0];
+    let held = out.report.clusters.as_held();
+    let c = &held[0];
     assert_eq!(c.size, 3);
     assert!(c.representative().path.ends_with("a-copy.txt"));
     assert_eq!(c.duplicates.len(), 2);

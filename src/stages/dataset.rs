@@ -19,6 +19,7 @@ use super::docs;
 use super::files;
 use super::lineage::{Lineage, Place};
 use super::plan::Plan;
+use super::records;
 use super::sign::docs_input;
 use super::summary::{ErrorRec, LineageOnly};
 use super::verify::VerifySummary;
@@ -63,9 +64,8 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let mut marks = Vec::new();
     for part in 0..plan.parts {
         let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
-        recs.push(v.clusters);
-        let shard_marks = v
-            .marks
+        recs.push(records::read_clusters(work, &v.lineage, part)?.collect::<Result<Vec<_>>>()?);
+        let shard_marks = records::read_marks(work, &v.lineage, part)?
             .into_iter()
             .filter(|m| m.doc >> 32 == i64::from(shard));
         marks.extend(shard_marks.map(|m| (m.doc, part as usize, m)));

@@ -148,6 +148,11 @@ impl<'a> Input<'a> {
             place,
         }
     }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// A writer that keeps the CRC-32 of what passes through it.
@@ -205,6 +210,14 @@ impl ParquetOut {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.writer
             .write(batch)
+            .with_context(|| format!("writing {}", display_path(self.pending.path())))
+    }
+
+    /// Ends the row group being written, so that a reader holds no more than what was written
+    /// since the last one.
+    pub fn end_row_group(&mut self) -> Result<()> {
+        self.writer
+            .flush()
             .with_context(|| format!("writing {}", display_path(self.pending.path())))
     }
 

@@ -2,10 +2,31 @@
 //! code as `scan`'s, stored field for field and read back into the report's own types, so the
 //! report prints them byte for byte as `scan` would. Similarities travel as the bits of their
 //! `f64`, so no decimal round trip can change one.
+//!
+//! A partition's records go in `verify/part-K.clusters.parquet`, a row per cluster in order of
+//! its first member (`first`, and the record as JSON in `record`), in row groups of
+//! [`CLUSTERS_PER_GROUP`]; where its clustered documents stand goes in
+//! `verify/part-K.marks.parquet` (`doc`, `cluster`, `duplicate`), read by `stage dataset`.
+//! `stage report` merges the partitions' files in order of `first`, a row group of each at a
+//! time, so its memory grows with the partitions, not with the clusters.
 
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use arrow_array::builder::{Int64Builder, StringBuilder};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut};
+use crate::report::{
+    ClusterOut, ClusterStream, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
+};
+
+use super::columns::column;
+use super::files::{self, Input, Output, ParquetOut};
+use super::lineage::{Lineage, Place};
 
 /// A cluster, and the run-wide id of its first member (clusters are reported in that order).
 #[derive(Debug, Serialize, Deserialize)]
@@ -219,4 +240,275 @@ pub fn numbered(parts: Vec<Vec<ClusterRec>>) -> (Vec<ClusterOut>, Vec<Vec<u32>>)
         })
         .collect();
     (clusters, numbers)
+}
+
+/// Clusters per row group of a clusters file: what a reader holds of each partition at a time.
+const CLUSTERS_PER_GROUP: usize = 256;
+
+/// A clustered document: its run-wide id, its cluster (index in the partition's clusters) and,
+/// when it is listed as a duplicate, its index in the cluster's `duplicates`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkRec {
+    pub doc: i64,
+    pub cluster: u32,
+    pub duplicate: Option<u32>,
+}
+
+/// `verify/part-K.clusters.parquet`.
+pub fn clusters_path(work: &Path, part: u32) -> PathBuf {
+    work.join("verify")
+        .join(format!("part-{part:06}.clusters.parquet"))
+}
+
+/// `verify/part-K.marks.parquet`.
+pub fn marks_path(work: &Path, part: u32) -> PathBuf {
+    work.join("verify")
+        .join(format!("part-{part:06}.marks.parquet"))
+}
+
+fn place(part: u32) -> Place {
+    Place::part("verify", part)
+}
+
+/// Writes partition `part`'s cluster records (in order of `first`) and marks, recorded in
+/// `lineage`.
+pub fn write(
+    work: &Path,
+    lineage: &mut Lineage,
+    part: u32,
+    recs: &[ClusterRec],
+    marks: &[MarkRec],
+) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("first", DataType::Int64, false),
+        Field::new("record", DataType::Utf8, false),
+    ]));
+    let out = Output::new(work, clusters_path(work, part), lineage, place(part));
+    let mut file = ParquetOut::create(&out, schema.clone())?;
+    for group in recs.chunks(CLUSTERS_PER_GROUP) {
+        let mut first = Int64Builder::with_capacity(group.len());
+        let mut record = StringBuilder::new();
+        for r in group {
+            first.append_value(r.first);
+            record.append_value(serde_json::to_string(r)?);
+        }
+        let columns: Vec<ArrayRef> = vec![Arc::new(first.finish()), Arc::new(record.finish())];
+        file.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
+        file.end_row_group()?;
+    }
+    lineage.wrote(file.commit()?);
+
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("doc", DataType::Int64, false),
+        Field::new("cluster", DataType::Int64, false),
+        Field::new("duplicate", DataType::Int64, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(marks.iter().map(|m| m.doc))),
+        Arc::new(Int64Array::from_iter_values(
+            marks.iter().map(|m| i64::from(m.cluster)),
+        )),
+        Arc::new(Int64Array::from_iter(
+            marks.iter().map(|m| m.duplicate.map(i64::from)),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    let out = Output::new(work, marks_path(work, part), lineage, place(part));
+    lineage.wrote(files::write_parquet(&out, schema, &[batch])?);
+    Ok(())
+}
+
+/// Partition `part`'s cluster records, in order of `first`, read a row group at a time from
+/// the file its verify attempt `producer` wrote (checked whole before the first is returned).
+pub fn read_clusters(
+    work: &Path,
+    producer: &Lineage,
+    part: u32,
+) -> Result<impl Iterator<Item = Result<ClusterRec>> + Send> {
+    let input = Input::new(work, clusters_path(work, part), producer, place(part));
+    let path = input.path().to_path_buf();
+    let batches = files::read_parquet(&input, "its partition was not verified")?;
+    let damaged = move || {
+        format!(
+            "{} holds a cluster record this dupfind cannot read",
+            crate::messages::display_path(&path)
+        )
+    };
+    Ok(batches.flat_map(move |b| {
+        let damaged = damaged.clone();
+        let recs: Vec<Result<ClusterRec>> = match b.and_then(|b| records_of(&b)) {
+            Ok(recs) => recs
+                .into_iter()
+                .map(|r| serde_json::from_str(&r).with_context(damaged.clone()))
+                .collect(),
+            Err(e) => vec![Err(e)],
+        };
+        recs
+    }))
+}
+
+/// The `record` column of a batch of a clusters file.
+fn records_of(b: &RecordBatch) -> Result<Vec<String>> {
+    let records = column::<StringArray>(b, "record")?;
+    Ok((0..records.len())
+        .map(|i| records.value(i).to_string())
+        .collect())
+}
+
+/// Partition `part`'s marks, from the file its verify attempt `producer` wrote.
+pub fn read_marks(work: &Path, producer: &Lineage, part: u32) -> Result<Vec<MarkRec>> {
+    let input = Input::new(work, marks_path(work, part), producer, place(part));
+    let mut out = Vec::new();
+    for b in files::read_parquet(&input, "its partition was not verified")? {
+        let b = b?;
+        let doc = column::<Int64Array>(&b, "doc")?;
+        let cluster = column::<Int64Array>(&b, "cluster")?;
+        let duplicate = column::<Int64Array>(&b, "duplicate")?;
+        for i in 0..b.num_rows() {
+            let number = |x: i64| u32::try_from(x).context("a mark out of range");
+            out.push(MarkRec {
+                doc: doc.value(i),
+                cluster: number(cluster.value(i))?,
+                duplicate: if duplicate.is_null(i) {
+                    None
+                } else {
+                    Some(number(duplicate.value(i))?)
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The partitions' records (each stream in order of `first`) merged into the report's order
+/// and numbered: a k-way merge holding the next record of each partition.
+pub fn merged(parts: Vec<Box<dyn Iterator<Item = Result<ClusterRec>> + Send>>) -> ClusterStream {
+    let mut streams = parts;
+    let mut heads: BinaryHeap<Head> = BinaryHeap::new();
+    let mut failed: Option<anyhow::Error> = None;
+    for (part, s) in streams.iter_mut().enumerate() {
+        match s.next() {
+            Some(Ok(rec)) => heads.push(Head { part, rec }),
+            Some(Err(e)) => {
+                failed.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    let mut id = 0;
+    Box::new(std::iter::from_fn(move || {
+        if let Some(e) = failed.take() {
+            return Some(Err(e));
+        }
+        let Head { part, rec } = heads.pop()?;
+        match streams[part].next() {
+            Some(Ok(next)) => heads.push(Head { part, rec: next }),
+            Some(Err(e)) => failed = Some(e),
+            None => {}
+        }
+        id += 1;
+        Some(Ok(rec.into_cluster(id - 1)))
+    }))
+}
+
+/// A partition's next record, ordered so that the heap's greatest is the least `first`.
+struct Head {
+    part: usize,
+    rec: ClusterRec,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.rec.first == other.rec.first
+    }
+}
+
+impl Eq for Head {}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> std::cmp::Ordering {
+        other.rec.first.cmp(&self.rec.first)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn rec(first: i64) -> ClusterRec {
+        ClusterRec {
+            first,
+            // Carried through to the cluster, so a test can see which record came out where.
+            size: first as usize,
+            min_similarity: 0,
+            max_similarity: 0,
+            representative: 0,
+            kept: true,
+            duplicates: Vec::new(),
+            linked: Vec::new(),
+            members: Vec::new(),
+            pairs: Vec::new(),
+        }
+    }
+
+    type Stream = Box<dyn Iterator<Item = Result<ClusterRec>> + Send>;
+
+    fn stream(firsts: &[i64]) -> Stream {
+        Box::new(
+            firsts
+                .iter()
+                .map(|&f| Ok(rec(f)))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+    }
+
+    #[test]
+    fn partitions_merge_in_order_of_their_first_member_and_are_numbered_so() {
+        let parts = vec![
+            stream(&[3, 1 << 32, (1 << 32) + 9]),
+            stream(&[]),
+            stream(&[0, 4, 5, (2 << 32) + 1]),
+            stream(&[7]),
+        ];
+        let (mut ids, mut firsts) = (Vec::new(), Vec::new());
+        for c in merged(parts) {
+            let c = c.unwrap();
+            ids.push(c.id);
+            firsts.push(c.size as i64);
+        }
+        assert_eq!(ids, (0..8).collect::<Vec<_>>());
+        let (a, b) = (1i64 << 32, 2i64 << 32);
+        assert_eq!(firsts, vec![0, 3, 4, 5, 7, a, a + 9, b + 1]);
+        // Numbered as `numbered` numbers the same records held whole.
+        let whole = vec![
+            vec![rec(3), rec(1 << 32), rec((1 << 32) + 9)],
+            vec![],
+            vec![rec(0), rec(4), rec(5), rec((2 << 32) + 1)],
+            vec![rec(7)],
+        ];
+        let (_, numbers) = numbered(whole);
+        assert_eq!(
+            numbers,
+            vec![vec![1, 5, 6], vec![], vec![0, 2, 3, 7], vec![4]]
+        );
+    }
+
+    #[test]
+    fn a_partition_that_fails_midway_ends_the_merge_with_its_error() {
+        let failing: Stream =
+            Box::new(vec![Ok(rec(2)), Err(anyhow::anyhow!("part 1 is truncated"))].into_iter());
+        let out: Vec<Result<ClusterOut>> = merged(vec![stream(&[1, 3, 5]), failing]).collect();
+        let firsts_ok = out.iter().take_while(|c| c.is_ok()).count();
+        assert!(firsts_ok < out.len(), "the error is passed on");
+        let err = out.iter().find_map(|c| c.as_ref().err()).unwrap();
+        assert!(format!("{err}").contains("truncated"));
+    }
 }

@@ -1,6 +1,7 @@
-//! `stage report`: adds up every stage's counts and errors, puts the partitions' clusters in
-//! order of their first member and numbers them, and prints the report `scan` would have
-//! printed for the same inputs and options, byte for byte, with its exit status.
+//! `stage report`: adds up every stage's counts and errors, merges the partitions' clusters in
+//! order of their first member and numbers them as they are written, and prints the report
+//! `scan` would have printed for the same inputs and options, byte for byte, with its exit
+//! status. It holds a row group of each partition's clusters at a time, never all of them.
 
 use std::path::Path;
 
@@ -22,8 +23,9 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let cfg = plan.config()?;
     cfg.check_report_target()?;
     // The whole chain first: a missing, misplaced, damaged or stale summary is an error naming
-    // it and what to run, never part of a report. The partitions' summaries, which hold the
-    // clusters, are read whole while they are checked.
+    // it and what to run, never part of a report. The partitions' clusters files are checked
+    // whole (lineage and CRC-32) before the first byte is written, then merged as they are
+    // written.
     let parts: Vec<VerifySummary> = super::status::check(work, &plan, Tasks::Verify)?;
     let walk: WalkSummary = read_task(work, &plan, Tasks::Init, 0)?;
     let signs: Vec<SignSummary> = read_tasks(work, &plan, Tasks::Sign)?;
@@ -48,7 +50,14 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     for e in all {
         errors.push(ErrorRec::to_input_error(e)?);
     }
-    let (clusters, _) = super::records::numbered(parts.into_iter().map(|v| v.clusters).collect());
+    let mut streams = Vec::with_capacity(parts.len());
+    for v in &parts {
+        let s = super::records::read_clusters(work, &v.lineage, v.part)?;
+        streams.push(Box::new(s) as Box<dyn Iterator<Item = _> + Send>);
+    }
+    let count: u64 = parts.iter().map(|v| v.clusters).sum();
+    let count = usize::try_from(count)?;
+    let clusters = report::Clusters::streamed(count, super::records::merged(streams));
     let found_any = !clusters.is_empty();
     let (report, code) = report::finish(&cfg, counts.stats(), clusters, errors, found_any);
     Ok((report, code, cfg))

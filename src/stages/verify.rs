@@ -2,8 +2,9 @@
 //! clusters, with `scan`'s own stages: the partition's documents become a corpus of their own
 //! (numbered in run-wide order, so every ordering is `scan`'s), its buckets the candidates, its
 //! copies the byte-identical groups, the carried contents what verification reads again; then
-//! verify, cluster and cluster records run unchanged. Writes `verify/part-K.json`: the counts
-//! and errors, and the cluster records with the run-wide id of their first member.
+//! verify, cluster and cluster records run unchanged. Writes the cluster records with the
+//! run-wide id of their first member and the clustered documents' marks (`records`), then
+//! `verify/part-K.json`: the counts and errors.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +32,7 @@ use super::docs::{self, DocRow};
 use super::files::{self, Input};
 use super::lineage::{Lineage, Place};
 use super::plan::Plan;
-use super::records::ClusterRec;
+use super::records::{self, ClusterRec, MarkRec};
 use super::route::{route_path, RouteSummary};
 use super::summary::{ErrorRec, LineageOnly};
 use super::Tasks;
@@ -56,19 +57,10 @@ pub struct VerifySummary {
     pub fallbacks: Option<u64>,
     /// Documents that could not be read again.
     pub errors: Vec<ErrorRec>,
-    /// The clusters, in order of their first member.
-    pub clusters: Vec<ClusterRec>,
-    /// Where each clustered document stands (for the dataset), in run-wide id order.
-    pub marks: Vec<MarkRec>,
-}
-
-/// A clustered document: its run-wide id, its cluster (index in the partition's `clusters`) and,
-/// when it is listed as a duplicate, its index in the cluster's `duplicates`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct MarkRec {
-    pub doc: i64,
-    pub cluster: u32,
-    pub duplicate: Option<u32>,
+    /// Its clusters (the records are in `verify/part-K.clusters.parquet`).
+    pub clusters: u64,
+    /// Their members.
+    pub clustered: u64,
 }
 
 impl VerifySummary {
@@ -79,9 +71,9 @@ impl VerifySummary {
             candidate_pairs: self.checked,
             verified_pairs: self.passed,
             edit_fallbacks: self.fallbacks,
-            clusters: self.clusters.len() as u64,
-            clustered: self.clusters.iter().map(|c| c.size() as u64).sum(),
-            originals: self.clusters.len() as u64,
+            clusters: self.clusters,
+            clustered: self.clustered,
+            originals: self.clusters,
             ..Counts::default()
         }
     }
@@ -122,6 +114,20 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         late_errors,
     } = conclude(&cfg, &judge, &engine, &corpus, kept, &identical, candidates);
     let errors = verified.errors.iter().chain(&late_errors);
+    let recs: Vec<ClusterRec> = (found.iter().zip(&clusters))
+        .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
+        .collect();
+    let marks: Vec<MarkRec> = (crate::dataset::marks(&found, &clusters, ids.len()).iter())
+        .zip(&ids)
+        .filter_map(|(m, &doc)| {
+            m.map(|m| MarkRec {
+                doc,
+                cluster: m.cluster,
+                duplicate: m.duplicate,
+            })
+        })
+        .collect();
+    records::write(work, &mut lineage, part, &recs, &marks)?;
     let summary = VerifySummary {
         lineage,
         part,
@@ -129,19 +135,8 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         passed: verified.passed,
         fallbacks: verified.fallbacks,
         errors: errors.map(ErrorRec::from).collect(),
-        clusters: (found.iter().zip(&clusters))
-            .map(|(f, c)| ClusterRec::new(ids[f.cluster.members[0] as usize], c))
-            .collect(),
-        marks: (crate::dataset::marks(&found, &clusters, ids.len()).iter())
-            .zip(&ids)
-            .filter_map(|(m, &doc)| {
-                m.map(|m| MarkRec {
-                    doc,
-                    cluster: m.cluster,
-                    duplicate: m.duplicate,
-                })
-            })
-            .collect(),
+        clusters: recs.len() as u64,
+        clustered: recs.iter().map(|c| c.size() as u64).sum(),
     };
     files::write_json_line(&verified_path(work, part), &summary)
 }

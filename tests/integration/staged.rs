@@ -804,3 +804,36 @@ fn components_writes_the_same_files_on_one_two_or_three_threads() {
         first_difference(&scan.stdout, &report.stdout)
     );
 }
+
+#[test]
+fn a_damaged_or_missing_clusters_file_is_named_before_any_of_the_report_is_written() {
+    let t = TestDir::new();
+    corpus(&t);
+    let ok = staged(&t, "w", 2, 2, &["-q", "--format", "jsonl", "c"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr);
+    let file = t.join("w/verify/part-000001.clusters.parquet");
+    let saved = fs::read(&file).unwrap();
+    // A flipped bit in the middle: the CRC-32 the summary records no longer matches.
+    let mut bad = saved.clone();
+    bad[saved.len() / 2] ^= 0x10;
+    fs::write(&file, &bad).unwrap();
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.stdout, "", "nothing of a report is written");
+    assert!(
+        r.stderr.contains("part-000001.clusters.parquet"),
+        "{}",
+        r.stderr
+    );
+    fs::remove_file(&file).unwrap();
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("part-000001.clusters.parquet is missing"),
+        "{}",
+        r.stderr
+    );
+    fs::write(&file, &saved).unwrap();
+    let again = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(again.stdout, ok.stdout);
+}
