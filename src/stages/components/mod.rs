@@ -133,6 +133,7 @@ fn join<S: Slot>(run: &Run<'_>, lineage: &Lineage, copies: &Copies, ids: &Ids) -
     par_each_band(
         run,
         copies,
+        &run.row_groups(),
         || (),
         |(), units| {
             let mut prev = index(ids, units[0])?;
@@ -218,17 +219,18 @@ impl<S: Slot> Dealt<'_, S> {
     }
 }
 
-/// Calls `f` with the units of every band bucket that has two or more, the row groups of the
-/// group files on every thread in any order; `f`'s state (from `init`) is per row group, and
+/// Calls `f` with the units of every band bucket that has two or more, the row `groups` of the
+/// group files (file, row group) on every thread in any order; `f`'s state (from `init`) is per row group, and
 /// what it returns at the end of one is handed back, in no particular order.
 fn par_each_band<T: Send>(
     run: &Run<'_>,
     copies: &Copies,
+    groups: &[(usize, usize)],
     init: impl Fn() -> T + Sync + Send,
     f: impl Fn(&mut T, &[i64]) -> Result<()> + Sync + Send,
 ) -> Result<Vec<T>> {
-    (run.row_groups().into_par_iter())
-        .map(|(file, rg)| {
+    (groups.par_iter())
+        .map(|&(file, rg)| {
             let mut state = init();
             let mut units = Vec::new();
             let mut file = run.files[file].reader(Some(vec![rg]))?;
@@ -255,23 +257,17 @@ fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
     let all = run.row_groups();
     let wave = 2 * rayon::current_num_threads();
     for groups in all.chunks(wave) {
-        let got: Vec<(Vec<i64>, u64)> = (groups.par_iter())
-            .map(|&(file, rg)| {
-                let (mut docs, mut largest) = (Vec::new(), 0);
-                let mut units = Vec::new();
-                let mut file = run.files[file].reader(Some(vec![rg]))?;
-                while let Some(b) = file.next_bucket()? {
-                    if b.table != CONTENT_TABLE {
-                        copies.units_of(b.docs, &mut units);
-                        if units.len() >= 2 {
-                            largest = largest.max(units.len() as u64);
-                            docs.extend_from_slice(&units);
-                        }
-                    }
-                }
-                Ok((docs, largest))
-            })
-            .collect::<Result<_>>()?;
+        let got = par_each_band(
+            run,
+            copies,
+            groups,
+            || (Vec::new(), 0),
+            |(docs, largest), units| {
+                *largest = (*largest).max(units.len() as u64);
+                docs.extend_from_slice(units);
+                Ok(())
+            },
+        )?;
         for (docs, l) in got {
             largest = largest.max(l);
             ids.extend(&docs)?;
