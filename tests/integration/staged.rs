@@ -170,6 +170,40 @@ fn staged_simhash_and_other_verifications_equal_scan() {
 }
 
 #[test]
+fn staged_normalize_equals_scan() {
+    let t = TestDir::new();
+    corpus(&t);
+    // Pairs that only a step makes near-duplicates, and the Japanese pair of nfkc.
+    super::normalize::corpus(&t, "c/d5");
+    let plain = t.run(&["scan", "-q", "c"]).json();
+    for args in [
+        &[
+            "-q",
+            "--pairs",
+            "--normalize",
+            "punct,digits,accents,nfkc",
+            "c",
+        ][..],
+        &["-q", "--verify", "edit", "--normalize", "punct", "c"],
+        &[
+            "-q",
+            "--shingle",
+            "char",
+            "--normalize",
+            "nfkc,accents",
+            "c",
+        ],
+    ] {
+        let normalized = t.run(&[&["scan"][..], args].concat()).json();
+        assert!(
+            normalized["stats"]["clusters"].as_u64() > plain["stats"]["clusters"].as_u64(),
+            "{args:?} finds the pairs the steps make"
+        );
+        assert_same_as_scan(&t, args, &[(1, 1), (3, 2)]);
+    }
+}
+
+#[test]
 fn staged_dumps_and_files_together_equal_scan() {
     let t = TestDir::new();
     corpus(&t);
