@@ -14,6 +14,10 @@
 #
 # On a shared, noisy machine the CPU time is the steadier figure; the wall time of -j2 needs a
 # quiet one. Peak RSS is ru_maxrss: with the binary's pages (file-backed) counted.
+#
+# STEPS="punct digits accents nfkc nfkc,accents,digits,punct" adds a row for each --normalize
+# STEPS, run by the new builds only (the reference may not have the option), and its cost as
+# a ratio to the same build's defaults in the same rounds.
 import os, shlex, statistics, subprocess, sys, time
 
 if len(sys.argv) < 5:
@@ -45,11 +49,13 @@ for d in dirs:
     )
     print(f"\n{d}: {size / 1e6:.1f} MB, {runs} interleaved runs")
     flavours = [("defaults", []), ("--shingle char", ["--shingle", "char"])]
+    steps = [(f"--normalize {x}", ["--normalize", x]) for x in os.environ.get("STEPS", "").split()]
     cmds = {}
-    for fname, extra in flavours:
+    for fname, extra in flavours + steps:
         for j in (1, 2):
             for bname, binary in builds:
-                cmds[(fname, j, bname)] = [binary, "scan", "-q", f"-j{j}", *extra, d]
+                if bname != "ref" or (fname, extra) in flavours:
+                    cmds[(fname, j, bname)] = [binary, "scan", "-q", f"-j{j}", *extra, d]
     got = {k: [] for k in cmds}
     for _ in range(runs):
         for k, c in cmds.items():
@@ -76,3 +82,8 @@ for d in dirs:
                 f"{fname:16s} {b} -j2 speed-up over -j1 (wall): "
                 f"x{med[(fname, 1, b)][0] / med[(fname, 2, b)][0]:.3f}"
             )
+    for fname, _ in steps:
+        for j in (1, 2):
+            for b, _ in builds[1:]:
+                (dw, dc), (sw, sc) = med[("defaults", j, b)], med[(fname, j, b)]
+                print(f"{fname:16s} -j{j}: {b} time / its defaults cpu x{sc / dc:.3f}  wall x{sw / dw:.3f}")

@@ -16,7 +16,9 @@ use crate::{explain, interrupt, messages, scan};
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Explain(args) => {
-            let explanation = explain::explain(&explain_method(&args)?)?;
+            let steps = crate::config::normalize_steps(&args.normalize)?;
+            let mut explanation = explain::explain(&explain_method(&args)?)?;
+            explanation.normalize = (!steps.is_none()).then(|| steps.name());
             let mut out = Vec::new();
             match args.format {
                 cli::ExplainFormat::Text => explain::render_text(&explanation, &mut out)?,

@@ -44,6 +44,9 @@ mod keep_by;
 /// `--max-memory`.
 #[path = "integration/memory.rs"]
 mod memory;
+/// `--normalize`'s steps.
+#[path = "integration/normalize.rs"]
+mod normalize;
 /// The report: schema, snapshots, params, JSON Lines, file names.
 #[path = "integration/output.rs"]
 mod output;

@@ -287,6 +287,10 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub docs: u64,
 
+    /// The steps scan's --normalize would apply, shown in the order applied.
+    #[arg(long, value_enum, value_name = "STEPS", value_delimiter = ',')]
+    pub normalize: Vec<NormalizeArg>,
+
     /// text for people, json for programs.
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,

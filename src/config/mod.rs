@@ -17,9 +17,10 @@ use crate::input::jsonl::JsonlOptions;
 use crate::input::walk::WalkOptions;
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
+use crate::sketch::normalize::Normalize;
 use crate::sketch::shingle::ShingleKind;
 
-pub use validate::given_banding;
+pub use validate::{given_banding, normalize_steps};
 
 /// Default `--threshold`.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -221,6 +222,8 @@ pub struct Config {
     pub shingle: ShingleKind,
     /// Shingle length.
     pub ngram: usize,
+    /// `--normalize`'s steps, before the default normalization.
+    pub normalize: Normalize,
     /// Method and its parameters.
     pub method: MethodConfig,
     /// Seed of every hash family.

@@ -11,8 +11,8 @@ use super::{
     Verify, DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NGRAM, MAX_NUM_PERM,
 };
 use crate::cli::{
-    ClusterArg, ColorWhen, DatasetFormatArg, DumpsWhen, Format, KeepArg, Method, ProgressWhen,
-    ScanArgs, ShingleArg, SketchArg, VerifyArg,
+    ClusterArg, ColorWhen, DatasetFormatArg, DumpsWhen, Format, KeepArg, Method, NormalizeArg,
+    ProgressWhen, ScanArgs, ShingleArg, SketchArg, VerifyArg,
 };
 use crate::config::banding::{Banding, RECALL_WEIGHT};
 use crate::config::containment::Scheme;
@@ -21,6 +21,7 @@ use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
+use crate::sketch::normalize::{Normalize, Step};
 use crate::sketch::shingle::ShingleKind;
 
 impl Config {
@@ -36,6 +37,7 @@ impl Config {
                 args.ngram
             );
         }
+        let normalize = normalize_steps(&args.normalize)?;
         let method = match args.method {
             Method::Minhash => minhash_config(&args)?,
             Method::Simhash => simhash_config(&args)?,
@@ -77,6 +79,7 @@ impl Config {
                 ShingleArg::Char => ShingleKind::Char,
             },
             ngram: args.ngram,
+            normalize,
             method,
             seed: args.seed,
             threads: args.threads.map(|t| t as usize),
@@ -566,4 +569,18 @@ impl From<KeepArg> for KeepPolicy {
             KeepArg::None => KeepPolicy::None,
         }
     }
+}
+
+/// `--normalize`'s steps; `none` stands alone.
+pub fn normalize_steps(args: &[NormalizeArg]) -> Result<Normalize> {
+    if args.contains(&NormalizeArg::None) && args.len() > 1 {
+        bail!("--normalize none cannot be given with other steps: give the steps alone, or none");
+    }
+    Ok(Normalize::from_steps(args.iter().filter_map(|a| match a {
+        NormalizeArg::None => None,
+        NormalizeArg::Nfkc => Some(Step::Nfkc),
+        NormalizeArg::Accents => Some(Step::Accents),
+        NormalizeArg::Digits => Some(Step::Digits),
+        NormalizeArg::Punct => Some(Step::Punct),
+    })))
 }

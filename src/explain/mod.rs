@@ -65,6 +65,7 @@ pub fn explain(method: &ExplainMethod) -> Result<Explanation> {
     Ok(Explanation {
         schema_version: SCHEMA_VERSION,
         method,
+        normalize: None,
         warnings,
     })
 }

@@ -33,6 +33,10 @@ pub struct Explanation {
     /// `"kind": "minhash"` or `"simhash"`, followed by that method's fields.
     #[serde(flatten)]
     pub method: MethodExplanation,
+    /// `--normalize`'s steps in the order scan applies them, before its lowercasing and white
+    /// space (`"nfkc,punct"`); absent without any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalize: Option<String>,
     /// One-line warnings about the settings; empty when none apply.
     pub warnings: Vec<String>,
 }

@@ -12,6 +12,12 @@ pub fn render_text(e: &Explanation, out: &mut dyn Write) -> io::Result<()> {
         MethodExplanation::MinHash(m) => render_minhash(m, out)?,
         MethodExplanation::SimHash(s) => render_simhash(s, out)?,
     }
+    if let Some(steps) = &e.normalize {
+        writeln!(
+            out,
+            "\nnormalize    {steps}, in this order, then lowercase and tokens at white space"
+        )?;
+    }
     if !e.warnings.is_empty() {
         writeln!(out)?;
     }

@@ -48,6 +48,7 @@ pub struct IndexedSets {
     docs: Vec<Stored>,
     shingle: crate::sketch::shingle::ShingleKind,
     ngram: usize,
+    normalize: crate::sketch::normalize::Normalize,
     /// The largest stored content decompressed (the scan's --max-size).
     limit: u64,
     /// The first stored set found damaged: an update then writes nothing.
@@ -77,7 +78,7 @@ impl StoredSets for IndexedSets {
             .docs
             .get(doc as usize)
             .ok_or("not an indexed document")?;
-        let mut shingler = Shingler::new(self.shingle, self.ngram);
+        let mut shingler = Shingler::new(self.shingle, self.ngram).normalizing(self.normalize);
         self.index
             .set(s.doc, &s.entry, &s.blob, &mut shingler, self.limit)
             .map_err(|e| {
@@ -123,6 +124,7 @@ pub fn index_params(cfg: &Config) -> IndexParams {
         seed: cfg.seed,
         hashing: crate::sketch::shingle::HASH_SCHEME,
         max_distance,
+        normalize: cfg.normalize.name(),
     }
 }
 
@@ -305,6 +307,7 @@ pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus>
         docs: stored,
         shingle: cfg.shingle,
         ngram: cfg.ngram,
+        normalize: cfg.normalize,
         limit: cfg.walk.max_size,
         damage: std::sync::Mutex::new(None),
     }));

@@ -292,6 +292,7 @@ mod tests {
                 seed: 0,
                 hashing: 2,
                 max_distance: 0,
+                normalize: "none".into(),
             },
             segments: vec![SegmentEntry {
                 number: 3,

@@ -26,6 +26,7 @@ pub fn params() -> IndexParams {
         seed: 0,
         hashing: crate::sketch::shingle::HASH_SCHEME,
         max_distance: 0,
+        normalize: "none".into(),
     }
 }
 

@@ -56,6 +56,7 @@ pub fn engine(cfg: &Config, indexed: Option<std::sync::Arc<dyn StoredSets>>) -> 
         budget: std::sync::Arc::new(crate::budget::Budget::new(cfg.max_memory)),
         shingle: cfg.shingle,
         ngram: cfg.ngram,
+        normalize: cfg.normalize,
         limits: SizeLimits {
             min: cfg.walk.min_size,
             max: cfg.walk.max_size,

@@ -11,7 +11,7 @@ use crate::input::walk::FileEntry;
 use crate::sketch::shingle::{into_set, Shingler};
 
 use super::worker::{DocWorker, Engine};
-use crate::budget::{self, Grant};
+use crate::budget::Grant;
 
 impl<'a> DocWorker<'a> {
     /// Reads a document's content again into the worker's buffer (a dump record's text from the
@@ -22,7 +22,7 @@ impl<'a> DocWorker<'a> {
         let engine: &'a Engine = self.engine;
         self.rereading = true;
         let size = file.size.min(engine.limits.max);
-        let cost = budget::document_cost(size, 0, size, engine.shingle, true);
+        let cost = engine.document_cost(size, 0, size, true);
         let mut grant = engine.budget.reserve(cost).map_err(|o| o.reason_again())?;
         if file.record.is_some() || self.engine.spill.holds(doc) {
             self.engine.spill.read(doc, &mut self.buf)?;
@@ -108,9 +108,8 @@ impl<'a> DocWorker<'a> {
         let grant = self.reread(doc, file, hash)?;
         let mut tokens = Vec::new();
         if let Some(text) = text_of(&self.buf, file) {
-            crate::sketch::shingle::for_each_token(&text, &mut Vec::new(), |t| {
-                tokens.push(xxhash_rust::xxh3::xxh3_64(t))
-            });
+            self.shingler
+                .for_each_token(&text, |t| tokens.push(xxhash_rust::xxh3::xxh3_64(t)));
         }
         self.trim();
         drop(grant);

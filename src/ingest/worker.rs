@@ -24,6 +24,7 @@ use crate::input::walk::FileEntry;
 use crate::sketch::keep_at_most;
 use crate::sketch::kmv::Kmv;
 use crate::sketch::minhash::{MinHasher, SketchKind};
+use crate::sketch::normalize::Normalize;
 use crate::sketch::shingle::{into_set, ShingleKind, Shingler};
 use crate::sketch::simhash;
 
@@ -49,6 +50,8 @@ pub struct Engine {
     pub shingle: ShingleKind,
     /// Shingle length.
     pub ngram: usize,
+    /// `--normalize`'s steps.
+    pub normalize: Normalize,
     /// Smallest and largest file read (the largest also bounds the decompressed content of a
     /// compressed file).
     pub limits: SizeLimits,
@@ -62,6 +65,23 @@ pub struct Engine {
     pub indexed: Option<Arc<dyn StoredSets>>,
     /// The memory the documents in flight and their decoders share.
     pub budget: Arc<Budget>,
+}
+
+impl Engine {
+    /// [`budget::document_cost`] with this engine's shingles, and the copy of the text
+    /// `--normalize`'s steps make when there are any: reserved at the text's length, which the
+    /// steps seldom exceed (NFKC lengthens a few characters, such as `½` to `1⁄2`, and a longer
+    /// copy grows past what is charged).
+    pub fn document_cost(&self, raw: u64, copied: u64, text: u64, sorted: bool) -> u64 {
+        let stepped = if self.normalize.is_none() { 0 } else { text };
+        budget::document_cost(
+            raw,
+            copied.saturating_add(stepped),
+            text,
+            self.shingle,
+            sorted,
+        )
+    }
 }
 
 /// Shingle sets stored rather than derived from a file: the documents of an index scanned
@@ -200,7 +220,7 @@ impl<'a> DocWorker<'a> {
     pub fn new(engine: &'a Engine) -> Self {
         DocWorker {
             engine,
-            shingler: Shingler::new(engine.shingle, engine.ngram),
+            shingler: Shingler::new(engine.shingle, engine.ngram).normalizing(engine.normalize),
             shingles: Vec::new(),
             buf: Vec::new(),
             scratch: Vec::new(),
@@ -227,7 +247,7 @@ impl<'a> DocWorker<'a> {
         // what reading it can hold.
         let budget = &self.engine.budget;
         let size = file.size.min(self.engine.limits.max);
-        let cost = budget::document_cost(size, 0, size, self.engine.shingle, self.sorts());
+        let cost = self.engine.document_cost(size, 0, size, self.sorts());
         let mut grant = match budget.reserve(cost) {
             Ok(g) => g,
             // Binary is skipped whatever the size: its first bytes say so, for no charge.
@@ -270,11 +290,10 @@ impl<'a> DocWorker<'a> {
                     std::borrow::Cow::Owned(t) => t.len() as u64,
                     std::borrow::Cow::Borrowed(_) => 0,
                 };
-                let cost = budget::document_cost(
+                let cost = self.engine.document_cost(
                     buf.len() as u64,
                     copied,
                     text.len() as u64,
-                    self.engine.shingle,
                     self.sorts(),
                 );
                 match grant.resize(cost) {
@@ -316,7 +335,7 @@ impl<'a> DocWorker<'a> {
         r.bytes = text.len() as u64;
         r.hash = xxh3_128(text.as_bytes());
         // The text itself is the dump's, charged to it; its sketching is this worker's.
-        let cost = budget::document_cost(0, 0, r.bytes, self.engine.shingle, self.sorts());
+        let cost = self.engine.document_cost(0, 0, r.bytes, self.sorts());
         r.outcome = match self.engine.budget.reserve(cost) {
             Ok(_grant) => self.claim_and_sketch(text, &mut r, signature, claims, cache),
             Err(over) => Outcome::Failed(over.reason()),
@@ -365,7 +384,7 @@ impl<'a> DocWorker<'a> {
             // The walk's size may be stale (or unknown, for a deferred entry). A binary file
             // is skipped once read: charged its bytes, not the text it will not become.
             let len = self.buf.len() as u64;
-            let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
+            let cost = self.engine.document_cost(len, 0, len, self.sorts());
             return match grant.resize(cost) {
                 Err(_) if is_binary(&self.buf) => grant.resize(len).map_err(over),
                 r => r.map_err(over),
@@ -386,7 +405,7 @@ impl<'a> DocWorker<'a> {
         }
         drop(stream);
         let len = self.buf.len() as u64;
-        let cost = budget::document_cost(len, 0, len, self.engine.shingle, self.sorts());
+        let cost = self.engine.document_cost(len, 0, len, self.sorts());
         grant.resize(cost).map_err(over)
     }
 

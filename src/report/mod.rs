@@ -27,7 +27,8 @@ use crate::config::OutputFormat;
 
 pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
-    path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore, PairOut,
+    lossy_path_bytes, path_fields, ClusterOut, DuplicateOut, MemberMore, MemberOut, PairMore,
+    PairOut,
 };
 pub use counts::Counts;
 pub use model::{

@@ -39,6 +39,9 @@ pub struct Params {
     pub shingle: &'static str,
     /// Shingle length in words or characters.
     pub ngram: usize,
+    /// `--normalize`'s steps, in the order applied (`"nfkc,punct"`); absent without any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalize: Option<String>,
     /// MinHash sketch: "oph", "kperm" or "bottom-k".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sketch: Option<&'static str>,

@@ -13,6 +13,7 @@ pub fn params(cfg: &Config) -> Params {
             crate::sketch::shingle::ShingleKind::Char => "char",
         },
         ngram: cfg.ngram,
+        normalize: (!cfg.normalize.is_none()).then(|| cfg.normalize.name()),
         sketch: None,
         num_perm: None,
         bands: None,

@@ -7,6 +7,7 @@ mod kmv_filter;
 mod kmv_table;
 mod kperm;
 pub mod minhash;
+pub mod normalize;
 #[cfg(test)]
 mod props;
 pub mod shingle;

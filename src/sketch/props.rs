@@ -14,6 +14,7 @@ use crate::sketch::hash::{char_hash, splitmix64};
 use crate::sketch::kmv_filter::below_mask;
 use crate::sketch::kperm;
 use crate::sketch::minhash::{estimate, MinHasher, SketchKind};
+use crate::sketch::normalize::Normalize;
 use crate::sketch::shingle::{ShingleKind, Shingler};
 use crate::sketch::simhash::{distance, fingerprint};
 use crate::sketch::testing::{scalar, tokens, word_strings};
@@ -219,6 +220,35 @@ proptest! {
                 below_mask(chunk, limit, cpu::Avx2::detect()),
                 below_mask(chunk, limit, None)
             );
+        }
+    }
+}
+
+/// Characters the steps act on, and ASCII around them: letters, digits of three scripts,
+/// punctuation and symbols, combining marks (after ASCII letters too), compatibility forms,
+/// Hangul, white space.
+const STEP_CHARS: &str = "aZe0 9.,-'\"$~_\u{301}\u{308}\u{3099}éÅñİ٣०０Ａﬁ²½①—«»、。ｶﾞ한\u{a0}\t\n";
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn normalize_by_stretches_equals_the_unicode_tables_on_the_whole_text(
+        chars in prop::collection::vec(prop::sample::select(STEP_CHARS.chars().collect::<Vec<_>>()), 0..60),
+        steps in 1u8..16,
+    ) {
+        let text: String = chars.into_iter().collect();
+        let n = Normalize(steps);
+        let mut buf = Vec::new();
+        let mut whole = Vec::new();
+        n.unicode(&text, &mut whole);
+        prop_assert_eq!(n.apply(&text, &mut buf).as_bytes(), &whole[..], "{}", n.name());
+        // The shingler applies the steps, then the default normalization.
+        for kind in [ShingleKind::Word, ShingleKind::Char] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            Shingler::new(kind, 3).normalizing(n).shingle(&text, &mut a);
+            Shingler::new(kind, 3).shingle(&String::from_utf8_lossy(&whole), &mut b);
+            prop_assert_eq!(a, b);
         }
     }
 }

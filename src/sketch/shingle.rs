@@ -1,7 +1,8 @@
 //! Normalization and shingling: decoded text → 64-bit shingle hashes.
 //!
 //! The normalization is the one documented in the README, exactly, because every similarity
-//! depends on it: tokens from [`crate::sketch::tokenize`] (lowercased maximal runs of non-`White_Space`
+//! depends on it: `--normalize`'s steps first, when any ([`crate::sketch::normalize`]), then
+//! tokens from [`crate::sketch::tokenize`] (lowercased maximal runs of non-`White_Space`
 //! characters), and the normalized text is the tokens re-joined by single spaces.
 //!
 //! Word shingles are `n` consecutive tokens, character shingles `n` consecutive characters of the
@@ -21,6 +22,7 @@
 use crate::cpu;
 use crate::sketch::hash::{mix64, short_token_hash, window_hash};
 use crate::sketch::keep_at_most;
+use crate::sketch::normalize::Normalize;
 #[cfg(target_arch = "x86_64")]
 use crate::sketch::shingle_x86;
 use crate::sketch::tokenize::{hash_words, normalize_ascii, Word, WordBuffers};
@@ -44,6 +46,10 @@ pub enum ShingleKind {
 pub struct Shingler {
     kind: ShingleKind,
     n: usize,
+    /// `--normalize`'s steps, applied to the text before anything else.
+    steps: Normalize,
+    /// The text after the steps, when they change it.
+    stepped: Vec<u8>,
     /// Lowercased bytes of the token being built, when the input token is not already lowercase.
     token: Vec<u8>,
     /// Token hashes (word mode).
@@ -62,6 +68,8 @@ impl Shingler {
         Shingler {
             kind,
             n: n.max(1),
+            steps: Normalize::NONE,
+            stepped: Vec::new(),
             token: Vec::new(),
             token_hashes: Vec::new(),
             words: WordBuffers::default(),
@@ -70,8 +78,15 @@ impl Shingler {
         }
     }
 
+    /// The shingler with `--normalize`'s `steps` applied to every text first.
+    pub fn normalizing(mut self, steps: Normalize) -> Self {
+        self.steps = steps;
+        self
+    }
+
     /// Shrinks the buffers a long text grew beyond `keep` bytes to `keep` bytes.
     pub fn trim(&mut self, keep: usize) {
+        keep_at_most(&mut self.stepped, keep);
         keep_at_most(&mut self.token, keep);
         keep_at_most(&mut self.token_hashes, keep);
         keep_at_most(&mut self.normalized, keep);
@@ -82,6 +97,24 @@ impl Shingler {
     /// Appends the hashes of every shingle of `text` to `out` (with repeats, in text order).
     /// Appends nothing when the text has no token.
     pub fn shingle(&mut self, text: &str, out: &mut Vec<u64>) {
+        if self.steps.is_none() {
+            return self.shingle_normalized(text, out);
+        }
+        let mut stepped = std::mem::take(&mut self.stepped);
+        self.shingle_normalized(self.steps.apply(text, &mut stepped), out);
+        self.stepped = stepped;
+    }
+
+    /// Calls `emit` with every normalized token of `text`, in order: the steps, then
+    /// [`for_each_token`]. What `--verify edit` compares.
+    pub fn for_each_token(&mut self, text: &str, emit: impl FnMut(&[u8])) {
+        let mut stepped = std::mem::take(&mut self.stepped);
+        for_each_token(self.steps.apply(text, &mut stepped), &mut self.token, emit);
+        self.stepped = stepped;
+    }
+
+    /// [`Shingler::shingle`] of a text the steps were applied to.
+    fn shingle_normalized(&mut self, text: &str, out: &mut Vec<u64>) {
         // Room for the most shingles the text can have, reserved exactly: a vector left to
         // double could hold twice that, and the memory budget charges the bound
         // (`budget::text_cost`). Pages of it never written are never resident.

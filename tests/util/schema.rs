@@ -42,7 +42,7 @@ pub const PARAMS_MINHASH: Keys = Keys {
         "cluster",
         "keep",
     ],
-    optional: &["min_similarity", "containment", "keep_by"],
+    optional: &["normalize", "min_similarity", "containment", "keep_by"],
 };
 
 /// `params` of a SimHash scan.
@@ -59,7 +59,7 @@ pub const PARAMS_SIMHASH: Keys = Keys {
         "cluster",
         "keep",
     ],
-    optional: &["min_similarity", "keep_by"],
+    optional: &["normalize", "min_similarity", "keep_by"],
 };
 
 /// The counts of `stats`, each a u64.

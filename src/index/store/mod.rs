@@ -85,6 +85,19 @@ pub struct IndexParams {
     /// which stored no keys).
     #[serde(default)]
     pub max_distance: u32,
+    /// `--normalize`'s steps as [`crate::sketch::normalize::Normalize::name`] spells them, or
+    /// "none". Written only when there are steps, so an index without them is written as
+    /// before; one without the field (made before the option existed) has none.
+    #[serde(default = "no_steps", skip_serializing_if = "is_no_steps")]
+    pub normalize: String,
+}
+
+fn no_steps() -> String {
+    "none".to_string()
+}
+
+fn is_no_steps(steps: &str) -> bool {
+    steps == "none"
 }
 
 /// One indexed document without its shingle set: what an open index keeps in memory.
@@ -196,6 +209,7 @@ pub fn check_compatible(stored: &IndexParams, wanted: &IndexParams) -> Result<()
     };
     check("--shingle", &stored.shingle, &wanted.shingle);
     check("--ngram", &stored.ngram, &wanted.ngram);
+    check("--normalize", &stored.normalize, &wanted.normalize);
     check("--num-perm", &stored.num_perm, &wanted.num_perm);
     check("--sketch", &stored.sketch, &wanted.sketch);
     // Bands and rows are not compared: the bands are cut from the stored signatures at every

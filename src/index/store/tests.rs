@@ -17,6 +17,7 @@ fn params() -> IndexParams {
         seed: 0,
         hashing: 1,
         max_distance: 0,
+        normalize: "none".into(),
     }
 }
 

@@ -23,7 +23,12 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
     let t = &co.t;
     build_old(t);
     let before = contents(&t.join("idx"));
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
+        (
+            // The index has no steps: it was built without the field, as before the option.
+            &["--normalize", "punct"],
+            "index was built with --normalize none, this scan uses --normalize punct",
+        ),
         (
             &["--num-perm", "64"],
             "index was built with --num-perm 128, this scan uses --num-perm 64",
@@ -135,6 +140,7 @@ fn index_incompatible_parameters_are_refused_and_banding_may_differ() {
     ] {
         assert_eq!(params[key], value, "{params}");
     }
+    assert!(params.get("normalize").is_none(), "{params}");
 }
 
 // ---------------------------------------------------------------------------------------------
