@@ -14,10 +14,22 @@ import argparse
 import json
 import random
 import shutil
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+
+M64 = (1 << 64) - 1
+
+
+def partition(table, key, parts):
+    """The group partition of a bucket (src/stages/sign.rs `partition`, key as stored)."""
+    z = ((key & M64) ^ (1 << 63)) ^ ((table & 0xFFFFFFFF) << 32)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return (z ^ (z >> 31)) % parts
 
 
 def families(n, rng):
@@ -43,9 +55,7 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     (out / "group").mkdir(parents=True)
     shutil.copy(source / "run.json", out / "run.json")
-    for j in range(parts):
-        name = f"part-{j:06d}.json"
-        shutil.copy(source / "group" / name, out / "group" / name)
+    summaries = [json.loads((source / "group" / f"part-{j:06d}.json").read_text()) for j in range(parts)]
 
     rng = random.Random(a.seed)
     n = a.candidates
@@ -56,11 +66,11 @@ def main():
         docs = [ids[i] for i in fam]
         if f % 10 == 0:
             key, low = rng.getrandbits(63), rng.getrandbits(63)
-            rows[key % parts].append((-1, key, docs[:2], [low, low]))
+            rows[partition(-1, key, parts)].append((-1, key, docs[:2], [low, low]))
         for t in range(a.bands):
             if rng.random() < 0.7:
                 key = rng.getrandbits(64) - (1 << 63)
-                rows[key % parts].append((t, key, docs, []))
+                rows[partition(t, key, parts)].append((t, key, docs, []))
     for j, mine in enumerate(rows):
         mine.sort(key=lambda r: (r[0], r[1]))
         table = pa.table(
@@ -70,9 +80,25 @@ def main():
                 "docs": pa.array([r[2] for r in mine], pa.list_(pa.int64())),
                 "aux": pa.array([r[3] for r in mine], pa.list_(pa.int64())),
             }
-        ).replace_schema_metadata({"dupfind.run": run})
-        pq.write_table(table, out / "group" / f"part-{j:06d}.parquet", row_group_size=65536)
+        )
+        # The tag and CRC-32 every stage checks a file it reads against: the group attempt's
+        # (taken from its summary, which then lists this file's CRC-32 and is sealed again).
+        summary = summaries[j]
+        tag = {k: summary["lineage"][k] for k in ("run", "stage", "part", "attempt", "digest")}
+        table = table.replace_schema_metadata(
+            {"dupfind.run": run, "dupfind.lineage": json.dumps(tag, separators=(",", ":"))}
+        )
+        path = out / "group" / f"part-{j:06d}.parquet"
+        pq.write_table(table, path, row_group_size=65536)
         mine.clear()
+        crc = zlib.crc32(path.read_bytes())
+        summary["lineage"]["files"] = {f"group/part-{j:06d}.parquet": f"{crc:08x}"}
+        del summary["seal"]
+        body = json.dumps(summary, indent=2).encode()
+        body = body.rstrip()[:-1].rstrip() + b",\n  "
+        seal = zlib.crc32(body)
+        sealed = body + f'"seal": "{seal:08x}"\n}}\n'.encode()
+        (out / "group" / f"part-{j:06d}.json").write_bytes(sealed)
 
 
 if __name__ == "__main__":

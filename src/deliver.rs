@@ -93,21 +93,45 @@ pub fn deliver(report: &report::Report, code: ExitCode, cfg: &Config) -> Result<
 }
 
 /// "3 inputs could not be read", "1 input could not be read, 2 lines of JSON Lines dumps held
-/// no document".
+/// no document", "4 documents could not be written to the dataset": each error counted by what
+/// failed. A line that held no document is counted in `stats.skipped.bad_line`; a document the
+/// dataset lacks, by its error's words ([`crate::dataset::NOT_WRITTEN`]), with or without a line.
 fn failures(report: &report::Report) -> String {
-    let lines = report.errors.iter().filter(|e| e.line.is_some()).count();
-    let inputs = report.errors.len() - lines;
+    let dataset = |e: &&report::ErrorOut| e.error.starts_with(crate::dataset::NOT_WRITTEN);
+    let not_written = report.errors.iter().filter(dataset).count();
+    let lines = (report.errors.iter())
+        .filter(|e| e.line.is_some() && !dataset(e))
+        .count();
+    let inputs = report.errors.len() - lines - not_written;
+    // Every bad line is an error at its line; the other errors at a line are dumps that could
+    // not be read to the end, and records that changed during the scan.
+    let bad = lines.min(report.stats.skipped.bad_line as usize);
     let mut parts = Vec::new();
-    match inputs {
+    let mut count = |n: usize, one: &str, many: &str| match n {
         0 => {}
-        1 => parts.push("1 input could not be read".to_string()),
-        n => parts.push(format!("{n} inputs could not be read")),
-    }
-    match lines {
-        0 => {}
-        1 => parts.push("1 line of a JSON Lines dump held no document".to_string()),
-        n => parts.push(format!("{n} lines of JSON Lines dumps held no document")),
-    }
+        1 => parts.push(one.to_string()),
+        n => parts.push(format!("{n} {many}")),
+    };
+    count(
+        inputs,
+        "1 input could not be read",
+        "inputs could not be read",
+    );
+    count(
+        bad,
+        "1 line of a JSON Lines dump held no document",
+        "lines of JSON Lines dumps held no document",
+    );
+    count(
+        lines - bad,
+        "1 record of a dump could not be read",
+        "records of dumps could not be read",
+    );
+    count(
+        not_written,
+        "1 document could not be written to the dataset",
+        "documents could not be written to the dataset",
+    );
     if parts.is_empty() {
         // Status 2 always comes with an error; say something true if that ever changes.
         parts.push("some input could not be read".to_string());

@@ -1,9 +1,5 @@
 //! The pair graph's building blocks, shared by the stages that find, verify and cluster pairs:
-//! document ids, a verified pair with its score, and the union-find that joins them (also the
-//! staged pipeline's candidate components, dealt to its partitions).
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! document ids, a verified pair with its score, and the union-find that joins them.
 
 /// A document's id: its position in the scan's corpus (indexed documents first, then the
 /// inputs in path order). A plain `u32` rather than a newtype: ids index the per-document
@@ -98,54 +94,6 @@ impl UnionFind {
         self.size[ra as usize] += self.size[rb as usize];
         true
     }
-
-    /// Members of the largest set.
-    pub fn largest(&self) -> u32 {
-        (0..self.parent.len())
-            .filter(|&i| self.parent[i] as usize == i)
-            .map(|i| self.size[i])
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// The partition of each element, and the number of sets: sets are dealt largest first
-    /// (ties: the one with the first element first) to the partition with the fewest elements
-    /// so far (ties: the first partition). Done in the union-find's own arrays, so that the
-    /// partition of every element costs no more memory (the staged pipeline's components
-    /// stage holds one per candidate document).
-    pub fn deal(mut self, parts: u32) -> (Vec<u32>, u64) {
-        let n = self.parent.len() as u32;
-        for i in 0..n {
-            let r = self.find(i);
-            self.parent[i as usize] = r;
-        }
-        // Each set once, at its first element; its size is then zeroed to mark it seen.
-        let mut sets: Vec<(Reverse<u32>, u32, u32)> = Vec::new();
-        for i in 0..n {
-            let r = self.parent[i as usize];
-            let size = std::mem::take(&mut self.size[r as usize]);
-            if size > 0 {
-                sets.push((Reverse(size), i, r));
-            }
-        }
-        sets.sort_unstable();
-        let count = sets.len() as u64;
-        // `size` now holds each root's partition.
-        let mut load: BinaryHeap<Reverse<(u64, u32)>> =
-            (0..parts).map(|p| Reverse((0, p))).collect();
-        for (Reverse(size), _, r) in sets {
-            if let Some(Reverse((l, p))) = load.pop() {
-                self.size[r as usize] = p;
-                load.push(Reverse((l + u64::from(size), p)));
-            }
-        }
-        let part_of = self.size;
-        let mut out = self.parent;
-        for x in out.iter_mut() {
-            *x = part_of[*x as usize];
-        }
-        (out, count)
-    }
 }
 
 #[cfg(test)]
@@ -208,66 +156,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The dealing as the staged pipeline first did it, with separate maps.
-    fn naive_deal(n: u32, edges: &[(u32, u32)], parts: u32) -> (Vec<u32>, u64) {
-        let mut uf = UnionFind::new(n as usize);
-        for &(a, b) in edges {
-            uf.union(a, b);
-        }
-        let roots: Vec<u32> = (0..n).map(|i| uf.find(i)).collect();
-        let mut seen = vec![false; n as usize];
-        let mut comps = Vec::new();
-        for i in 0..n {
-            let r = roots[i as usize];
-            if !seen[r as usize] {
-                seen[r as usize] = true;
-                comps.push((Reverse(uf.set_size(i)), i, r));
-            }
-        }
-        comps.sort_unstable();
-        let mut load: BinaryHeap<Reverse<(u64, u32)>> =
-            (0..parts).map(|p| Reverse((0, p))).collect();
-        let mut part_of_root = vec![0u32; n as usize];
-        for &(Reverse(size), _, r) in &comps {
-            if let Some(Reverse((l, p))) = load.pop() {
-                part_of_root[r as usize] = p;
-                load.push(Reverse((l + u64::from(size), p)));
-            }
-        }
-        let parts = roots.iter().map(|&r| part_of_root[r as usize]).collect();
-        (parts, comps.len() as u64)
-    }
-
-    proptest! {
-        #[test]
-        fn deals_as_the_separate_maps_did(
-            n in 1u32..60,
-            raw in proptest::collection::vec((0u32..60, 0u32..60), 0..80),
-            parts in 1u32..6,
-        ) {
-            let edges: Vec<(u32, u32)> =
-                raw.into_iter().map(|(a, b)| (a % n, b % n)).collect();
-            let mut uf = UnionFind::new(n as usize);
-            for &(a, b) in &edges {
-                uf.union(a, b);
-            }
-            let largest = (0..n).map(|i| uf.clone().set_size(i)).max();
-            prop_assert_eq!(Some(uf.largest()), largest);
-            prop_assert_eq!(uf.deal(parts), naive_deal(n, &edges, parts));
-        }
-    }
-
-    #[test]
-    fn the_largest_set_is_counted_before_dealing() {
-        let mut uf = UnionFind::new(6);
-        assert_eq!(uf.largest(), 1);
-        uf.union(0, 1);
-        uf.union(2, 3);
-        uf.union(3, 4);
-        assert_eq!(uf.largest(), 3);
-        // {2,3,4} first to partition 0, then {0,1} and {5} to the less loaded partition 1.
-        assert_eq!(uf.deal(2), (vec![1, 1, 0, 0, 0, 1], 3));
     }
 }

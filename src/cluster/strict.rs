@@ -18,17 +18,18 @@ use crate::input::walk::FileEntry;
 use crate::messages::InputError;
 use crate::pairs::Pair;
 use crate::pairs::Score;
-use crate::verify::members::member_material;
+use crate::verify::members::{member_material, member_material_checking};
 use crate::verify::reload::{Loaded, Want};
 
 /// `--cluster strict`: each component split by greedy centers in `--keep` order. Edit
 /// verification loads the component's token sequences (one component at a time, so memory
 /// stays that of the largest component). Exact verification first takes the verdicts known
 /// without sets: byte-identical pairs, and pairs verification passed (`material.known`). Then it
-/// loads the sets of the members verification did not compare (for the errors of those that
-/// cannot be read again) and of the pairs not known, and any other a check asks for, one at a
-/// time. Reading every member a third time, as it did, was a fifth of a scan with character
-/// shingles, whose sets outgrow what verification retains.
+/// reads again the members verification did not compare, for the errors of those that cannot
+/// be (checked against their content hash, not shingled), loads the sets of the pairs not
+/// known, and any other a check asks for, one at a time. Reading every member a third time, as
+/// it did, was a fifth of a scan with character shingles, whose sets outgrow what verification
+/// retains.
 pub fn clusters<'a>(
     components: Vec<Cluster>,
     keep: Order,
@@ -91,19 +92,33 @@ pub fn clusters<'a>(
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut sets = match wanted.is_empty() {
-            true => Loaded::default(),
-            false => match load(&wanted, errors) {
-                Cow::Owned(sets) => sets,
+        // Sets are derived for the pairs not known only: the other members are read again for
+        // the errors of those that cannot be, not shingled (two thirds of the files strict
+        // clustering read in a real corpus, many of them byte-identical copies).
+        let unknown_sets: HashSet<u32> = unknown.iter().map(|&d| canon(d)).collect();
+        let needs_set = |c: u32| unknown_sets.contains(&c);
+        let (mut sets, unread) = match wanted.is_empty() {
+            true => (Loaded::default(), Vec::new()),
+            false => match member_material_checking(
+                judge,
+                material.engine,
+                files,
+                &wanted,
+                want,
+                material.retained,
+                needs_set,
+                errors,
+            ) {
+                (Cow::Owned(sets), unread) => (sets, unread),
                 // All retained: copied, only these.
-                Cow::Borrowed(retained) => {
+                (Cow::Borrowed(retained), unread) => {
                     let mut sets = Loaded::default();
                     for c in wanted.iter().map(|&d| canon(d)) {
                         if let Some(set) = retained.set_copy(c) {
                             sets.insert_set(c, set);
                         }
                     }
-                    sets
+                    (sets, unread)
                 }
             },
         };
@@ -111,8 +126,12 @@ pub fn clusters<'a>(
             out.extend(split);
             continue;
         }
-        // Each document is read once: one that failed is not tried again (nor said twice).
+        // Each document is read once: one that failed is not tried again (nor said twice). One
+        // only checked, or retained and not copied, is read (or copied) when a check asks for it.
         let mut tried: HashSet<u32> = wanted.iter().map(|&d| canon(d)).collect();
+        for c in unread {
+            tried.remove(&c);
+        }
         out.extend(split_component(&order, |rep, doc| {
             if let Some(verdict) = known(rep, doc) {
                 return verdict;

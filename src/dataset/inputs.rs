@@ -80,7 +80,9 @@ enum Kind {
 /// What `f` is, and with `--annotate` (`prefix`) whether its columns clash with the added ones.
 fn kind(f: &FileEntry, jsonl: &JsonlOptions, prefix: Option<&str>) -> Result<Kind> {
     if !f.dump {
-        if let Some(name) = prefix.and_then(|p| annotate::clash(p, ["path", "text"].into_iter())) {
+        if let Some(name) =
+            prefix.and_then(|p| annotate::clash(p, ["path", "text", "path_bytes"].into_iter()))
+        {
             bail!("{}", annotate::clash_message("a file's record", name));
         }
         return Ok(Kind::File);

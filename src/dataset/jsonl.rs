@@ -13,7 +13,7 @@ use arrow_array::RecordBatch;
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::annotate::{self, Annotation};
-use super::{file_text, inputs, line_of, DatasetDoc, DumpRows, Writing, Written};
+use super::{file_text, inputs, line_of, not_written, DatasetDoc, DumpRows, Writing, Written};
 use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
@@ -83,8 +83,7 @@ fn write_records(
 ) -> Result<()> {
     let cfg = how.cfg;
     let fail = |written: &mut Written, d: &DatasetDoc, reason: &str| {
-        let reason = format!("not in the dataset: {reason}");
-        written.errors.push(d.file.error(None, reason));
+        written.errors.push(not_written(d, reason));
     };
     let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
         Ok(Opened::Jsonl(r, _)) => r,

@@ -40,6 +40,15 @@ pub use inputs::{check_inputs, refuse_existing};
 
 use annotate::Annotation;
 
+/// How the error of a document the dataset lacks begins: the run's one-line summary (`-q`)
+/// counts these errors by it, apart from the inputs that could not be read.
+pub const NOT_WRITTEN: &str = "not in the dataset";
+
+/// The error of document `d`, not written to the dataset because of `reason`.
+fn not_written(d: &DatasetDoc, reason: &str) -> InputError {
+    d.file.error(None, format!("{NOT_WRITTEN}: {reason}"))
+}
+
 /// One document of the dataset's inputs.
 pub struct DatasetDoc<'a> {
     /// Where it is.
@@ -158,9 +167,7 @@ fn file_text(
     let bytes = match worker.content(doc, d.file, d.hash) {
         Ok(b) => b,
         Err(reason) => {
-            written
-                .errors
-                .push(d.file.error(None, format!("not in the dataset: {reason}")));
+            written.errors.push(not_written(d, &reason));
             return None;
         }
     };
@@ -366,8 +373,7 @@ fn count(kept: &[&DatasetDoc], result: Result<(), String>, written: &mut Written
         }
         Err(reason) => {
             for d in kept {
-                let reason = format!("not in the dataset: {reason}");
-                written.errors.push(d.file.error(None, reason));
+                written.errors.push(not_written(d, &reason));
             }
         }
     }
@@ -376,8 +382,8 @@ fn count(kept: &[&DatasetDoc], result: Result<(), String>, written: &mut Written
 /// Counts `docs`, which the reading of their dump did not reach: errors, but those dropped.
 fn unreached(docs: &[DatasetDoc], how: &Writing, written: &mut Written) {
     for d in docs.iter().filter(|d| !how.drops(d)) {
-        let reason = "not in the dataset: the dump ended before the row".to_string();
-        written.errors.push(d.file.error(None, reason));
+        let reason = "the dump ended before the row";
+        written.errors.push(not_written(d, reason));
     }
     written.dropped += docs.iter().filter(|d| how.drops(d)).count() as u64;
 }
@@ -409,10 +415,7 @@ fn select<'d, 'a>(
                 keep[k] = true;
                 kept.push(d);
             }
-            _ => written.errors.push((d.file).error(
-                None,
-                "not in the dataset: file changed during the scan".into(),
-            )),
+            _ => (written.errors).push(not_written(d, "file changed during the scan")),
         }
     }
     (keep, kept)

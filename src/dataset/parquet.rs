@@ -1,8 +1,9 @@
 //! The dataset as Parquet (`--dataset-format parquet`): one part per input of the shard, in
 //! order, `part-SSSSS-NNNNN.parquet`. A Parquet dump's part has the dump's schema exactly as
 //! its writer's Arrow schema gives it (names, types, nesting, nullability, field and schema
-//! metadata), its rows in their order; a run of files is one part of `{path, text}` rows. With
-//! `--annotate`, the five added columns follow the input's own. A dump's row group of which
+//! metadata), its rows in their order; a run of files is one part of `{path, text, path_bytes}`
+//! rows (`path_bytes` binary, null unless the name is not UTF-8). With `--annotate`, the five
+//! added columns follow the input's own. A dump's row group of which
 //! every row is written is copied, its column chunks as the dump has them ([`write_dump`]).
 //!
 //! Memory: the rows pass through a decoded batch at a time (the reader's bound), and the
@@ -13,7 +14,7 @@
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use arrow_array::{RecordBatch, StringArray};
+use arrow_array::{BinaryArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
@@ -24,13 +25,15 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescriptor;
 
 use super::annotate::{self, Annotation};
-use super::{file_text, input_clash, inputs, DatasetDoc, DumpRows, Piece, Writing, Written};
+use super::{
+    file_text, input_clash, inputs, not_written, DatasetDoc, DumpRows, Piece, Writing, Written,
+};
 use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
 use crate::input::parquet::RawGroup;
 use crate::messages::display_path;
-use crate::report::path_fields;
+use crate::report::lossy_path_bytes;
 
 /// A row group is cut when its encoded size reaches this: the writer's memory, whatever the
 /// size of the dataset.
@@ -66,8 +69,7 @@ pub(super) fn write(
             ),
             Err(reason) => {
                 for d in input.iter().filter(|d| !how.drops(d)) {
-                    let reason = format!("not in the dataset: {reason}");
-                    written.errors.push(d.file.error(None, reason));
+                    written.errors.push(not_written(d, &reason));
                 }
                 written.dropped += input.iter().filter(|d| how.drops(d)).count() as u64;
             }
@@ -95,7 +97,7 @@ fn write_dump(
     })
 }
 
-/// A run of files as `{path, text}` rows.
+/// A run of files as `{path, text, path_bytes}` rows.
 fn write_files(
     path: &std::path::Path,
     start: usize,
@@ -104,9 +106,12 @@ fn write_files(
     worker: &mut DocWorker,
     written: &mut Written,
 ) -> Result<()> {
+    // `path_bytes` as the JSON Lines records have it, but binary: a table's columns are the
+    // same in every row, so it is there, null where the name is UTF-8.
     let fields = vec![
         Field::new("path", DataType::Utf8, false),
         Field::new("text", DataType::Utf8, false),
+        Field::new("path_bytes", DataType::Binary, true),
     ];
     let schema = Arc::new(Schema::new(fields));
     if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
@@ -121,7 +126,7 @@ fn write_files(
                 continue;
             };
             written.kept += 1;
-            batch.push(path_fields(&d.file.path).0, text, d);
+            batch.push(&d.file.path, text, d);
             if batch.bytes >= FILE_BATCH_BYTES {
                 send(Piece::Rows(batch.take(&schema, annotated.as_ref())?))?;
             }
@@ -176,14 +181,17 @@ fn copies(part: &SchemaDescriptor, input: &SchemaDescriptor) -> bool {
 struct FileRows {
     paths: Vec<String>,
     texts: Vec<String>,
+    path_bytes: Vec<Option<Vec<u8>>>,
     annotations: Vec<Annotation>,
     bytes: usize,
 }
 
 impl FileRows {
-    fn push(&mut self, path: String, text: String, d: &DatasetDoc) {
+    fn push(&mut self, path: &std::path::Path, text: String, d: &DatasetDoc) {
+        let (path, path_bytes) = (path.to_string_lossy().into_owned(), lossy_path_bytes(path));
         self.bytes += path.len() + text.len();
         self.paths.push(path);
+        self.path_bytes.push(path_bytes);
         self.texts.push(text);
         self.annotations.push(Annotation::of(d.fate));
     }
@@ -195,6 +203,7 @@ impl FileRows {
             vec![
                 Arc::new(StringArray::from(rows.paths)),
                 Arc::new(StringArray::from(rows.texts)),
+                Arc::new(BinaryArray::from_iter(rows.path_bytes)),
             ],
         )?;
         match annotated {
@@ -205,10 +214,13 @@ impl FileRows {
 }
 
 /// A part being written: zstd pages (level 1, as the staged pipeline's files: level 3 spent a
-/// quarter of a profiled run compressing), bounded row groups, the schema's metadata also as
-/// the file's key-value metadata (where pyarrow, DuckDB and Spark look for it), renamed into
-/// place when whole. Rows are encoded as `ArrowWriter` encodes them, its column writers driven
-/// here so that a row group copied from the dump can go between two encoded ones.
+/// quarter of a profiled run compressing; and not the dump's own codec: on the benchmark's
+/// text in 1 MiB pages, snappy compressed at 590 MB/s to 1/2.2, LZ4 at 530 MB/s to 1/2.3,
+/// zstd 1 at 510 MB/s to 1/3.4, so a faster codec would save little time for much more disk),
+/// bounded row groups, the schema's metadata also as the file's key-value metadata (where
+/// pyarrow, DuckDB and Spark look for it), renamed into place when whole. Rows are encoded as
+/// `ArrowWriter` encodes them, its column writers driven here so that a row group copied from
+/// the dump can go between two encoded ones.
 struct Part {
     file: SerializedFileWriter<std::io::BufWriter<std::fs::File>>,
     encoders: ArrowRowGroupWriterFactory,

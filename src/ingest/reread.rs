@@ -74,6 +74,20 @@ impl<'a> DocWorker<'a> {
         Ok(set)
     }
 
+    /// Reads a document again only to check that its content still hashes to `hash`: the
+    /// errors of [`DocWorker::load_set`], without deriving the set (strict clustering reads the
+    /// members verification never compared for those errors alone). An indexed document's set
+    /// is read from the index, as `load_set` reads it.
+    pub fn check_content(&mut self, doc: u32, file: &FileEntry, hash: u128) -> Result<(), String> {
+        if (self.engine.indexed.as_ref()).is_some_and(|ix| doc < ix.count()) {
+            return self.load_set(doc, file, hash).map(drop);
+        }
+        let grant = self.reread(doc, file, hash)?;
+        self.trim();
+        drop(grant);
+        Ok(())
+    }
+
     /// Reads a document again for edit verification and returns its token sequence: the
     /// xxh3-64 hash of each normalized token, in text order. The content must still hash to
     /// `hash`. (An index stores sets, not sequences; `--verify edit` cannot be used with one.)
@@ -155,12 +169,21 @@ pub fn load_token_seqs(
     load_all(engine, files, docs, |w, d, f, h| w.load_tokens(d, f, h))
 }
 
-fn load_all(
+/// Checks the contents of `docs` ([`DocWorker::check_content`]) as [`load_sets`] loads sets.
+pub fn check_contents(
     engine: &Engine,
     files: &[FileEntry],
     docs: &[(u32, u128)],
-    load: impl Fn(&mut DocWorker, u32, &FileEntry, u128) -> LoadedSet + Sync,
-) -> Vec<(u32, LoadedSet)> {
+) -> Vec<(u32, Result<(), String>)> {
+    load_all(engine, files, docs, |w, d, f, h| w.check_content(d, f, h))
+}
+
+fn load_all<T: Send>(
+    engine: &Engine,
+    files: &[FileEntry],
+    docs: &[(u32, u128)],
+    load: impl Fn(&mut DocWorker, u32, &FileEntry, u128) -> T + Sync,
+) -> Vec<(u32, T)> {
     docs.par_iter()
         .map_init(
             || DocWorker::new(engine),

@@ -21,6 +21,7 @@ use crate::input::read::{
 use crate::input::readahead::Readahead;
 use crate::input::spill::Spill;
 use crate::input::walk::FileEntry;
+use crate::sketch::keep_at_most;
 use crate::sketch::kmv::Kmv;
 use crate::sketch::minhash::{MinHasher, SketchKind};
 use crate::sketch::normalize::Normalize;
@@ -432,15 +433,9 @@ impl<'a> DocWorker<'a> {
     /// documents stays within the fixed part of a document's cost ([`budget::RETAINED`]).
     pub(super) fn trim(&mut self) {
         let keep = budget::RETAINED;
-        if self.buf.capacity() > keep {
-            self.buf = Vec::with_capacity(keep);
-        }
-        if self.shingles.capacity() * 8 > keep {
-            self.shingles = Vec::with_capacity(keep / 8);
-        }
-        if self.scratch.capacity() * 4 > keep {
-            self.scratch = Vec::new();
-        }
+        keep_at_most(&mut self.buf, keep);
+        keep_at_most(&mut self.shingles, keep);
+        keep_at_most(&mut self.scratch, keep);
         self.shingler.trim(keep);
     }
 

@@ -15,8 +15,9 @@
 //! the roots themselves were named, and are walked whatever their names.
 //!
 //! This module holds what a walk is given and what it gives back, checks the roots and strings
-//! the steps together; one tree's traversal and the admission of its files are in
-//! `walker.rs`, the parallel walk of one root's subdirectories in `walk_split.rs`.
+//! the steps together; the admission of files, and a tree's traversal by walkdir, are in
+//! `walker.rs`, its traversal by listing each directory (in parallel near the root) in
+//! `walk_split.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -282,14 +283,17 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     let defer = opts.defer_metadata && !opts.follow_links && roots.len() == 1;
     let mut w = Walker::new(opts, msgs, roots.len() > 1);
     w.out = out;
-    // Splitting needs one root (several may overlap), no links followed (a link into another
-    // subdirectory would be walked by two walkers), and the root's subdirectories walked.
-    let split = defer && rayon::current_num_threads() > 1 && opts.max_depth.is_none_or(|d| d >= 2);
+    // A root is walked by its listings (`walk_split.rs`) when no link is followed (walkdir
+    // finds the loops of followed links) and its entries are walked at all. In parallel with
+    // one root (several may overlap, which the walker finds in walk order) and no links (a
+    // link into another subdirectory would be walked by two walkers).
+    let listed = !opts.follow_links && opts.max_depth.is_none_or(|d| d >= 1);
+    let parallel = defer && rayon::current_num_threads() > 1;
     for (root, canonical, is_dir) in roots {
         let mut errors = Vec::new();
         let rules = Rules::for_root(root, &canonical, is_dir, opts, msgs, &mut errors);
         w.out.errors.extend(errors);
-        w.walk_root(root, &canonical_roots, split, rules);
+        w.walk_root(root, &canonical_roots, (listed, parallel), rules);
     }
     admit_pending(&mut w, opts, roots_count > 1, defer);
     if opts.include.is_some() && w.out.files_seen == 0 {

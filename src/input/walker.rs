@@ -4,8 +4,8 @@
 //! A walker visits the entries walkdir yields (filtered by `--exclude`, `--include` and the
 //! directories never entered), counts what it does not keep, and records what cannot be read.
 //! The files it keeps wait in walk order for their metadata, which [`super::walk::walk`] takes
-//! in parallel and hands back to [`Walker::admit`]. It does not check the roots nor split a
-//! root's subdirectories between threads (see `walk_split.rs`).
+//! in parallel and hands back to [`Walker::admit`]. It does not check the roots; a root walked
+//! by its listings rather than by walkdir is walked in `walk_split.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -123,29 +123,17 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Walks `start` (the root or, for a split walk, one of its subdirectories) with the
-    /// filters of `root`; `rules` has entered `start` and every directory above it.
-    pub(super) fn walk_tree(
-        &mut self,
-        start: &Path,
-        root: &Path,
-        canonical_roots: &[PathBuf],
-        mut rules: Rules,
-    ) {
+    /// Walks `root` with walkdir; `rules` has entered it and every directory above it.
+    pub(super) fn walk_tree(&mut self, root: &Path, canonical_roots: &[PathBuf], mut rules: Rules) {
         let opts = self.opts;
         let msgs = self.msgs;
         let (mut outside, mut hidden, mut ignored) = (0u64, 0u64, 0u64);
         let mut errors = Vec::new();
-        // walkdir counts depth from `start`; a split walk starts one level below the root.
-        let offset = usize::from(start != root);
-        let mut walk = WalkDir::new(start)
+        let mut walk = WalkDir::new(root)
             .follow_links(opts.follow_links)
             .sort_by(|a, b| entry_name(a.path()).cmp(entry_name(b.path())));
-        if start != root {
-            walk = walk.min_depth(1);
-        }
         if let Some(max) = opts.max_depth {
-            walk = walk.max_depth(max.saturating_sub(offset));
+            walk = walk.max_depth(max);
         }
         let iter = walk.into_iter().filter_entry(|e| {
             if e.depth() == 0 {
@@ -155,7 +143,7 @@ impl<'a> Walker<'a> {
             if excluded(opts, root, e.path(), is_dir) {
                 return false;
             }
-            let depth = e.depth() + offset;
+            let depth = e.depth();
             match rules.judge(below_root(root, e.path()), depth, is_dir) {
                 Verdict::Keep => {}
                 Verdict::Hidden => {

@@ -227,6 +227,15 @@ impl MemberOut {
         self.more.as_ref().and_then(|m| m.id.as_deref())
     }
 
+    /// The exact bytes of its path, when `path` is lossy UTF-8.
+    pub fn path_bytes(&self) -> Option<Vec<u8>> {
+        use base64::Engine;
+        let base64 = self.more.as_ref()?.path_bytes.as_ref()?;
+        base64::engine::general_purpose::STANDARD
+            .decode(base64)
+            .ok()
+    }
+
     fn fields<S: SerializeStruct>(&self, out: &mut S) -> Result<(), S::Error> {
         let more = self.more.as_deref();
         out.serialize_field("path", &*self.path)?;
@@ -356,26 +365,27 @@ pub struct PairMore {
 
 /// The lossy path and, when lossy, the base64 of its exact bytes.
 pub fn path_fields(path: &Path) -> (String, Option<String>) {
-    match path.to_str() {
-        Some(s) => (s.to_string(), None),
-        None => (
-            path.to_string_lossy().into_owned(),
-            Some(exact_bytes_base64(path)),
-        ),
-    }
+    use base64::Engine;
+    let exact = lossy_path_bytes(path);
+    let base64 = exact.map(|b| base64::engine::general_purpose::STANDARD.encode(b));
+    (path.to_string_lossy().into_owned(), base64)
+}
+
+/// The exact bytes of `path` when its name is not valid UTF-8 (its lossy form is not the
+/// name), None when it is.
+pub fn lossy_path_bytes(path: &Path) -> Option<Vec<u8>> {
+    path.to_str().is_none().then(|| exact_bytes(path))
 }
 
 #[cfg(unix)]
-fn exact_bytes_base64(path: &Path) -> String {
-    use base64::Engine;
+fn exact_bytes(path: &Path) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
-    base64::engine::general_purpose::STANDARD.encode(path.as_os_str().as_bytes())
+    path.as_os_str().as_bytes().to_vec()
 }
 
 #[cfg(not(unix))]
-fn exact_bytes_base64(path: &Path) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(path.to_string_lossy().as_bytes())
+fn exact_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().as_bytes().to_vec()
 }
 
 impl MemberOut {

@@ -27,8 +27,8 @@ use crate::config::OutputFormat;
 
 pub use assemble::{assemble, finish, Parts, Updated, WalkCounts};
 pub use clusters::{
-    path_fields, reclaimable, ClusterOut, DuplicateOut, FileOut, MemberMore, MemberOut, PairMore,
-    PairOut,
+    lossy_path_bytes, path_fields, reclaimable, ClusterOut, DuplicateOut, FileOut, MemberMore,
+    MemberOut, PairMore, PairOut,
 };
 pub use counts::Counts;
 pub use model::{

@@ -1,9 +1,10 @@
 //! `--format parquet`: the report as one table for joins in DuckDB, Spark or polars, a row per
 //! clustered document, in cluster order and, in a cluster, in member order (path order). Its
 //! columns are named as the JSON report names the same values: the cluster's `id` (here
-//! `cluster`) and `size`, the member's `path`, `line`, `id`, `bytes` and `indexed`, whether it
-//! is the `representative` or one of the `duplicates` (`duplicate`), and as a duplicate or
-//! linked member its `similarity` and `exact`. The schema version and the parameters are in the
+//! `cluster`) and `size`, the member's `path`, `path_bytes` (binary: the exact bytes, where the
+//! JSON has their base64), `line`, `id`, `bytes` and `indexed`, whether it is the
+//! `representative` or one of the `duplicates` (`duplicate`), and as a duplicate or linked
+//! member its `similarity` and `exact`. The schema version and the parameters are in the
 //! file's key-value metadata. Parquet is written front to back (its footer last), so it goes to
 //! a pipe as well as to a file, a row group at a time.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use arrow_array::builder::{
-    ArrayBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -25,10 +26,11 @@ use super::clusters::{ClusterOut, DuplicateOut};
 use super::model::Report;
 
 /// The table's columns: name, type, nullable.
-const COLUMNS: [(&str, DataType, bool); 11] = [
+const COLUMNS: [(&str, DataType, bool); 12] = [
     ("cluster", DataType::Int64, false),
     ("size", DataType::Int64, false),
     ("path", DataType::Utf8, false),
+    ("path_bytes", DataType::Binary, true),
     ("line", DataType::Int64, true),
     ("id", DataType::Utf8, true),
     ("bytes", DataType::Int64, false),
@@ -98,6 +100,7 @@ struct Columns {
     cluster: Int64Builder,
     size: Int64Builder,
     path: StringBuilder,
+    path_bytes: BinaryBuilder,
     line: Int64Builder,
     id: StringBuilder,
     bytes: Int64Builder,
@@ -129,6 +132,7 @@ impl Columns {
             self.cluster.append_value(c.id as i64);
             self.size.append_value(c.size as i64);
             self.path.append_value(&m.path);
+            self.path_bytes.append_option(m.path_bytes());
             self.line.append_option(m.line().map(|l| l as i64));
             self.id.append_option(m.id());
             self.bytes.append_value(m.bytes as i64);
@@ -147,6 +151,7 @@ impl Columns {
             Arc::new(self.cluster.finish()) as ArrayRef,
             Arc::new(self.size.finish()),
             Arc::new(self.path.finish()),
+            Arc::new(self.path_bytes.finish()),
             Arc::new(self.line.finish()),
             Arc::new(self.id.finish()),
             Arc::new(self.bytes.finish()),

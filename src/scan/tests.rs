@@ -237,6 +237,55 @@ fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
 }
 
 #[test]
+fn a_member_verification_never_compared_is_read_again_for_its_error_alone() {
+    // c and its copy are one content that no candidate pair compares: strict clustering reads
+    // the file holding it again only for the error of one that changed (it derives no set
+    // there), and the copies stay a cluster either way.
+    let t = tempfile::tempdir().unwrap();
+    corpus(t.path());
+    let c = text(3, 300);
+    fs::write(t.path().join("c.txt"), &c).unwrap();
+    fs::write(t.path().join("c-copy.txt"), &c).unwrap();
+    let cfg = config(t.path(), &[]);
+    let (engine, corpus, identical, candidates) = to_candidates(&cfg);
+    let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
+    let rehearsal = cluster::rehearsal(&cfg, &corpus).unwrap();
+    let verified = verify::run(
+        &cfg,
+        &judge,
+        &engine,
+        &corpus.files,
+        vec![None; corpus.len()],
+        &identical,
+        &candidates,
+        Some(&rehearsal),
+    );
+    let copy = (corpus.files.iter()).position(|f| f.path.ends_with("c-copy.txt"));
+    assert!(!verified.known.compared(copy.unwrap() as u32));
+    let material = cluster::Material {
+        judge: &judge,
+        engine: &engine,
+        retained: &verified.retained,
+        known: &verified.known,
+    };
+    let form = || {
+        let mut errors = Vec::new();
+        let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut errors);
+        let members: Vec<Vec<u32>> = found.into_iter().map(|f| f.cluster.members).collect();
+        (members, errors)
+    };
+    let (clusters, errors) = form();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(clusters.len(), 2, "{clusters:?}");
+    fs::write(t.path().join("c-copy.txt"), "changed since it was read").unwrap();
+    let (again, errors) = form();
+    assert_eq!(again, clusters);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].path.ends_with("c-copy.txt"));
+    assert_eq!(errors[0].error, "file changed during the scan");
+}
+
+#[test]
 fn verification_makes_the_verdicts_strict_clustering_asks_for() {
     // Three near-copies: verification passes 0-1 and 0-2 (a star from the first), while
     // --keep largest makes the longest, 2, the representative, so strict clustering asks for

@@ -21,6 +21,7 @@
 #[cfg(target_arch = "x86_64")]
 use crate::cpu;
 use crate::sketch::hash::{mix64, short_token_hash, window_hash};
+use crate::sketch::keep_at_most;
 use crate::sketch::normalize::Normalize;
 #[cfg(target_arch = "x86_64")]
 use crate::sketch::shingle_x86;
@@ -83,23 +84,13 @@ impl Shingler {
         self
     }
 
-    /// Drops the buffers a long text grew beyond `keep` bytes.
+    /// Shrinks the buffers a long text grew beyond `keep` bytes to `keep` bytes.
     pub fn trim(&mut self, keep: usize) {
-        if self.stepped.capacity() > keep {
-            self.stepped = Vec::new();
-        }
-        if self.token.capacity() > keep {
-            self.token = Vec::new();
-        }
-        if self.token_hashes.capacity() * 8 > keep {
-            self.token_hashes = Vec::new();
-        }
-        if self.normalized.capacity() > keep {
-            self.normalized = Vec::new();
-        }
-        if self.char_starts.capacity() * 8 > keep {
-            self.char_starts = Vec::new();
-        }
+        keep_at_most(&mut self.stepped, keep);
+        keep_at_most(&mut self.token, keep);
+        keep_at_most(&mut self.token_hashes, keep);
+        keep_at_most(&mut self.normalized, keep);
+        keep_at_most(&mut self.char_starts, keep);
         self.words.trim(keep);
     }
 
@@ -131,7 +122,12 @@ impl Shingler {
             ShingleKind::Word => text.len() / 2 + 1,
             ShingleKind::Char => text.len() + 1,
         };
-        out.reserve_exact(most.saturating_sub(out.len()));
+        if out.is_empty() && out.capacity() < most {
+            // Nothing to keep: a new allocation, where growing the old one copies its bytes.
+            *out = Vec::with_capacity(most);
+        } else {
+            out.reserve_exact(most.saturating_sub(out.len()));
+        }
         match self.kind {
             ShingleKind::Word => self.word_shingles(text, out),
             ShingleKind::Char => self.char_shingles(text, out),
@@ -256,6 +252,23 @@ mod tests {
         let mut out = Vec::new();
         Shingler::new(kind, n).shingle(text, &mut out);
         out
+    }
+
+    #[test]
+    fn a_trim_after_a_long_text_keeps_each_buffer_at_the_bytes_it_may_keep() {
+        // Dropped whole, as they were, the buffers were grown again from nothing (copied and
+        // zero-filled at each step) by the texts after every long one.
+        let keep = 1 << 12;
+        let long: String = (0..4000).map(|i| format!("w{i} ")).collect();
+        let mut shingler = Shingler::new(ShingleKind::Word, 5);
+        shingler.shingle(&long, &mut Vec::new());
+        assert!(shingler.token_hashes.capacity() * 8 > keep);
+        shingler.trim(keep);
+        assert_eq!(shingler.token_hashes.capacity() * 8, keep);
+        let short = "one two three four five six seven";
+        let mut again = Vec::new();
+        shingler.shingle(short, &mut again);
+        assert_eq!(again, shingles(ShingleKind::Word, 5, short));
     }
 
     #[test]

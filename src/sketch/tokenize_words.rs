@@ -4,6 +4,7 @@
 
 use crate::cpu;
 use crate::sketch::hash::le64;
+use crate::sketch::keep_at_most;
 use crate::sketch::tokenize::{from, scalar_tokens};
 #[cfg(any(test, not(target_arch = "x86_64")))]
 use crate::sketch::tokenize::{CLASS, SPACE};
@@ -37,23 +38,13 @@ pub struct WordBuffers {
 }
 
 impl WordBuffers {
-    /// Drops the buffers a long text grew beyond `keep` bytes.
+    /// Shrinks the buffers a long text grew beyond `keep` bytes to `keep` bytes.
     pub fn trim(&mut self, keep: usize) {
-        if self.lower.capacity() > keep {
-            self.lower = Vec::new();
-        }
-        if self.spaces.capacity() * 8 > keep {
-            self.spaces = Vec::new();
-        }
-        if self.token.capacity() > keep {
-            self.token = Vec::new();
-        }
-        if self.starts.capacity() * 8 > keep {
-            self.starts = Vec::new();
-        }
-        if self.ends.capacity() * 8 > keep {
-            self.ends = Vec::new();
-        }
+        keep_at_most(&mut self.lower, keep);
+        keep_at_most(&mut self.spaces, keep);
+        keep_at_most(&mut self.token, keep);
+        keep_at_most(&mut self.starts, keep);
+        keep_at_most(&mut self.ends, keep);
     }
 }
 

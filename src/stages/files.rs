@@ -13,16 +13,20 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{ChunkReader, Length};
 use parquet::schema::types::ColumnPath;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::atomic::Pending;
+use crate::input::parquet::chunks::{At, Positioned};
 use crate::messages::display_path;
 
 use super::lineage::{self, Lineage, Place, Tag, Written};
@@ -276,61 +280,139 @@ pub fn read_parquet(
     input: &Input<'_>,
     what: &str,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    let path = input.path.as_path();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{} is missing: {what}", display_path(path))
-        }
-        Err(e) => return Err(e).with_context(|| format!("opening {}", display_path(path))),
-    };
-    let damaged = || {
-        format!(
-            "{} is damaged or truncated (not a Parquet file a stage wrote)",
-            display_path(path)
-        )
-    };
-    let crc_file = file
-        .try_clone()
-        .with_context(|| format!("opening {}", display_path(path)))?;
-    // Before the crate decodes the footer, which is not yet known to be the producer's: the
-    // parquet crate reserves what its schema declares (16 GiB for 2³¹ children in 47 bytes).
-    crate::input::parquet::footer::check(&file)
-        .map_err(anyhow::Error::msg)
-        .with_context(damaged)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).with_context(damaged)?;
-    let kv = builder.metadata().file_metadata().key_value_metadata();
-    let value = |key: &str| {
-        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
-            .and_then(|e| e.value.clone())
-    };
-    let tag = match value(LINEAGE_KEY) {
-        Some(t) => Some(serde_json::from_str::<Tag>(&t).with_context(damaged)?),
-        // A file of an older layout (or another tool) says only its run: name that first.
-        None => value(RUN_KEY).map(|run| Tag {
-            run,
-            stage: String::new(),
-            shard: None,
-            part: None,
-            attempt: String::new(),
-            digest: String::new(),
-        }),
-    };
-    input
-        .producer
-        .check_file(path, &input.rel, tag.as_ref(), input.place, || {
-            crc_of(crc_file, path)
-        })?;
-    let reader = builder.build().with_context(damaged)?;
-    let path = path.to_path_buf();
-    Ok(reader.map(move |b| {
-        b.with_context(|| {
-            format!(
-                "{} is damaged or truncated (not a Parquet file a stage wrote)",
-                display_path(&path)
-            )
+    let checked = CheckedParquet::open(input, what)?;
+    checked.batches(None)
+}
+
+/// A Parquet file a stage of this run wrote, its tag and CRC-32 checked once, whose row groups
+/// can then be read separately (by several threads at once).
+pub struct CheckedParquet {
+    path: PathBuf,
+    /// Shared by every reader of the file: one descriptor however many read it (a merge of
+    /// many partitions on many threads would otherwise hold threads × partitions).
+    file: Arc<Positioned>,
+    meta: ArrowReaderMetadata,
+}
+
+impl CheckedParquet {
+    /// Opens and checks `input`, as [`read_parquet`].
+    pub fn open(input: &Input<'_>, what: &str) -> Result<CheckedParquet> {
+        let path = input.path.as_path();
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{} is missing: {what}", display_path(path))
+            }
+            Err(e) => return Err(e).with_context(|| format!("opening {}", display_path(path))),
+        };
+        let damaged = || damaged(path);
+        let crc_file = file
+            .try_clone()
+            .with_context(|| format!("opening {}", display_path(path)))?;
+        // Before the crate decodes the footer, which is not yet known to be the producer's: the
+        // parquet crate reserves what its schema declares (16 GiB for 2³¹ children in 47 bytes).
+        crate::input::parquet::footer::check(&file)
+            .map_err(anyhow::Error::msg)
+            .with_context(damaged)?;
+        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::default())
+            .with_context(damaged)?;
+        let kv = meta.metadata().file_metadata().key_value_metadata();
+        let value = |key: &str| {
+            kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+                .and_then(|e| e.value.clone())
+        };
+        let tag = match value(LINEAGE_KEY) {
+            Some(t) => Some(serde_json::from_str::<Tag>(&t).with_context(damaged)?),
+            // A file of an older layout (or another tool) says only its run: name that first.
+            None => value(RUN_KEY).map(|run| Tag {
+                run,
+                stage: String::new(),
+                shard: None,
+                part: None,
+                attempt: String::new(),
+                digest: String::new(),
+            }),
+        };
+        input
+            .producer
+            .check_file(path, &input.rel, tag.as_ref(), input.place, || {
+                crc_of(crc_file, path)
+            })?;
+        Ok(CheckedParquet {
+            path: path.to_path_buf(),
+            file: Arc::new(Positioned(file)),
+            meta,
         })
-    }))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its row groups.
+    pub fn row_groups(&self) -> usize {
+        self.meta.metadata().num_row_groups()
+    }
+
+    /// The least and greatest value of the `i32` column `name` in row group `rg`, where the
+    /// file records them.
+    pub fn i32_range(&self, rg: usize, name: &str) -> Option<(i32, i32)> {
+        let rg = self.meta.metadata().row_groups().get(rg)?;
+        let col = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == name)?;
+        match col.statistics()? {
+            parquet::file::statistics::Statistics::Int32(s) => Some((*s.min_opt()?, *s.max_opt()?)),
+            _ => None,
+        }
+    }
+
+    /// The batches of row groups `groups` (all, when none), in order.
+    pub fn batches(
+        &self,
+        groups: Option<Vec<usize>>,
+    ) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
+        let file = Buffered(Arc::clone(&self.file));
+        let mut builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone());
+        if let Some(groups) = groups {
+            builder = builder.with_row_groups(groups);
+        }
+        let reader = builder.build().with_context(|| damaged(&self.path))?;
+        let path = self.path.clone();
+        Ok(reader.map(move |b| b.with_context(|| damaged(&path))))
+    }
+}
+
+/// A file read at offsets, so that readers on several threads never move each other's cursor
+/// (a `File`'s clones share one), its page headers through a buffer as a `File`'s are.
+struct Buffered(Arc<Positioned>);
+
+impl Length for Buffered {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl ChunkReader for Buffered {
+    type T = std::io::BufReader<At>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::BufReader::new(self.0.get_read(start)?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
+fn damaged(path: &Path) -> String {
+    format!(
+        "{} is damaged or truncated (not a Parquet file a stage wrote)",
+        display_path(path)
+    )
 }
 
 /// The CRC-32 of the whole of `file`.

@@ -92,6 +92,7 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
     let comps = &comps.lineage;
     let rows = read_routed(work, &plan, &mut lineage, part)?;
     let ids: Vec<i64> = rows.iter().map(|r| r.doc).collect();
+    check_count(part, ids.len())?;
     let local = |d: i64| -> Result<u32> {
         ids.binary_search(&d)
             .map(|i| i as u32)
@@ -142,6 +143,23 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         reclaimable: crate::report::reclaimable(&clusters),
     };
     files::write_json_line(&verified_path(work, part), &summary)
+}
+
+/// Refuses a partition of more documents than `u32` numbers: verification numbers them as
+/// `scan` numbers a run's (its `DocId`), 4 bytes where its per-document vectors are hot. Not
+/// reached in practice: a partition holds what `scan` would, some kilobytes per document
+/// (docs/scale.md), so memory ends it far sooner; a run passes 2³² candidates with more
+/// partitions.
+fn check_count(part: u32, n: usize) -> Result<()> {
+    if n > u32::MAX as usize {
+        bail!(
+            "partition {part} holds {n} documents: verify numbers a partition's documents with \
+             32 bits, so a partition can have at most {}; run `dupfind stage init` again with \
+             more --parts",
+            u32::MAX
+        );
+    }
+    Ok(())
 }
 
 /// Every document routed to the partition, in run-wide order.
@@ -321,4 +339,20 @@ fn candidates_of(
         largest_bucket: 0,
         largest_component: 0,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_of_more_documents_than_u32_numbers_is_refused_by_name() {
+        assert!(check_count(3, u32::MAX as usize).is_ok());
+        let e = check_count(3, u32::MAX as usize + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("partition 3 holds 4294967296 documents"), "{e}");
+        assert!(e.contains("more --parts"), "{e}");
+    }
 }

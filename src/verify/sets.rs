@@ -15,7 +15,7 @@ use crate::candidates::buckets::Buckets;
 use crate::ingest::worker::{DocWorker, Engine};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages, Progress};
-use crate::pairs::{DocId, Score, UnionFind};
+use crate::pairs::{DocId, Pair, Score, UnionFind};
 use crate::sketch::shingle::into_set;
 
 use super::batches::{Batches, Set};
@@ -135,7 +135,7 @@ impl SetVerifier<'_> {
             // and the sets of those that joined one are what the report reads again.
             let mut v = v;
             if let Some(rehearse) = self.rehearse {
-                v.rehearsed = self.rehearsal(rehearse, per_table, uf, &copies, &sets);
+                v.rehearsed = self.rehearsal(rehearse, per_table, uf, &copies, &sets, &v.passing);
             }
             retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
             v
@@ -144,7 +144,8 @@ impl SetVerifier<'_> {
 
     /// Runs `rehearse` on each component of the batch's documents (with their byte-identical
     /// copies) and returns the verdicts it asked for that need sets, where both were loaded:
-    /// those are the verdicts strict clustering will ask for, and its check's.
+    /// those are the verdicts strict clustering will ask for, and its check's. A pair the batch
+    /// `passing` holds is not checked again: its score is that check's, on the same sets.
     fn rehearsal(
         &self,
         rehearse: &Rehearse,
@@ -152,8 +153,24 @@ impl SetVerifier<'_> {
         uf: &UnionFind,
         copies: &[(u32, u32)],
         sets: &Loaded,
+        passing: &[Pair],
     ) -> Vec<(u64, Option<Score>)> {
         let judge = self.judge;
+        // A two-document component's split asks for the one pair verification just passed:
+        // checking it again was a third of the exact Jaccard computed on a real corpus.
+        let canon_key = |a: u32, b: u32| pair_key(judge.canon[a as usize], judge.canon[b as usize]);
+        let mut passed: Vec<(u64, Score)> = (passing.iter())
+            .map(|p| {
+                (
+                    canon_key(p.lo, p.hi),
+                    Score {
+                        similarity: p.similarity,
+                        distance: p.distance,
+                    },
+                )
+            })
+            .collect();
+        passed.sort_unstable_by_key(|p| p.0);
         let mut units: Vec<(u32, u32)> = (per_table.iter().flatten())
             .flat_map(|b| b.iter().map(|&d| (uf.root(d), d)))
             .collect();
@@ -172,8 +189,14 @@ impl SetVerifier<'_> {
             }
             members.sort_unstable();
             rehearse(&members, &mut |a, b| {
-                let verdict = judge.check(a, b, sets);
                 let (ca, cb) = (judge.canon[a as usize], judge.canon[b as usize]);
+                let known = (ca != cb)
+                    .then(|| passed.binary_search_by_key(&pair_key(ca, cb), |p| p.0).ok())
+                    .flatten();
+                let verdict = match known {
+                    Some(i) => Some(passed[i].1),
+                    None => judge.check(a, b, sets),
+                };
                 let loaded = |c: u32| sets.get(c).set.is_some();
                 if ca != cb && loaded(ca) && loaded(cb) {
                     verdicts.push((pair_key(ca, cb), verdict));

@@ -145,3 +145,59 @@ fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
         fs::remove_dir_all(t.join("staged-out")).unwrap();
     }
 }
+
+#[test]
+fn documents_the_dataset_lacks_are_summed_up_as_such_not_as_bad_lines() {
+    let t = TestDir::new();
+    let a = text(4100, 200);
+    let dump = |third: &str| {
+        [
+            serde_json::json!({"id": 1, "text": a}),
+            serde_json::json!({"id": 2, "text": edit(&a, &[10])}),
+            serde_json::json!({"id": 3, "text": third}),
+        ]
+        .map(|r| format!("{r}\n"))
+        .concat()
+    };
+    t.write("in/d.jsonl", dump(&text(4101, 200)));
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "-q",
+        "--write-dataset",
+        "out",
+        "in",
+    ];
+    for args in [
+        &init[..],
+        &["stage", "sign", "--work", "w", "--shard", "0/1"],
+        &["stage", "group", "--work", "w", "--part", "0/1"],
+        &["stage", "components", "--work", "w"],
+        &["stage", "route", "--work", "w", "--shard", "0/1"],
+        &["stage", "verify", "--work", "w", "--part", "0/1"],
+    ] {
+        let r = t.run(args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+    }
+    // Record 3 changes after the scan's stages and before the dataset's.
+    t.write("in/d.jsonl", dump(&text(4102, 200)));
+    let r = t.run(&["stage", "dataset", "--work", "w", "--shard", "0/1"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "dupfind: 1 document could not be written to the dataset (run without -q for details)\n"
+    );
+    let errors = &r.json()["errors"];
+    assert_eq!(errors[0]["line"], 3, "{errors}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("not in the dataset"),
+        "{errors}"
+    );
+}

@@ -706,3 +706,58 @@ fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encode
     // Leaf 12: the input has ten leaf columns (meta has two), then cluster, size, keep.
     assert_eq!(codecs(&part, 12), [zstd; 6]);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_name_that_is_not_utf8_keeps_its_bytes_in_the_dataset_and_the_report_table() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let t = TestDir::new();
+    let a = text(9300, 200);
+    let odd = b"in/caf\xE9-\xFF.txt";
+    t.write("in/a.txt", &a)
+        .write(OsStr::from_bytes(odd), edit(&a, &[7]))
+        .write("in/b.txt", text(9301, 200));
+    let dataset = [
+        "--dataset-format",
+        "parquet",
+        "--write-dataset",
+        "out",
+        "in",
+    ];
+    let r = t.run(&[&["scan", "--annotate"][..], &dataset].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let r = t.run(&["scan", "--format", "parquet", "-o", "r.parquet", "in"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let bytes_of = |rows: &RecordBatch| -> Vec<(String, Option<Vec<u8>>)> {
+        let column = |name: &str| rows.column_by_name(name).unwrap().clone();
+        let (paths, exact) = (column("path"), column("path_bytes"));
+        let paths = paths.as_any().downcast_ref::<StringArray>().unwrap();
+        let exact = exact.as_any().downcast_ref::<BinaryArray>().unwrap();
+        (paths.iter().zip(exact))
+            .map(|(p, b)| (p.unwrap().to_string(), b.map(<[u8]>::to_vec)))
+            .collect()
+    };
+    let lossy = "in/caf\u{FFFD}-\u{FFFD}.txt".to_string();
+    // The dataset: every file, the odd name's exact bytes beside its lossy path.
+    let (schema, rows) = read_dataset(&t.join("out"));
+    let field = schema.field_with_name("path_bytes").unwrap();
+    assert_eq!(field.data_type(), &DataType::Binary);
+    assert_eq!(
+        bytes_of(&rows),
+        [
+            ("in/a.txt".to_string(), None),
+            ("in/b.txt".to_string(), None),
+            (lossy.clone(), Some(odd.to_vec())),
+        ]
+    );
+    // The report's table: the cluster's two members, as the JSON report has them.
+    let f = File::open(t.join("r.parquet")).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+    let batches: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
+    let rows = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+    assert_eq!(
+        bytes_of(&rows),
+        [("in/a.txt".to_string(), None), (lossy, Some(odd.to_vec()))]
+    );
+}

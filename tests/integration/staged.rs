@@ -765,6 +765,80 @@ fn stages_run_from_inside_the_work_directory_with_work_dot() {
     );
 }
 
+/// The files of `w/components`, by name: each Parquet file's bytes with the attempt's token
+/// (in its lineage tag, the one thing a run of the stage changes) blanked, and the summary's
+/// counts.
+fn components_files(t: &TestDir) -> Vec<(String, Vec<u8>)> {
+    let dir = t.join("w/components");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let token = summary["lineage"]["attempt"].as_str().unwrap().as_bytes();
+    let mut names: Vec<String> = (fs::read_dir(&dir).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let mut bytes = fs::read(dir.join(&name)).unwrap();
+            if name == "summary.json" {
+                let mut counts = summary.clone();
+                counts["lineage"] = serde_json::Value::Null;
+                counts["seal"] = serde_json::Value::Null;
+                bytes = counts.to_string().into_bytes();
+            } else {
+                for at in 0..bytes.len().saturating_sub(token.len() - 1) {
+                    if bytes[at..].starts_with(token) {
+                        bytes[at..at + token.len()].fill(b'0');
+                    }
+                }
+            }
+            (name, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn components_writes_the_same_files_on_one_two_or_three_threads() {
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "-q", "--pairs", "c"]);
+    let run = |args: &[&str]| {
+        let r = t.run(args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    run(&[
+        "stage", "init", "--work", "w", "--shards", "3", "--parts", "4", "-q", "--pairs", "c",
+    ]);
+    for i in ["0/3", "1/3", "2/3"] {
+        run(&["stage", "sign", "--work", "w", "--shard", i]);
+    }
+    for j in ["0/4", "1/4", "2/4", "3/4"] {
+        run(&["stage", "group", "--work", "w", "--part", j]);
+    }
+    let mut each = Vec::new();
+    for threads in ["1", "2", "3"] {
+        run(&["stage", "components", "--work", "w", "-j", threads]);
+        each.push(components_files(&t));
+    }
+    assert!(each[0].len() > 8, "{:?}", each[0].iter().map(|f| &f.0));
+    assert!(each[0] == each[1], "-j1 and -j2 wrote different files");
+    assert!(each[0] == each[2], "-j1 and -j3 wrote different files");
+    for i in ["0/3", "1/3", "2/3"] {
+        run(&["stage", "route", "--work", "w", "--shard", i]);
+    }
+    for j in ["0/4", "1/4", "2/4", "3/4"] {
+        run(&["stage", "verify", "--work", "w", "--part", j]);
+    }
+    let report = t.run(&["stage", "report", "--work", "w"]);
+    assert!(
+        report.stdout == scan.stdout,
+        "{}",
+        first_difference(&scan.stdout, &report.stdout)
+    );
+}
+
 #[test]
 fn a_damaged_or_missing_clusters_file_is_named_before_any_of_the_report_is_written() {
     let t = TestDir::new();

@@ -43,30 +43,37 @@ fn strings(paths: &[&str]) -> Vec<String> {
 /// pattern, a `.ignore`, `.git/info/exclude`, hidden files and directories, and a nested
 /// `.gitignore` whose `!` re-includes one file.
 fn checkout() -> TestDir {
+    checkout_at("repo")
+}
+
+/// [`checkout`] with the repository at `repo`.
+fn checkout_at(repo: &str) -> TestDir {
     let t = TestDir::new();
-    copies(
-        &t,
-        &[
-            "repo/.git/HEAD",
-            "repo/.git/hooks/pre-commit.sample",
-            "repo/a.txt",
-            "repo/src/b.txt",
-            "repo/src/y.log",
-            "repo/target/c.txt",
-            "repo/x.log",
-            "repo/scratch/d.txt",
-            "repo/notes.local",
-            "repo/.env",
-            "repo/.hidden/e.txt",
-            "repo/sub/keep.txt",
-            "repo/sub/drop.txt",
-            "repo/sub/.hidden.txt",
-        ],
-    );
-    t.write("repo/.git/info/exclude", "# local\n*.local\n")
-        .write("repo/.gitignore", "target/\n*.log\n")
-        .write("repo/.ignore", "scratch/\n")
-        .write("repo/sub/.gitignore", "*.txt\n!keep.txt\n!.hidden.txt\n");
+    let files = [
+        ".git/HEAD",
+        ".git/hooks/pre-commit.sample",
+        "a.txt",
+        "src/b.txt",
+        "src/y.log",
+        "target/c.txt",
+        "x.log",
+        "scratch/d.txt",
+        "notes.local",
+        ".env",
+        ".hidden/e.txt",
+        "sub/keep.txt",
+        "sub/drop.txt",
+        "sub/.hidden.txt",
+    ];
+    let paths: Vec<String> = files.iter().map(|f| format!("{repo}/{f}")).collect();
+    copies(&t, &paths.iter().map(String::as_str).collect::<Vec<_>>());
+    t.write(format!("{repo}/.git/info/exclude"), "# local\n*.local\n")
+        .write(format!("{repo}/.gitignore"), "target/\n*.log\n")
+        .write(format!("{repo}/.ignore"), "scratch/\n")
+        .write(
+            format!("{repo}/sub/.gitignore"),
+            "*.txt\n!keep.txt\n!.hidden.txt\n",
+        );
     t
 }
 
@@ -256,6 +263,34 @@ fn ignore_files_that_are_fifos_never_block_and_output_does_not_depend_on_threads
         &["-e", "txt"],
     ] {
         let run = |j: &str| t.run(&[&["scan", j][..], args, &["repo"]].concat()).stdout;
+        assert_eq!(run("-j1"), run("-j2"), "{args:?}");
+    }
+}
+
+#[test]
+fn a_checkout_deep_below_the_root_is_walked_as_when_named_at_any_thread_count() {
+    // Subdirectories are walked in parallel down to a few levels below the root and by one
+    // walker below: a repository three levels down has its ignore files on both sides of that
+    // line, and each directory's are read from its listing.
+    let t = checkout_at("a/b/c/repo");
+    t.write("a/b/x.txt", copy()).write("a/b/.y.txt", copy());
+    let named = scanned(&t.run(&["scan", "-j1", "a/b/c/repo"]));
+    let count = |v: &Value| v.as_u64().unwrap_or_default();
+    assert!(named.0.contains(&"a/b/c/repo/sub/keep.txt".to_string()));
+    assert!(count(&named.3) >= 4, "{named:?}");
+    let mut expected = named.0.clone();
+    expected.push("a/b/x.txt".to_string());
+    expected.sort();
+    for j in ["-j1", "-j2", "-j3"] {
+        let (mut members, documents, hidden, ignored) = scanned(&t.run(&["scan", j, "a"]));
+        members.sort();
+        assert_eq!(members, expected, "{j}");
+        assert_eq!(count(&documents), count(&named.1) + 1, "{j}");
+        assert_eq!(count(&hidden), count(&named.2) + 1, "{j}");
+        assert_eq!(ignored, named.3, "{j}");
+    }
+    for args in [&["--max-depth", "5"][..], &["--hidden"], &["--no-ignore"]] {
+        let run = |j: &str| t.run(&[&["scan", j][..], args, &["a"]].concat()).stdout;
         assert_eq!(run("-j1"), run("-j2"), "{args:?}");
     }
 }

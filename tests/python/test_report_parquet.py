@@ -2,6 +2,7 @@
 the JSON report; and `--keep-by` on a Parquet dump made by pyarrow keeps, in each cluster, the row
 with the greatest value, which DuckDB's anti-join of the dump with the table finds."""
 
+import base64
 import json
 import os
 
@@ -28,6 +29,7 @@ def json_rows(report):
                 "cluster": c["id"],
                 "size": c["size"],
                 "path": m["path"],
+                "path_bytes": base64.b64decode(m["path_bytes"]) if "path_bytes" in m else None,
                 "line": m.get("line"),
                 "id": m.get("id"),
                 "bytes": m["bytes"],

@@ -11,7 +11,7 @@
 //! column. The module reads; it does not decide what a bad row costs the scan (see
 //! [`crate::ingest`]).
 
-mod chunks;
+pub(crate) mod chunks;
 mod columns;
 pub(crate) mod footer;
 mod pages;

@@ -12,7 +12,7 @@ use arrow_array::{Int32Array, Int64Array, RecordBatch};
 
 use crate::messages::display_path;
 use crate::stages::columns::{column, key_from_i64, Int64Lists};
-use crate::stages::files::{self, Input};
+use crate::stages::files::{CheckedParquet, Input};
 use crate::stages::group::buckets_path;
 use crate::stages::lineage::{Lineage, Place};
 use crate::stages::plan::Plan;
@@ -30,12 +30,53 @@ pub struct Bucket<'a> {
     pub aux: &'a [i64],
 }
 
+/// A group file checked once (tag and CRC-32), whose row groups are then read apart, by as
+/// many threads as the stage has.
+pub struct GroupParts {
+    file: CheckedParquet,
+    part: Option<(u32, u32)>,
+}
+
+impl GroupParts {
+    /// Group partition `part`'s file, written by the attempt `group`.
+    pub fn open(work: &Path, plan: &Plan, group: &Lineage, part: u32) -> Result<GroupParts> {
+        let place = Place::part("group", part);
+        let input = Input::new(work, buckets_path(work, part), group, place);
+        Ok(GroupParts {
+            file: CheckedParquet::open(&input, "its partition was not grouped completely")?,
+            part: Some((part, plan.parts)),
+        })
+    }
+
+    /// Its row groups.
+    pub fn row_groups(&self) -> usize {
+        self.file.row_groups()
+    }
+
+    /// The least and greatest table of row group `rg`, where the file records them.
+    pub fn tables(&self, rg: usize) -> Option<(i32, i32)> {
+        self.file.i32_range(rg, "table")
+    }
+
+    /// Its buckets in row groups `groups` (all when none), in order.
+    pub fn reader(&self, groups: Option<Vec<usize>>) -> Result<GroupFile> {
+        Ok(GroupFile {
+            path: self.file.path().to_path_buf(),
+            part: self.part,
+            batches: Box::new(self.file.batches(groups)?),
+            chunk: Chunk::default(),
+            row: None,
+            last: None,
+        })
+    }
+}
+
 /// One group file, read in order.
 pub struct GroupFile {
     path: PathBuf,
     /// The partition of band keys its buckets must belong to, when checked.
     part: Option<(u32, u32)>,
-    batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
     chunk: Chunk,
     /// The current bucket's row in `chunk`.
     row: Option<usize>,
@@ -55,29 +96,6 @@ struct Chunk {
 }
 
 impl GroupFile {
-    /// Opens group partition `part`'s file, written by the attempt `group`: every bucket's key
-    /// must be of that partition.
-    pub fn open(work: &Path, plan: &Plan, group: &Lineage, part: u32) -> Result<GroupFile> {
-        let place = Place::part("group", part);
-        let input = Input::new(work, buckets_path(work, part), group, place);
-        let mut file = GroupFile::at(&input)?;
-        file.part = Some((part, plan.parts));
-        Ok(file)
-    }
-
-    /// Opens the group file `input`.
-    pub fn at(input: &Input<'_>) -> Result<GroupFile> {
-        let batches = files::read_parquet(input, "its partition was not grouped completely")?;
-        Ok(GroupFile {
-            path: input.path().to_path_buf(),
-            part: None,
-            batches: Box::new(batches),
-            chunk: Chunk::default(),
-            row: None,
-            last: None,
-        })
-    }
-
     /// Moves to the next bucket; false at the end of the file.
     pub fn advance(&mut self) -> Result<bool> {
         let mut next = self.row.map_or(0, |r| r + 1);
@@ -208,6 +226,89 @@ impl Merge {
     }
 }
 
+/// The band buckets of several group files in (table, key) order, cut into ranges of that order
+/// that threads merge at once, each over the row groups that hold some of its tables (from the
+/// files' statistics; every row group where a file has none). Range after range, they are the
+/// buckets of [`Merge`] over the whole files, content table left out.
+pub struct Ranges<'a> {
+    files: &'a [GroupParts],
+    /// Each file's row groups' least and greatest table.
+    stats: Vec<Vec<Option<(i32, i32)>>>,
+    /// Where each range starts; the last goes to the end.
+    bounds: Vec<(i32, i64)>,
+}
+
+impl<'a> Ranges<'a> {
+    /// Up to `n` ranges of `files` (one where a file has no statistics).
+    pub fn new(files: &'a [GroupParts], n: usize) -> Ranges<'a> {
+        let stats: Vec<Vec<Option<(i32, i32)>>> = (files.iter())
+            .map(|f| (0..f.row_groups()).map(|rg| f.tables(rg)).collect())
+            .collect();
+        let known = || stats.iter().flatten();
+        let tables = (known().all(Option::is_some))
+            .then(|| known().flatten().map(|&(a, b)| (a.max(0), b)))
+            .and_then(|mut t| {
+                let first = t.next()?;
+                Some(t.fold(first, |x, y| (x.0.min(y.0), x.1.max(y.1))))
+            })
+            .filter(|t| t.0 <= t.1);
+        let bounds = match tables {
+            Some(t) if n > 1 => bounds(t, n),
+            _ => vec![(i32::MIN, i64::MIN)],
+        };
+        Ranges {
+            files,
+            stats,
+            bounds,
+        }
+    }
+
+    /// The ranges.
+    pub fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Calls `f` with every band bucket of range `k`, in order.
+    pub fn each(&self, k: usize, mut f: impl FnMut(Bucket<'_>) -> Result<()>) -> Result<()> {
+        let (lo, hi) = (self.bounds[k], self.bounds.get(k + 1).copied());
+        let overlaps = |t: &Option<(i32, i32)>| {
+            t.is_none_or(|(a, b)| b >= lo.0 && hi.is_none_or(|hi| a <= hi.0))
+        };
+        let files = (self.files.iter().zip(&self.stats)).map(|(file, stats)| {
+            let groups = (0..stats.len()).filter(|&rg| overlaps(&stats[rg]));
+            file.reader(Some(groups.collect()))
+        });
+        let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
+        while let Some(b) = merged.next_bucket()? {
+            let at = (b.table, b.key);
+            if b.table == CONTENT_TABLE || at < lo {
+                continue;
+            }
+            if hi.is_some_and(|hi| at >= hi) {
+                break;
+            }
+            f(b)?;
+        }
+        Ok(())
+    }
+}
+
+/// The bounds of `n` ranges of the (table, key) order covering the band tables `tables`, as
+/// even as the order allows: range k holds (table, key) from bound k included to bound k + 1
+/// excluded (the last: to the end).
+fn bounds(tables: (i32, i32), n: usize) -> Vec<(i32, i64)> {
+    let (lo, hi) = tables;
+    let span = (i128::from(hi) - i128::from(lo) + 1) << 64;
+    (0..n as i128)
+        .map(|k| {
+            let at = span * k / n as i128;
+            let table = i128::from(lo) + (at >> 64);
+            let key = (at & ((1 << 64) - 1)) - (1 << 63);
+            (table as i32, key as i64)
+        })
+        .collect()
+}
+
 /// A group file's rows: table, key, docs, aux.
 #[cfg(test)]
 pub type Row = (i32, i64, Vec<i64>, Vec<i64>);
@@ -220,13 +321,16 @@ pub fn test_group() -> Lineage {
 
 /// Opens a file [`write_group_file`] wrote.
 #[cfg(test)]
+pub fn test_parts(work: &Path, path: &Path, group: &Lineage) -> Result<GroupParts> {
+    let input = Input::new(work, path.to_path_buf(), group, Place::part("group", 0));
+    let file = CheckedParquet::open(&input, "its partition was not grouped completely")?;
+    Ok(GroupParts { file, part: None })
+}
+
+/// Opens a file [`write_group_file`] wrote, to read it whole.
+#[cfg(test)]
 pub fn test_open(work: &Path, path: &Path, group: &Lineage) -> Result<GroupFile> {
-    GroupFile::at(&Input::new(
-        work,
-        path.to_path_buf(),
-        group,
-        Place::part("group", 0),
-    ))
+    test_parts(work, path, group)?.reader(None)
 }
 
 /// Writes a group file at `path` in `work` for the attempt `group`, a record batch per item
@@ -237,6 +341,7 @@ pub fn write_group_file(work: &Path, path: &Path, group: &mut Lineage, batches: 
     use arrow_array::builder::{Int32Builder, Int64Builder, ListBuilder};
 
     use crate::stages::columns::{arc, batch};
+    use crate::stages::files;
 
     let batches: Vec<RecordBatch> = (batches.iter())
         .map(|rows| {
@@ -332,6 +437,71 @@ mod tests {
             want.sort_by_key(|r| (r.0, r.1));
             want.dedup_by_key(|r| (r.0, r.1));
             prop_assert_eq!(round_trip(&want, files, &deal, cut).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn ranges_cut_the_table_and_key_order_evenly_and_in_order() {
+        assert_eq!(bounds((0, 18), 1), [(0, i64::MIN)]);
+        assert_eq!(bounds((0, 1), 2), [(0, i64::MIN), (1, i64::MIN)]);
+        // Within one table: its keys halved, then quartered.
+        assert_eq!(bounds((3, 3), 2), [(3, i64::MIN), (3, 0)]);
+        assert_eq!(
+            bounds((3, 3), 4),
+            [
+                (3, i64::MIN),
+                (3, i64::MIN / 2),
+                (3, 0),
+                (3, i64::MAX / 2 + 1)
+            ]
+        );
+        let r = bounds((0, 18), 32);
+        assert_eq!(r.len(), 32);
+        assert!(r.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(r[0], (0, i64::MIN));
+        assert_eq!(r[31].0, 18);
+    }
+
+    /// Band buckets over several row groups of two files (and a content table), merged whole
+    /// and as 1 to 5 ranges: the same buckets in the same order.
+    #[test]
+    fn ranges_one_after_another_are_the_whole_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut group = test_group();
+        let n = crate::stages::files::ROW_GROUP as i64 * 5 / 2;
+        let mut paths = Vec::new();
+        for f in 0..2i64 {
+            let mut rows: Vec<Row> = vec![(CONTENT_TABLE, f, vec![1, 2], vec![0, 0])];
+            rows.extend((0..n).map(|i| {
+                let key = (i * 7919 + f).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64);
+                ((i % 5) as i32, key, vec![i, i + 1], vec![])
+            }));
+            rows.sort_by_key(|r| (r.0, r.1));
+            let path = dir.path().join(format!("part-{f}.parquet"));
+            write_group_file(dir.path(), &path, &mut group, &[&rows]);
+            paths.push(path);
+        }
+        let parts: Vec<GroupParts> = (paths.iter())
+            .map(|p| test_parts(dir.path(), p, &group).unwrap())
+            .collect();
+        assert!(parts[0].row_groups() >= 3);
+        let opened = paths.iter().map(|p| test_open(dir.path(), p, &group));
+        let mut whole =
+            read_all(Merge::new(opened.collect::<Result<_>>().unwrap()).unwrap()).unwrap();
+        whole.retain(|r| r.0 != CONTENT_TABLE);
+        assert_eq!(whole.len() as i64, 2 * n);
+        for k in 1..=5 {
+            let ranges = Ranges::new(&parts, k);
+            assert_eq!(ranges.len(), k);
+            let mut got = Vec::new();
+            for r in 0..k {
+                (ranges.each(r, |b| {
+                    got.push((b.table, b.key, b.docs.to_vec(), b.aux.to_vec()));
+                    Ok(())
+                }))
+                .unwrap();
+            }
+            assert!(got == whole, "{k} ranges");
         }
     }
 

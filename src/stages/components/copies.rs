@@ -2,17 +2,13 @@
 //! file): documents with the same whole content hash, the first the group's unit and the
 //! others its copies. Only (copy, unit) pairs are kept, 16 bytes a copy.
 
-use std::path::Path;
-
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
 use crate::candidates::identical::content_groups;
-use crate::stages::group::GroupSummary;
-use crate::stages::plan::Plan;
 use crate::stages::sign::CONTENT_TABLE;
 
-use super::buckets::GroupFile;
+use super::buckets::{GroupFile, GroupParts};
 
 /// The copies and their units, by copy.
 pub struct Copies {
@@ -23,21 +19,32 @@ pub struct Copies {
 
 impl Copies {
     /// Reads the content table of every group file (stopping at each file's first band
-    /// bucket), each written by the attempt in `groups`.
-    pub fn read(work: &Path, plan: &Plan, groups: &[GroupSummary]) -> Result<Copies> {
-        Copies::of(
-            (0..plan.parts)
-                .zip(groups)
-                .map(|(part, g)| GroupFile::open(work, plan, &g.lineage, part)),
-        )
+    /// bucket), the files in parallel.
+    pub fn read(files: &[GroupParts]) -> Result<Copies> {
+        let each: Vec<(Vec<(i64, i64)>, u64)> = (files.par_iter())
+            .map(|f| Copies::of(f.reader(None)))
+            .collect::<Result<_>>()?;
+        let groups = each.iter().map(|e| e.1).sum();
+        let mut pairs = Vec::with_capacity(each.iter().map(|e| e.0.len()).sum());
+        for (p, _) in each {
+            pairs.extend_from_slice(&p);
+        }
+        pairs.par_sort_unstable();
+        if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+            bail!(
+                "document {} is in two content buckets: a group file of another plan?",
+                w[0].0
+            );
+        }
+        Ok(Copies { pairs, groups })
     }
 
-    /// The copies in the content tables of `files`.
-    fn of(files: impl Iterator<Item = Result<GroupFile>>) -> Result<Copies> {
+    /// The (copy, unit) pairs and the groups in the content table of `file`.
+    fn of(file: Result<GroupFile>) -> Result<(Vec<(i64, i64)>, u64)> {
         let (mut pairs, mut groups) = (Vec::new(), 0u64);
         // (the hash's high half, (document, the hash's low half)), as `scan` groups them.
         let mut keyed: Vec<(u64, (i64, i64))> = Vec::new();
-        for file in files {
+        {
             let mut file = file?;
             while let Some(b) = file.next_bucket()? {
                 if b.table > CONTENT_TABLE {
@@ -62,14 +69,7 @@ impl Copies {
                 });
             }
         }
-        pairs.par_sort_unstable();
-        if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
-            bail!(
-                "document {} is in two content buckets: a group file of another plan?",
-                w[0].0
-            );
-        }
-        Ok(Copies { pairs, groups })
+        Ok((pairs, groups))
     }
 
     /// (copy, unit), by copy.
@@ -101,7 +101,7 @@ impl Copies {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::buckets::{test_group, test_open, write_group_file, Row};
+    use super::super::buckets::{test_group, test_parts, write_group_file, Row};
     use super::*;
 
     /// The copies of group files holding `files`, each file one record batch.
@@ -114,7 +114,8 @@ mod tests {
         for (path, rows) in paths.iter().zip(files) {
             write_group_file(dir.path(), path, &mut group, &[rows]);
         }
-        Copies::of(paths.iter().map(|p| test_open(dir.path(), p, &group)))
+        let opened = paths.iter().map(|p| test_parts(dir.path(), p, &group));
+        Copies::read(&opened.collect::<Result<Vec<_>>>()?)
     }
 
     #[test]

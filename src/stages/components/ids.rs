@@ -1,7 +1,8 @@
 //! The candidate documents as one vector of ids, increasing, each once, built from the buckets
-//! a bounded batch at a time; a document's place in it is its union-find index.
+//! a bounded batch at a time; a document's place in it is its union-find index (64 bits: ids
+//! are `shard << 32 | row`, and a run's candidates may number more than 2³²).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use rayon::prelude::*;
 
 /// Ids gathered before they are sorted into the vector: at least this many (8 MB), else at
@@ -15,9 +16,13 @@ pub struct Ids {
 
 impl Ids {
     /// The index of `doc`, if it is a candidate.
-    pub fn index(&self, doc: i64) -> Option<u32> {
-        // At most u32::MAX ids (checked as they were gathered).
-        self.ids.binary_search(&doc).ok().map(|i| i as u32)
+    pub fn index(&self, doc: i64) -> Option<u64> {
+        self.ids.binary_search(&doc).ok().map(|i| i as u64)
+    }
+
+    /// The candidates.
+    pub fn len(&self) -> usize {
+        self.ids.len()
     }
 
     /// The ids.
@@ -55,7 +60,7 @@ impl IdsBuilder {
         self.pending.dedup();
         merge_into(&mut self.ids, &self.pending);
         self.pending.clear();
-        check_count(self.ids.len())
+        Ok(())
     }
 }
 
@@ -78,19 +83,6 @@ fn merge_into(ids: &mut Vec<i64>, new: &[i64]) {
         }
     }
     ids.dedup();
-}
-
-/// Refuses more candidate documents than `u32` indices can number (the union-find's: 4 bytes
-/// where 8 would add 8 bytes per candidate document).
-pub fn check_count(n: usize) -> Result<()> {
-    if n > u32::MAX as usize {
-        bail!(
-            "{n} candidate documents: stage components numbers them with 32 bits, so a run can \
-             have at most {} (4.29 billion); split the corpus into runs",
-            u32::MAX
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -117,17 +109,38 @@ mod tests {
             want.dedup();
             prop_assert_eq!(ids.as_slice(), &want[..]);
             for (i, &d) in want.iter().enumerate() {
-                prop_assert_eq!(ids.index(d), Some(i as u32));
+                prop_assert_eq!(ids.index(d), Some(i as u64));
             }
             prop_assert_eq!(ids.index(50), None);
         }
     }
 
+    /// Ids of shards past 2³¹ and rows near 2³²: ordered by shard, then row, as signed
+    /// 64-bit values (a shard's id is `shard << 32 | row`).
     #[test]
-    fn more_candidates_than_u32_indices_are_refused_by_name() {
-        assert!(check_count(u32::MAX as usize).is_ok());
-        let e = check_count(u32::MAX as usize + 1).unwrap_err().to_string();
-        assert!(e.contains("4294967296 candidate documents"), "{e}");
-        assert!(e.contains("at most 4294967295"), "{e}");
+    fn ids_of_high_shards_and_sparse_rows_keep_their_order() {
+        let id = |shard: i64, row: i64| (shard << 32) | row;
+        let docs = [
+            id(0x7fff_ffff, 0xffff_ffff),
+            id(1, 0xffff_ffff),
+            id(0x7fff_ffff, 0),
+            id(2, 1),
+            id(1, 0xffff_ffff),
+            id(0x8000, 7),
+        ];
+        let mut b = IdsBuilder::default();
+        b.extend(&docs).unwrap();
+        let ids = b.finish().unwrap();
+        assert_eq!(ids.len(), 5);
+        let want = [
+            id(1, 0xffff_ffff),
+            id(2, 1),
+            id(0x8000, 7),
+            id(0x7fff_ffff, 0),
+            id(0x7fff_ffff, 0xffff_ffff),
+        ];
+        assert_eq!(ids.as_slice(), want);
+        assert_eq!(ids.index(id(0x7fff_ffff, 0xffff_ffff)), Some(4));
+        assert_eq!(ids.index(id(0x7fff_ffff, 1)), None);
     }
 }

@@ -2,8 +2,8 @@
 //! content table's buckets into byte-identical groups (by the whole content hash), whose first
 //! document is the group's unit and the others its copies; keeps of each band bucket its units
 //! (what `scan` buckets); joins units sharing a bucket, and copies to their unit, into candidate
-//! components (union-find, linear in the buckets' documents); and deals the components out to
-//! the verify partitions, largest first, each to the least loaded.
+//! components (a concurrent union-find, linear in the buckets' documents); and deals the
+//! components out to the verify partitions, largest first, each to the least loaded.
 //!
 //! Writes, per partition K, its band buckets (`components/part-K.parquet`, in table and key
 //! order) and its copies (`components/part-K.copies.parquet`); per shard I, where each of its
@@ -13,21 +13,28 @@
 //! It streams: the group files are read a record batch at a time, four times over (the
 //! content table; the candidate documents; the unions; the merge that writes the buckets), so
 //! that what it holds is per candidate document (its id, 8 bytes; its union-find entry, 8,
-//! half of which then holds its partition), per copy (16 bytes), a batch of each group file,
-//! a buffer of each partition's spilled buckets and a row group of the file being written,
-//! never the buckets.
+//! half of which then holds its partition; 16 past 2³² candidates), per copy (16 bytes), a
+//! batch of each group file per thread, a buffer of each partition's spilled buckets and a row
+//! group of each file being written, never the buckets.
+//!
+//! Every pass runs on all the stage's threads (`-j`), and the files are the same whatever
+//! their number: the candidates and the unions take the files' row groups in any order (the
+//! union-find's sets and roots do not depend on it, see `forest.rs`); the merge runs as one
+//! range of the (table, key) order per thread, read back range after range; the partitions'
+//! and shards' files are written in parallel, each by one thread.
 
 mod buckets;
 mod copies;
+mod forest;
 mod ids;
 mod spill;
 mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use anyhow::{Context, Result};
-
-use crate::pairs::UnionFind;
+use rayon::prelude::*;
 
 use super::files::{self, Output};
 use super::group::GroupSummary;
@@ -36,10 +43,11 @@ use super::plan::Plan;
 use super::sign::CONTENT_TABLE;
 use super::summary::ComponentsSummary;
 
-use buckets::{GroupFile, Merge};
+use buckets::{GroupParts, Ranges};
 use copies::Copies;
+use forest::{Forest, Parts, Slot};
 use ids::{Ids, IdsBuilder};
-use spill::Spill;
+use spill::{Spill, Spilled};
 use write::{AssignRows, BucketRows, CopyRows, Sink};
 
 /// Partition K's band buckets.
@@ -74,52 +82,102 @@ pub fn components(work: &Path) -> Result<()> {
     let run = Run {
         work,
         plan: &plan,
-        groups: &groups,
+        files: (0..plan.parts)
+            .into_par_iter()
+            .map(|p| GroupParts::open(work, &plan, &groups[p as usize].lineage, p))
+            .collect::<Result<_>>()?,
     };
-    let copies = Copies::read(work, &plan, &groups)?;
+    let copies = Copies::read(&run.files)?;
     let (ids, largest_bucket) = candidates(&run, &copies)?;
-    let mut sets = UnionFind::new(ids.as_slice().len());
-    for_each_band(&run, &copies, |units| {
-        let mut prev = index(&ids, units[0])?;
-        for &d in &units[1..] {
-            let i = index(&ids, d)?;
-            sets.union(prev, i);
-            prev = i;
-        }
-        Ok(())
-    })?;
-    // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
-    // bucketed documents are in sets of two or more yet.
-    let largest_component = Some(sets.largest()).filter(|&s| s >= 2).unwrap_or(0);
-    for &(c, u) in copies.pairs() {
-        sets.union(index(&ids, u)?, index(&ids, c)?);
-    }
-    let (part_of, components) = sets.deal(plan.parts);
-    let dealt = Dealt {
-        copies: &copies,
-        ids: &ids,
-        part_of: &part_of,
+    let found = if Wide::needed(ids.len()) {
+        join::<AtomicU64>(&run, &lineage, &copies, &ids)?
+    } else {
+        join::<AtomicU32>(&run, &lineage, &copies, &ids)?
     };
-    let written = [
-        write_buckets(&run, &lineage, &dealt)?,
-        write_copies(&run, &lineage, &dealt)?,
-        write_assign(&run, &lineage, &dealt)?,
-    ];
-    for w in written.into_iter().flatten() {
+    for w in found.written {
         lineage.wrote(w);
     }
     let summary = ComponentsSummary {
         lineage,
         exact_groups: copies.groups,
         exact_copies: copies.pairs().len() as u64,
-        components,
-        largest_component: u64::from(largest_component),
+        components: found.components,
+        largest_component: found.largest_component,
         largest_bucket,
     };
     files::write_json(&summary_path(work), &summary)
 }
 
-/// Calls `f` with the units of every band bucket that has two or more, file by file.
+/// Whether a run's candidates need 64-bit union-find entries.
+struct Wide;
+
+impl Wide {
+    /// True past the 4.29 billion candidates that `u32` indices number.
+    fn needed(candidates: usize) -> bool {
+        candidates as u64 > <AtomicU32 as Slot>::MAX + 1
+    }
+}
+
+/// What [`join`] found and wrote.
+struct Found {
+    written: Vec<Written>,
+    components: u64,
+    largest_component: u64,
+}
+
+/// Joins the candidates into components in a forest of `S` entries, deals them out and writes
+/// the partitions' files.
+fn join<S: Slot>(run: &Run<'_>, lineage: &Lineage, copies: &Copies, ids: &Ids) -> Result<Found> {
+    let mut forest = Forest::<S>::new(ids.len());
+    let f = &forest;
+    par_each_band(
+        run,
+        copies,
+        &run.row_groups(),
+        || (),
+        |(), units| {
+            let mut prev = index(ids, units[0])?;
+            for &d in &units[1..] {
+                let i = index(ids, d)?;
+                f.union(prev, i);
+                prev = i;
+            }
+            Ok(())
+        },
+    )?;
+    // Measured before the copies join: a copy is not bucketed, its unit stands for it. Only
+    // bucketed documents are in sets of two or more yet.
+    let largest_component = Some(forest.count()).filter(|&s| s >= 2).unwrap_or(0);
+    let f = &forest;
+    (copies.pairs().par_iter()).try_for_each(|&(c, u)| -> Result<()> {
+        f.union(index(ids, u)?, index(ids, c)?);
+        Ok(())
+    })?;
+    let parts = forest.deal(run.plan.parts);
+    let dealt = Dealt {
+        copies,
+        ids,
+        parts: &parts,
+    };
+    let (buckets, (copied, assigned)) = rayon::join(
+        || write_buckets(run, lineage, &dealt),
+        || {
+            rayon::join(
+                || write_copies(run, lineage, &dealt),
+                || write_assign(run, lineage, &dealt),
+            )
+        },
+    );
+    Ok(Found {
+        written: [buckets?, copied?, assigned?]
+            .into_iter()
+            .flatten()
+            .collect(),
+        components: parts.count,
+        largest_component,
+    })
+}
+
 /// Components' place: it runs once.
 const PLACE: Place = Place {
     stage: "components",
@@ -127,60 +185,94 @@ const PLACE: Place = Place {
     part: None,
 };
 
-/// What the stage reads: the run and the group attempts it read the summaries of.
+/// What the stage reads: the run and its group files.
 struct Run<'a> {
     work: &'a Path,
     plan: &'a Plan,
-    groups: &'a [GroupSummary],
+    files: Vec<GroupParts>,
 }
 
 impl Run<'_> {
-    fn group_file(&self, part: u32) -> Result<GroupFile> {
-        let g = &self.groups[part as usize].lineage;
-        GroupFile::open(self.work, self.plan, g, part)
-    }
-
     fn output(&self, lineage: &Lineage, path: PathBuf, place: Place) -> Output {
         Output::new(self.work, path, lineage, place)
+    }
+
+    /// Every row group of every group file, the unit of work of the passes that read them in
+    /// any order.
+    fn row_groups(&self) -> Vec<(usize, usize)> {
+        (self.files.iter().enumerate())
+            .flat_map(|(f, file)| (0..file.row_groups()).map(move |rg| (f, rg)))
+            .collect()
     }
 }
 
 /// The components dealt out: the copies, the candidate documents and each one's partition.
-struct Dealt<'a> {
+struct Dealt<'a, S: Slot> {
     copies: &'a Copies,
     ids: &'a Ids,
-    part_of: &'a [u32],
+    parts: &'a Parts<S>,
 }
 
-fn for_each_band(
+impl<S: Slot> Dealt<'_, S> {
+    fn part_of(&self, doc: i64) -> Result<u32> {
+        Ok(self.parts.part(index(self.ids, doc)?))
+    }
+}
+
+/// Calls `f` with the units of every band bucket that has two or more, the row `groups` of the
+/// group files (file, row group) on every thread in any order; `f`'s state (from `init`) is per row group, and
+/// what it returns at the end of one is handed back, in no particular order.
+fn par_each_band<T: Send>(
     run: &Run<'_>,
     copies: &Copies,
-    mut f: impl FnMut(&[i64]) -> Result<()>,
-) -> Result<()> {
-    let mut units = Vec::new();
-    for part in 0..run.plan.parts {
-        let mut file = run.group_file(part)?;
-        while let Some(b) = file.next_bucket()? {
-            if b.table != CONTENT_TABLE {
-                copies.units_of(b.docs, &mut units);
-                if units.len() >= 2 {
-                    f(&units)?;
+    groups: &[(usize, usize)],
+    init: impl Fn() -> T + Sync + Send,
+    f: impl Fn(&mut T, &[i64]) -> Result<()> + Sync + Send,
+) -> Result<Vec<T>> {
+    (groups.par_iter())
+        .map(|&(file, rg)| {
+            let mut state = init();
+            let mut units = Vec::new();
+            let mut file = run.files[file].reader(Some(vec![rg]))?;
+            while let Some(b) = file.next_bucket()? {
+                if b.table != CONTENT_TABLE {
+                    copies.units_of(b.docs, &mut units);
+                    if units.len() >= 2 {
+                        f(&mut state, &units)?;
+                    }
                 }
             }
-        }
-    }
-    Ok(())
+            Ok(state)
+        })
+        .collect()
 }
 
 /// The candidate documents (the units of the band buckets that keep two or more, and the
-/// members of the byte-identical groups), and the units of the largest band bucket.
+/// members of the byte-identical groups), and the units of the largest band bucket. The row
+/// groups are read two per thread at a time, then their documents added to the ids (sorted
+/// on every thread as they are merged in).
 fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
     let mut ids = IdsBuilder::default();
     let mut largest = 0;
-    for_each_band(run, copies, |units| {
-        largest = largest.max(units.len() as u64);
-        ids.extend(units)
-    })?;
+    let all = run.row_groups();
+    let wave = 2 * rayon::current_num_threads();
+    for groups in all.chunks(wave) {
+        let got = par_each_band(
+            run,
+            copies,
+            groups,
+            || (Vec::new(), 0),
+            |(docs, largest), units| {
+                *largest = (*largest).max(units.len() as u64);
+                docs.extend_from_slice(units);
+                Ok(())
+            },
+        )?;
+        for (docs, l) in got {
+            largest = largest.max(l);
+            ids.extend(&docs)?;
+        }
+    }
     for &(c, u) in copies.pairs() {
         ids.extend(&[c, u])?;
     }
@@ -188,7 +280,7 @@ fn candidates(run: &Run<'_>, copies: &Copies) -> Result<(Ids, u64)> {
 }
 
 /// The union-find index of `doc`, which the gathering of candidates saw.
-fn index(ids: &Ids, doc: i64) -> Result<u32> {
+fn index(ids: &Ids, doc: i64) -> Result<u64> {
     ids.index(doc).with_context(|| {
         format!(
             "document {doc} was not in the group files when they were first read: did a group \
@@ -197,46 +289,72 @@ fn index(ids: &Ids, doc: i64) -> Result<u32> {
     })
 }
 
+/// What one group-file reader of the merge holds, at most: a record batch and the page being
+/// decoded. Each range of the merge reads every file, so its readers are ranges × partitions,
+/// kept within an eighth of the memory budget (`--max-memory`): at the default budget of a
+/// 24 GB machine, 1,100 readers (2 partitions: every thread; 1,000 partitions: one range).
+const READER_BYTES: u64 = 2 << 20;
+
+/// The ranges the merge may run as, at most, by the memory budget (see [`READER_BYTES`]).
+fn merge_ranges(plan: &Plan) -> usize {
+    let budget = (plan.options.max_memory).unwrap_or_else(crate::budget::default_limit);
+    let readers = budget / 8 / READER_BYTES;
+    (readers / u64::from(plan.parts.max(1))).max(1) as usize
+}
+
 /// Each partition's band buckets, in (table, key) order: the group files merged, each bucket
-/// spilled to its partition's temporary file, then each partition's file written from it.
-fn write_buckets(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+/// spilled to its partition, then each partition's file written from what was spilled. With
+/// T threads the merge runs as up to T ranges of the (table, key) order at once (fewer with
+/// many partitions: [`READER_BYTES`]), each over the row groups that hold some of its tables
+/// (from the files' statistics; every row group where a file has none), and a partition's
+/// buckets are read back range after range: the same buckets in the same order whatever T.
+/// The partitions' files are written in parallel.
+fn write_buckets<S: Slot>(
+    run: &Run<'_>,
+    lineage: &Lineage,
+    dealt: &Dealt<'_, S>,
+) -> Result<Vec<Written>> {
     let (plan, work) = (run.plan, run.work);
-    let Dealt {
-        copies,
-        ids,
-        part_of,
-    } = *dealt;
-    let files = (0..plan.parts).map(|p| run.group_file(p));
-    let mut merged = Merge::new(files.collect::<Result<_>>()?)?;
-    let mut spill = Spill::new(&work.join("components"), plan.parts)?;
-    let mut units = Vec::new();
-    while let Some(b) = merged.next_bucket()? {
-        if b.table == CONTENT_TABLE {
-            continue;
-        }
-        copies.units_of(b.docs, &mut units);
-        if units.len() >= 2 {
-            // Every unit of a bucket is in its first's component.
-            let part = part_of[index(ids, units[0])? as usize];
-            spill.push(part, b.table, b.key, &units)?;
-        }
-    }
-    drop(merged);
-    let mut written = Vec::with_capacity(plan.parts as usize);
-    for part in 0..plan.parts {
-        let mut spilled = spill.reader(part).context("no such partition")?;
-        let file = run.output(lineage, part_path(work, part), PLACE.with_part(part));
-        let mut out: Sink<BucketRows> = Sink::new(file);
-        while let Some(row) = spilled.next_bucket()? {
-            out.push(row)?;
-        }
-        written.push(out.commit()?);
-    }
-    Ok(written)
+    let spill = Spill::new(&work.join("components"))?;
+    let n = rayon::current_num_threads().min(merge_ranges(plan));
+    let ranges = Ranges::new(&run.files, n);
+    let n = ranges.len();
+    let spilled: Vec<Spilled> = (0..n)
+        .into_par_iter()
+        .map(|k| {
+            let mut out = spill.writer(plan.parts, n);
+            let mut units = Vec::new();
+            ranges.each(k, |b| {
+                dealt.copies.units_of(b.docs, &mut units);
+                if units.len() >= 2 {
+                    // Every unit of a bucket is in its first's component.
+                    out.push(dealt.part_of(units[0])?, b.table, b.key, &units)?;
+                }
+                Ok(())
+            })?;
+            Ok(out.finish())
+        })
+        .collect::<Result<_>>()?;
+    (0..plan.parts)
+        .into_par_iter()
+        .map(|part| {
+            let mut spilled = spill.reader(&spilled, part).context("no such partition")?;
+            let file = run.output(lineage, part_path(work, part), PLACE.with_part(part));
+            let mut out: Sink<BucketRows> = Sink::new(file);
+            while let Some(row) = spilled.next_bucket()? {
+                out.push(row)?;
+            }
+            out.commit()
+        })
+        .collect()
 }
 
 /// Each partition's copies, by copy.
-fn write_copies(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+fn write_copies<S: Slot>(
+    run: &Run<'_>,
+    lineage: &Lineage,
+    dealt: &Dealt<'_, S>,
+) -> Result<Vec<Written>> {
     let mut out: Vec<Sink<CopyRows>> = (0..run.plan.parts)
         .map(|p| {
             let path = copies_path(run.work, p);
@@ -244,30 +362,47 @@ fn write_copies(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<V
         })
         .collect();
     for &(c, u) in dealt.copies.pairs() {
-        out[dealt.part_of[index(dealt.ids, c)? as usize] as usize].push((c, u))?;
+        out[dealt.part_of(c)? as usize].push((c, u))?;
     }
     out.into_iter().map(Sink::commit).collect()
 }
 
-/// Where each shard's candidate documents go.
-fn write_assign(run: &Run<'_>, lineage: &Lineage, dealt: &Dealt<'_>) -> Result<Vec<Written>> {
+/// Where each shard's candidate documents go, the shards in parallel.
+fn write_assign<S: Slot>(
+    run: &Run<'_>,
+    lineage: &Lineage,
+    dealt: &Dealt<'_, S>,
+) -> Result<Vec<Written>> {
     let (plan, work) = (run.plan, run.work);
-    let (copies, part_of) = (dealt.copies, dealt.part_of);
     let ids = dealt.ids.as_slice();
-    let mut written = Vec::with_capacity(plan.shards as usize);
-    for shard in 0..plan.shards {
-        let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
-        let (from, to) = (
-            ids.partition_point(|&d| d < lo),
-            ids.partition_point(|&d| d < hi),
-        );
-        let file = Place::shard("components", shard);
-        let mut out: Sink<AssignRows> =
-            Sink::new(run.output(lineage, assign_path(work, shard), file));
-        for i in from..to {
-            out.push((ids[i], copies.canon(ids[i]), part_of[i] as i32))?;
-        }
-        written.push(out.commit()?);
+    (0..plan.shards)
+        .into_par_iter()
+        .map(|shard| {
+            let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
+            let (from, to) = (
+                ids.partition_point(|&d| d < lo),
+                ids.partition_point(|&d| d < hi),
+            );
+            let file = Place::shard("components", shard);
+            let mut out: Sink<AssignRows> =
+                Sink::new(run.output(lineage, assign_path(work, shard), file));
+            for (i, &doc) in ids.iter().enumerate().take(to).skip(from) {
+                let part = dealt.parts.part(i as u64) as i32;
+                out.push((doc, dealt.copies.canon(doc), part))?;
+            }
+            out.commit()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_are_wide_only_past_what_u32_numbers() {
+        assert!(!Wide::needed(0));
+        assert!(!Wide::needed(u32::MAX as usize + 1));
+        assert!(Wide::needed(u32::MAX as usize + 2));
     }
-    Ok(written)
 }
