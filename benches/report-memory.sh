@@ -42,6 +42,17 @@ peak() {
     echo "$max"
 }
 
+# Every stage before the report, by build $1, in work directory $2 (made anew) over corpus $3.
+stages() {
+    rm -rf "$2"
+    "$1" stage init --work "$2" --shards 2 --parts 2 -q "$3"
+    for i in 0 1; do "$1" stage sign --work "$2" --shard "$i/2"; done
+    for j in 0 1; do "$1" stage group --work "$2" --part "$j/2"; done
+    "$1" stage components --work "$2"
+    for i in 0 1; do "$1" stage route --work "$2" --shard "$i/2"; done
+    for j in 0 1; do "$1" stage verify --work "$2" --part "$j/2"; done
+}
+
 printf "%-10s %12s %14s %16s\n" documents clusters "report RSS KB" "baseline RSS KB"
 first="" last="" bfirst="" blast=""
 for n in ${sizes//,/ }; do
@@ -50,26 +61,14 @@ for n in ${sizes//,/ }; do
         "$gen" gen --out "$corpus" --docs "$n" --seed 1 > /dev/null
     fi
     w=$work/report-memory-$n
-    rm -rf "$w"
-    "$bin" stage init --work "$w" --shards 2 --parts 2 -q "$corpus"
-    for i in 0 1; do "$bin" stage sign --work "$w" --shard "$i/2"; done
-    for j in 0 1; do "$bin" stage group --work "$w" --part "$j/2"; done
-    "$bin" stage components --work "$w"
-    for i in 0 1; do "$bin" stage route --work "$w" --shard "$i/2"; done
-    for j in 0 1; do "$bin" stage verify --work "$w" --part "$j/2"; done
+    stages "$bin" "$w" "$corpus"
     rss=$(peak "$bin" "$w" "$w/report.json")
     clusters=$(grep -c '"min_similarity"' "$w/report.json" || true)
     brss="-"
     if [ -n "$baseline" ]; then
         # A baseline reads the work files its own build wrote: its own run of the stages.
         bw=$w-baseline
-        rm -rf "$bw"
-        "$baseline" stage init --work "$bw" --shards 2 --parts 2 -q "$corpus"
-        for i in 0 1; do "$baseline" stage sign --work "$bw" --shard "$i/2"; done
-        for j in 0 1; do "$baseline" stage group --work "$bw" --part "$j/2"; done
-        "$baseline" stage components --work "$bw"
-        for i in 0 1; do "$baseline" stage route --work "$bw" --shard "$i/2"; done
-        for j in 0 1; do "$baseline" stage verify --work "$bw" --part "$j/2"; done
+        stages "$baseline" "$bw" "$corpus"
         brss=$(peak "$baseline" "$bw" "$bw/report.json")
         if ! cmp -s "$w/report.json" "$bw/report.json"; then
             echo "report-memory.sh: the reports of $n documents differ from the baseline's" >&2
