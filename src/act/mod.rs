@@ -101,13 +101,24 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
                     "not linked: its content is not identical to the representative's".into(),
                 ))
             } else {
-                let rep = match opts.action {
-                    Action::Link => {
-                        Some(rep.get_or_insert_with(|| representative(&acting.roots, cluster)))
-                    }
-                    _ => None,
+                // Every action checks first that the kept copy is still there as the report
+                // describes it: removing a duplicate of a file deleted or rewritten since the
+                // scan would lose the last copy. With --keep none nothing is kept: remove and
+                // move take the whole cluster, as the report lists it.
+                let rep = match (&opts.action, &cluster.representative) {
+                    (Action::Link, _) | (_, Some(_)) => Some(
+                        rep.get_or_insert_with(|| representative(opts, &acting.roots, cluster))
+                            .as_ref(),
+                    ),
+                    (_, None) => None,
                 };
-                act(opts, &acting.roots, m, rep.map(|r| r.as_ref()), out)
+                match rep {
+                    Some(Err(p)) => Err(p.clone()),
+                    Some(Ok(r)) if matches!(opts.action, Action::Link) => {
+                        act(opts, &acting.roots, m, Some(r), out)
+                    }
+                    _ => act(opts, &acting.roots, m, None, out),
+                }
             };
             match outcome {
                 Ok(c) => {
@@ -139,14 +150,25 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
     })
 }
 
-/// The representative of `cluster`, checked, for `link`.
-fn representative(roots: &[PathBuf], cluster: &Cluster) -> Result<Checked, Problem> {
+/// The representative of `cluster`, checked: the copy kept must still be the file the report
+/// describes before any of its duplicates is acted on.
+fn representative(
+    opts: &Options,
+    roots: &[PathBuf],
+    cluster: &Cluster,
+) -> Result<Checked, Problem> {
     let Some(rep) = &cluster.representative else {
         let why = "not linked: no member is kept (--keep none)";
         return Err(Problem::Left(why.into()));
     };
     if let Some(what) = rep.not_a_file {
-        let why = format!("not linked: its representative is {what}");
+        let why = match opts.action {
+            Action::Link => format!("not linked: its representative is {what}"),
+            _ => format!(
+                "not acted on: its representative is {what}, not a file this scan read, so \
+                 the kept copy cannot be checked"
+            ),
+        };
         return Err(Problem::Left(why));
     }
     let shown = display_path(&rep.names[0]);
@@ -207,14 +229,9 @@ fn act(
     opts: &Options,
     roots: &[PathBuf],
     m: &Member,
-    rep: Option<Result<&Checked, &Problem>>,
+    rep: Option<&Checked>,
     out: &mut dyn Write,
 ) -> Result<u64, Problem> {
-    let rep = match rep {
-        Some(Ok(r)) => Some(r),
-        Some(Err(p)) => return Err(p.clone()),
-        None => None,
-    };
     let c = check(roots, m)?;
     let failed = |why: String| Problem::Failed(why);
     if let Some(r) = rep {

@@ -6,7 +6,8 @@
 //! `linked` member (not verified against the representative), a record of a JSON Lines dump (its
 //! path is the whole dump's), a document of the index scanned against (its path is from another
 //! run, maybe relative to another directory), standard input (`-` names no file, and `xargs rm`
-//! would remove a file of that name). With new lines as separators, a name holding a new
+//! would remove a file of that name), nor a duplicate whose representative is standard input
+//! (the copy kept is no file). With new lines as separators, a name holding a new
 //! line would read as two names, one of which might be a file to keep: it is left out, with a
 //! warning naming `-0`.
 
@@ -23,8 +24,14 @@ use crate::messages::escape_controls;
 /// clusters, and returns why duplicates were left out of it, as warnings (none for a full list).
 pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> anyhow::Result<Vec<String>> {
     let (mut records, mut indexed, mut stdin) = (0, 0, false);
+    let mut of_stdin = 0;
     let mut with_new_line = Vec::new();
     report.clusters.each(|c| {
+        // Standard input is no file: a duplicate kept in its favour would be the last copy.
+        if c.kept && is_stdin(c.representative()) {
+            of_stdin += c.duplicates.len() as u64;
+            return Ok(());
+        }
         for m in c.duplicates.iter().map(|d| c.member(d)) {
             if m.line().is_some() {
                 records += 1;
@@ -54,6 +61,13 @@ pub fn write(report: &Report, null: bool, out: &mut dyn Write) -> anyhow::Result
              file, and `xargs rm` would remove a file named `-`"
                 .to_string(),
         );
+    }
+    if of_stdin > 0 {
+        warnings.push(format!(
+            "--format paths: {} kept in favour of standard input not listed: the copy kept is \
+             no file, so removing them would lose the content",
+            count(of_stdin, "duplicate")
+        ));
     }
     if records > 0 {
         warnings.push(format!(

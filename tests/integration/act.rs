@@ -308,3 +308,73 @@ fn a_malformed_report_is_a_clear_error_with_status_2() {
     }
     assert!(exists(&t, "r/sub/dup-0.txt"));
 }
+
+#[test]
+fn remove_and_move_leave_every_duplicate_when_the_kept_copy_is_gone_or_changed() {
+    for action in [&["remove"][..], &["move", "--to", "attic"]] {
+        // Gone: removing its duplicates would lose the last copy.
+        let (t, _) = copies(2);
+        fs::remove_file(t.join("r/keep.txt")).unwrap();
+        let r = t.run(&[action, &["report.json"]].concat());
+        assert_eq!(r.code(), 2, "{action:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{action:?}");
+        assert!(
+            r.stderr.contains("skipped: its representative r/keep.txt"),
+            "{action:?}: {}",
+            r.stderr
+        );
+        for dup in ["r/sub/dup-0.txt", "r/sub/dup-1.txt", "r/near.txt"] {
+            assert!(exists(&t, dup), "{action:?}: {dup}");
+        }
+        // Rewritten with other content.
+        let (t, _) = copies(1);
+        t.write("r/keep.txt", "something else entirely");
+        let r = t.run(&[action, &["report.json"]].concat());
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+        assert!(exists(&t, "r/sub/dup-0.txt") && exists(&t, "r/near.txt"));
+    }
+}
+
+#[test]
+fn a_duplicate_kept_in_favour_of_standard_input_is_never_removed_or_listed() {
+    let t = TestDir::new();
+    let body = text(11, 300);
+    t.write("r/only.txt", &body);
+    let args = [
+        "scan",
+        "-q",
+        "--keep",
+        "first",
+        "-o",
+        "report.json",
+        "-",
+        "r",
+    ];
+    let r = with_stdin(&t, &args, body.as_bytes());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["clusters"][0]["representative"]["path"], "-");
+    for action in [&["remove"][..], &["move", "--to", "attic"]] {
+        let r = t.run(&[action, &["report.json"]].concat());
+        assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("its representative is standard input"),
+            "{}",
+            r.stderr
+        );
+        assert!(exists(&t, "r/only.txt"), "{action:?}");
+    }
+    // Nor in the list `xargs rm` reads.
+    let paths = with_stdin(
+        &t,
+        &["scan", "--keep", "first", "--format", "paths", "-", "r"],
+        body.as_bytes(),
+    );
+    assert_eq!(paths.code(), 0, "{}", paths.stderr);
+    assert_eq!(paths.stdout, "");
+    assert!(
+        paths.stderr.contains("kept in favour of standard input"),
+        "{}",
+        paths.stderr
+    );
+}
