@@ -72,7 +72,7 @@ impl Serialize for ClusterOut {
         if !self.linked.is_empty() {
             out.serialize_field("linked", &Duplicates(self, &self.linked))?;
         }
-        out.serialize_field("members", &self.members)?;
+        out.serialize_field("members", &Identities(&self.members))?;
         out.serialize_field("pairs", &self.pairs)?;
         out.end()
     }
@@ -237,6 +237,18 @@ impl MemberOut {
     }
 
     fn fields<S: SerializeStruct>(&self, out: &mut S) -> Result<(), S::Error> {
+        self.identity_fields(out)?;
+        out.serialize_field("content_hash", &hash_hex(self.hash))?;
+        if let Some(file) = &self.file {
+            out.serialize_field("file", file)?;
+        }
+        Ok(())
+    }
+
+    /// The fields that say which document it is: all but what it held when read (the content
+    /// hash and the file), which the cluster's `members` list leaves out, as each member is
+    /// written with them once already, as the representative, a duplicate or a linked member.
+    fn identity_fields<S: SerializeStruct>(&self, out: &mut S) -> Result<(), S::Error> {
         let more = self.more.as_deref();
         out.serialize_field("path", &*self.path)?;
         if let Some(bytes) = more.and_then(|m| m.path_bytes.as_ref()) {
@@ -256,11 +268,26 @@ impl MemberOut {
         if let Some(bytes) = more.and_then(|m| m.aliases_bytes.as_ref()) {
             out.serialize_field("aliases_bytes", bytes)?;
         }
-        out.serialize_field("content_hash", &hash_hex(self.hash))?;
-        if let Some(file) = &self.file {
-            out.serialize_field("file", file)?;
-        }
         Ok(())
+    }
+}
+
+/// A cluster's `members`, each by its identity fields only.
+struct Identities<'a>(&'a [MemberOut]);
+
+impl Serialize for Identities<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(Identity))
+    }
+}
+
+struct Identity<'a>(&'a MemberOut);
+
+impl Serialize for Identity<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_struct("MemberOut", 8)?;
+        self.0.identity_fields(&mut out)?;
+        out.end()
     }
 }
 
