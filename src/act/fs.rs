@@ -218,8 +218,9 @@ pub fn move_to(p: &Place, expect: (u64, u64), to: &Path, raw: &[u8]) -> Result<(
         }
         Err(Errno::XDEV) => {
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+            let st = stat(p)?;
             // Its read, write and execute bits (less the umask); never set-id or sticky.
-            let mode = Mode::from_bits_truncate(stat(p)?.st_mode & 0o777);
+            let mode = Mode::from_bits_truncate(st.st_mode & 0o777);
             let fd = match rustix::fs::openat(&dir, &name, flags, mode) {
                 Ok(fd) => fd,
                 Err(Errno::EXIST) => return Err(exists()),
@@ -228,6 +229,24 @@ pub fn move_to(p: &Place, expect: (u64, u64), to: &Path, raw: &[u8]) -> Result<(
             let mut f = std::fs::File::from(fd);
             let io = |e: std::io::Error| crate::messages::io_reason(&e);
             std::io::Write::write_all(&mut f, raw).map_err(io)?;
+            // Its times, as `mv` keeps them: `--keep oldest` reads the modification time, so a
+            // file moved back from the attic must still be as old as it was.
+            let time = |secs: i64, nanos: i64| {
+                let since = std::time::Duration::new(secs.unsigned_abs(), nanos as u32);
+                if secs >= 0 {
+                    std::time::UNIX_EPOCH.checked_add(since)
+                } else {
+                    std::time::UNIX_EPOCH.checked_sub(since)
+                }
+            };
+            let mut times = std::fs::FileTimes::new();
+            if let Some(t) = time(st.st_mtime, st.st_mtime_nsec as i64) {
+                times = times.set_modified(t);
+            }
+            if let Some(t) = time(st.st_atime, st.st_atime_nsec as i64) {
+                times = times.set_accessed(t);
+            }
+            f.set_times(times).map_err(io)?;
             f.sync_all().map_err(io)?;
             still(p, expect)?;
             rustix::fs::unlinkat(&p.dir, &p.name, AtFlags::empty()).map_err(reason)

@@ -378,3 +378,25 @@ fn a_duplicate_kept_in_favour_of_standard_input_is_never_removed_or_listed() {
         paths.stderr
     );
 }
+
+#[test]
+fn a_file_moved_to_another_file_system_keeps_its_modification_time() {
+    let shm = std::path::Path::new("/dev/shm");
+    let (t, _) = copies(1);
+    let here = fs::metadata(t.path()).unwrap().dev();
+    if fs::metadata(shm).map_or(true, |m| m.dev() == here) {
+        eprintln!("note: no /dev/shm on another file system; cross-device move test skipped");
+        return;
+    }
+    let dup = t.join("r/sub/dup-0.txt");
+    let before = fs::metadata(&dup).unwrap().modified().unwrap();
+    let attic = shm.join(format!("dupfind-attic-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&attic);
+    let r = t.run(&["move", "--to", attic.to_str().unwrap(), "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let moved = attic.join("sub/dup-0.txt");
+    let after = fs::metadata(&moved).unwrap().modified().unwrap();
+    let _ = fs::remove_dir_all(&attic);
+    assert_eq!(after, before, "the modification time travels with the file");
+    assert!(!exists(&t, "r/sub/dup-0.txt"));
+}
