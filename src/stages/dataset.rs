@@ -64,13 +64,13 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let mut marks = Vec::new();
     for part in 0..plan.parts {
         let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
-        recs.push(records::read_clusters(work, &v.lineage, part)?.collect::<Result<Vec<_>>>()?);
+        recs.push(Box::new(records::read_clusters(work, &v.lineage, part)?) as records::RecStream);
         let shard_marks = records::read_marks(work, &v.lineage, part)?
             .into_iter()
             .filter(|m| m.doc >> 32 == i64::from(shard));
         marks.extend(shard_marks.map(|m| (m.doc, part as usize, m)));
     }
-    let (clusters, numbers) = super::records::numbered(recs);
+    let (clusters, numbers) = records::numbered(recs)?;
     marks.sort_unstable_by_key(|m| m.0);
     let mut rows = Vec::new();
     let docs_file = docs_input(work, shard, &sign.lineage);

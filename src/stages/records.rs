@@ -233,20 +233,18 @@ impl ClusterRec {
 }
 
 /// The partitions' clusters (`parts`, each in order of its first member) in the report's order,
-/// numbered, and for each partition the number of each of its clusters.
-pub fn numbered(parts: Vec<Vec<ClusterRec>>) -> (Vec<ClusterOut>, Vec<Vec<u32>>) {
-    let mut numbers: Vec<Vec<u32>> = parts.iter().map(|p| vec![0; p.len()]).collect();
-    let mut recs: Vec<(usize, usize, ClusterRec)> = (parts.into_iter().enumerate())
-        .flat_map(|(part, recs)| (recs.into_iter().enumerate()).map(move |(i, c)| (part, i, c)))
-        .collect();
-    recs.sort_by_key(|(_, _, c)| c.first);
-    let clusters = (recs.into_iter().enumerate())
-        .map(|(id, (part, i, c))| {
-            numbers[part][i] = id as u32;
-            c.into_cluster(id)
-        })
-        .collect();
-    (clusters, numbers)
+/// numbered as [`merged`] numbers them, and for each partition the number of each of its
+/// clusters, in its own order (for the marks, which name a cluster by its place in its
+/// partition).
+pub fn numbered(parts: Vec<RecStream>) -> Result<(Vec<ClusterOut>, Vec<Vec<u32>>)> {
+    let mut numbers: Vec<Vec<u32>> = vec![Vec::new(); parts.len()];
+    let mut clusters = Vec::new();
+    for (id, next) in merge(parts).enumerate() {
+        let (part, rec) = next?;
+        numbers[part].push(u32::try_from(id).context("more than 2^32 clusters")?);
+        clusters.push(rec.into_cluster(id));
+    }
+    Ok((clusters, numbers))
 }
 
 /// Clusters per row group of a clusters file: what a reader holds of each partition at a time.
@@ -387,9 +385,18 @@ pub fn read_marks(work: &Path, producer: &Lineage, part: u32) -> Result<Vec<Mark
     Ok(out)
 }
 
+/// A partition's cluster records, in order of `first`.
+pub type RecStream = Box<dyn Iterator<Item = Result<ClusterRec>> + Send>;
+
 /// The partitions' records (each stream in order of `first`) merged into the report's order
-/// and numbered: a k-way merge holding the next record of each partition.
-pub fn merged(parts: Vec<Box<dyn Iterator<Item = Result<ClusterRec>> + Send>>) -> ClusterStream {
+/// and numbered, as they are read.
+pub fn merged(parts: Vec<RecStream>) -> ClusterStream {
+    Box::new((merge(parts).enumerate()).map(|(id, next)| next.map(|(_, rec)| rec.into_cluster(id))))
+}
+
+/// The k-way merge of [`merged`] and [`numbered`]: each record with its partition, in order of
+/// `first`, holding the next record of each partition; a partition's error ends it.
+fn merge(parts: Vec<RecStream>) -> impl Iterator<Item = Result<(usize, ClusterRec)>> + Send {
     let mut streams = parts;
     let mut heads: BinaryHeap<Head> = BinaryHeap::new();
     let mut failed: Option<anyhow::Error> = None;
@@ -402,8 +409,7 @@ pub fn merged(parts: Vec<Box<dyn Iterator<Item = Result<ClusterRec>> + Send>>) -
             None => {}
         }
     }
-    let mut id = 0;
-    Box::new(std::iter::from_fn(move || {
+    std::iter::from_fn(move || {
         if let Some(e) = failed.take() {
             return Some(Err(e));
         }
@@ -413,9 +419,8 @@ pub fn merged(parts: Vec<Box<dyn Iterator<Item = Result<ClusterRec>> + Send>>) -
             Some(Err(e)) => failed = Some(e),
             None => {}
         }
-        id += 1;
-        Some(Ok(rec.into_cluster(id - 1)))
-    }))
+        Some(Ok((part, rec)))
+    })
 }
 
 /// A partition's next record, ordered so that the heap's greatest is the least `first`.
@@ -465,9 +470,7 @@ mod tests {
         }
     }
 
-    type Stream = Box<dyn Iterator<Item = Result<ClusterRec>> + Send>;
-
-    fn stream(firsts: &[i64]) -> Stream {
+    fn stream(firsts: &[i64]) -> RecStream {
         Box::new(
             firsts
                 .iter()
@@ -494,14 +497,16 @@ mod tests {
         assert_eq!(ids, (0..8).collect::<Vec<_>>());
         let (a, b) = (1i64 << 32, 2i64 << 32);
         assert_eq!(firsts, vec![0, 3, 4, 5, 7, a, a + 9, b + 1]);
-        // Numbered as `numbered` numbers the same records held whole.
-        let whole = vec![
-            vec![rec(3), rec(1 << 32), rec((1 << 32) + 9)],
-            vec![],
-            vec![rec(0), rec(4), rec(5), rec((2 << 32) + 1)],
-            vec![rec(7)],
+        // `numbered` gives each partition's clusters those numbers, in the partition's order.
+        let again = vec![
+            stream(&[3, 1 << 32, (1 << 32) + 9]),
+            stream(&[]),
+            stream(&[0, 4, 5, (2 << 32) + 1]),
+            stream(&[7]),
         ];
-        let (_, numbers) = numbered(whole);
+        let (clusters, numbers) = numbered(again).unwrap();
+        let ids: Vec<usize> = clusters.iter().map(|c| c.id).collect();
+        assert_eq!(ids, (0..8).collect::<Vec<_>>());
         assert_eq!(
             numbers,
             vec![vec![1, 5, 6], vec![], vec![0, 2, 3, 7], vec![4]]
@@ -510,7 +515,7 @@ mod tests {
 
     #[test]
     fn a_partition_that_fails_midway_ends_the_merge_with_its_error() {
-        let failing: Stream =
+        let failing: RecStream =
             Box::new(vec![Ok(rec(2)), Err(anyhow::anyhow!("part 1 is truncated"))].into_iter());
         let out: Vec<Result<ClusterOut>> = merged(vec![stream(&[1, 3, 5]), failing]).collect();
         let firsts_ok = out.iter().take_while(|c| c.is_ok()).count();

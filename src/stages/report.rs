@@ -53,7 +53,7 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let mut streams = Vec::with_capacity(parts.len());
     for v in &parts {
         let s = super::records::read_clusters(work, &v.lineage, v.part)?;
-        streams.push(Box::new(s) as Box<dyn Iterator<Item = _> + Send>);
+        streams.push(Box::new(s) as super::records::RecStream);
     }
     let count: u64 = parts.iter().map(|v| v.clusters).sum();
     let count = usize::try_from(count)?;
