@@ -60,16 +60,26 @@ fn shape(report: &Value) -> (Members, Pairs) {
 fn index_build_prints_scans_report_warnings_and_exit_status() {
     let t = TestDir::new();
     corpus(&t);
-    for format in ["json", "text"] {
+    // The text normalization (--normalize) is the shingler's: the index's sets are made by it.
+    let cases = [
+        ("json", &[][..]),
+        ("text", &[][..]),
+        ("json", &["--normalize", "punct,digits"][..]),
+    ];
+    for (i, (format, more)) in cases.into_iter().enumerate() {
         let args = [
-            "--exit-code",
-            "--max-size",
-            "20000",
-            "--format",
-            format,
-            "old",
-            "new",
-        ];
+            &[
+                "--exit-code",
+                "--max-size",
+                "20000",
+                "--format",
+                format,
+                "old",
+                "new",
+            ][..],
+            more,
+        ]
+        .concat();
         let scan = t.run(&[&["scan"][..], &args].concat());
         assert_eq!(scan.code(), 2, "{}", scan.stderr);
         for said in [
@@ -78,7 +88,7 @@ fn index_build_prints_scans_report_warnings_and_exit_status() {
         ] {
             assert!(scan.stderr.contains(said), "{said}: {}", scan.stderr);
         }
-        let idx = format!("idx-{format}");
+        let idx = format!("idx-{i}");
         let build = t.run(&[&["index", "build", "--index", &idx][..], &args].concat());
         assert_eq!(
             (build.code(), &build.stderr),
@@ -99,18 +109,35 @@ fn index_build_prints_scans_report_warnings_and_exit_status() {
 
 #[test]
 fn scan_against_a_clean_index_warns_exits_and_pairs_as_scan_of_both() {
+    for normalize in [&[][..], &["--normalize", "punct,digits"]] {
+        against_as_both(normalize);
+    }
+}
+
+fn against_as_both(normalize: &[&str]) {
     let t = TestDir::new();
     corpus(&t);
-    let built = t.run(&["index", "build", "--index", "idx", "old"]);
+    let built = t.run(
+        &[
+            &["index", "build", "--index", "idx"][..],
+            normalize,
+            &["old"],
+        ]
+        .concat(),
+    );
     assert_eq!(built.code(), 0, "{}", built.stderr);
     assert!(built.stderr.is_empty(), "{}", built.stderr);
     let opts = [
-        "--exit-code",
-        "--max-size",
-        "20000",
-        "--cluster",
-        "components",
-    ];
+        &[
+            "--exit-code",
+            "--max-size",
+            "20000",
+            "--cluster",
+            "components",
+        ][..],
+        normalize,
+    ]
+    .concat();
     let both = t.run(&[&["scan"][..], &opts, &["old", "new"]].concat());
     let against = t.run(&[&["scan", "--against", "idx"][..], &opts, &["new"]].concat());
     assert_eq!(both.code(), 2, "{}", both.stderr);
