@@ -244,7 +244,9 @@ impl DumpRows {
 
     /// The rows written, a decoded batch at a time: each batch cut to the rows of `docs`
     /// written and unchanged (with the added columns when annotating), passed to `emit`, which
-    /// writes them or says why it cannot (the rows' error).
+    /// writes them or says why it cannot (the rows' error). The batches are decoded on a thread
+    /// of their own while `emit` writes the one before (JSON Lines: on the 100k benchmark dump
+    /// decoding was about 60 % of the writing, the JSON and the writes the rest).
     fn write(
         self,
         docs: &[DatasetDoc],
@@ -254,11 +256,15 @@ impl DumpRows {
     ) -> Result<()> {
         let mut at = 0;
         let annotated = self.annotated.as_ref();
-        for batch in self.rows {
-            // A row group that fails ends the reading: the rows not reached are errors below.
-            let Ok(batch) = batch else { break };
-            write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
-        }
+        decoded_ahead(self.rows, |batches| -> Result<()> {
+            for batch in batches {
+                // A row group that fails ends the reading: the rows not reached are errors
+                // below.
+                let Ok(batch) = batch else { break };
+                write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
+            }
+            Ok(())
+        })?;
         unreached(&docs[at..], how, written);
         Ok(())
     }
@@ -354,6 +360,33 @@ impl DumpRows {
         }
         docs.next().is_none()
     }
+}
+
+/// Batches decoded and waiting for [`decoded_ahead`]'s consumer.
+const DECODED_AHEAD: usize = 2;
+
+/// Runs `take` on the items of `items`, which a thread of its own produces up to
+/// [`DECODED_AHEAD`] items ahead; it stops when `take` returns.
+fn decoded_ahead<I, R>(items: I, take: impl FnOnce(&mut dyn Iterator<Item = I::Item>) -> R) -> R
+where
+    I: Iterator + Send,
+    I::Item: Send,
+{
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(DECODED_AHEAD);
+        scope.spawn(move || {
+            for item in items {
+                if tx.send(item).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut received = rx.into_iter();
+        let taken = take(&mut received);
+        // Dropped before the thread is joined: a producer blocked on a full channel stops.
+        drop(received);
+        taken
+    })
 }
 
 /// Writes the rows of `batch` that are written (its documents: `docs` from `at` on, `at`

@@ -89,3 +89,11 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
         [Compression::SNAPPY, Compression::ZSTD(Default::default())]
     );
 }
+
+#[test]
+fn decoding_ahead_stops_when_the_consumer_does() {
+    // The consumer takes three items of an endless producer and returns: the producer, blocked
+    // on the full channel, stops rather than holding the scope open.
+    let taken = decoded_ahead(0u64.., |items| items.take(3).collect::<Vec<_>>());
+    assert_eq!(taken, [0, 1, 2]);
+}
