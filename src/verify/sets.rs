@@ -49,6 +49,16 @@ pub struct SetVerifier<'a> {
     pub rehearse: Option<&'a Rehearse<'a>>,
 }
 
+/// The rehearsal's view of documents, kept across batches.
+#[derive(Default)]
+struct Units {
+    /// Each document's byte-identical copies (document holding the content, copy), for the
+    /// components `rehearse` splits.
+    copies: Vec<(u32, u32)>,
+    /// A mark per document, clear between batches.
+    seen: Vec<bool>,
+}
+
 /// Strict clustering's split of a component (its members in id order), asking its [`Check`]
 /// for the verdicts it needs; true when the report will want the component's sets again.
 pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) -> bool + Sync + 'a;
@@ -78,15 +88,14 @@ impl SetVerifier<'_> {
         let needed: Vec<AtomicBool> = (0..kept.len()).map(|_| AtomicBool::new(false)).collect();
         let mut budget = RETAIN_BYTES;
         let banding = self.band_tables(tables.len());
-        // Each document's byte-identical copies (document holding the content, copy), for the
-        // components `rehearse` splits.
-        let mut copies: Vec<(u32, u32)> = Vec::new();
+        let mut units = Units::default();
         if self.rehearse.is_some() {
-            copies = (self.judge.canon.iter().enumerate())
+            units.copies = (self.judge.canon.iter().enumerate())
                 .filter(|&(d, &c)| c as usize != d)
                 .map(|(d, &c)| (c, d as u32))
                 .collect();
-            copies.sort_unstable();
+            units.copies.sort_unstable();
+            units.seen = vec![false; kept.len()];
         }
         let shared = |a: u32, b: u32, t: usize| {
             let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
@@ -138,7 +147,7 @@ impl SetVerifier<'_> {
             let mut wanted_later = None;
             if let Some(rehearse) = self.rehearse {
                 let (verdicts, later) =
-                    self.rehearsal(rehearse, per_table, uf, &copies, &sets, &v.passing);
+                    self.rehearsal(rehearse, per_table, uf, &mut units, &sets, &v.passing);
                 v.rehearsed = verdicts;
                 wanted_later = Some(later);
             }
@@ -165,7 +174,7 @@ impl SetVerifier<'_> {
         rehearse: &Rehearse,
         per_table: &[Vec<&[u32]>],
         uf: &UnionFind,
-        copies: &[(u32, u32)],
+        units: &mut Units,
         sets: &Loaded,
         passing: &[Pair],
     ) -> (Vec<(u64, Option<Score>)>, Vec<u32>) {
@@ -185,14 +194,28 @@ impl SetVerifier<'_> {
             })
             .collect();
         passed.sort_unstable_by_key(|p| p.0);
-        let mut units: Vec<(u32, u32)> = (per_table.iter().flatten())
-            .flat_map(|b| b.iter().map(|&d| (uf.root(d), d)))
-            .collect();
-        units.sort_unstable();
-        units.dedup();
+        // Each unit once, marked as seen rather than sorted out of the buckets' lists (a unit
+        // is listed once per table it shares a bucket in: sorting every listing was 0.6 % of a
+        // default scan's instructions on the 10k corpus). A unit alone in its component, with
+        // its copies at most, is left out: their split asks for no verdict between two contents.
+        let bucketed = || per_table.iter().flatten().flat_map(|b| b.iter().copied());
+        let mut components: Vec<(u32, u32)> = Vec::new();
+        for d in bucketed() {
+            if !std::mem::replace(&mut units.seen[d as usize], true) {
+                let root = uf.root(d);
+                if uf.root_size(root) > 1 {
+                    components.push((root, d));
+                }
+            }
+        }
+        for d in bucketed() {
+            units.seen[d as usize] = false;
+        }
+        components.sort_unstable();
+        let copies = &units.copies;
         let mut verdicts = Vec::new();
         let mut later = Vec::new();
-        for component in units.chunk_by(|a, b| a.0 == b.0) {
+        for component in components.chunk_by(|a, b| a.0 == b.0) {
             let mut members: Vec<u32> = Vec::new();
             for &(_, unit) in component {
                 let from = copies.partition_point(|c| c.0 < unit);
