@@ -209,6 +209,31 @@ fn to_candidates(
     (engine, corpus, identical, candidates)
 }
 
+/// Verification as `conclude` runs it with strict clustering's rehearsal, no set kept from the
+/// first pass.
+fn verify_rehearsed(
+    cfg: &Config,
+    judge: &Judge,
+    engine: &crate::ingest::worker::Engine,
+    corpus: &Corpus,
+    identical: &identical::Identical,
+    candidates: &candidates::Candidates,
+) -> verify::Verified {
+    let rehearsal = cluster::rehearsal(cfg, corpus).unwrap();
+    let kept = vec![None; corpus.len()];
+    let files = &corpus.files;
+    verify::run(
+        cfg,
+        judge,
+        engine,
+        files,
+        kept,
+        identical,
+        candidates,
+        Some(&rehearsal),
+    )
+}
+
 #[test]
 fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let t = tempfile::tempdir().unwrap();
@@ -249,17 +274,7 @@ fn a_member_verification_never_compared_is_read_again_for_its_error_alone() {
     let cfg = config(t.path(), &[]);
     let (engine, corpus, identical, candidates) = to_candidates(&cfg);
     let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
-    let rehearsal = cluster::rehearsal(&cfg, &corpus).unwrap();
-    let verified = verify::run(
-        &cfg,
-        &judge,
-        &engine,
-        &corpus.files,
-        vec![None; corpus.len()],
-        &identical,
-        &candidates,
-        Some(&rehearsal),
-    );
+    let verified = verify_rehearsed(&cfg, &judge, &engine, &corpus, &identical, &candidates);
     let copy = (corpus.files.iter()).position(|f| f.path.ends_with("c-copy.txt"));
     assert!(!verified.known.compared(copy.unwrap() as u32));
     let material = cluster::Material {
@@ -355,17 +370,7 @@ fn verification_retains_only_the_sets_the_cluster_records_load_again() {
         let cfg = config(t.path(), args);
         let (engine, corpus, identical, candidates) = to_candidates(&cfg);
         let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
-        let rehearsal = cluster::rehearsal(&cfg, &corpus).unwrap();
-        let verified = verify::run(
-            &cfg,
-            &judge,
-            &engine,
-            &corpus.files,
-            vec![None; corpus.len()],
-            &identical,
-            &candidates,
-            Some(&rehearsal),
-        );
+        let verified = verify_rehearsed(&cfg, &judge, &engine, &corpus, &identical, &candidates);
         let material = cluster::Material {
             judge: &judge,
             engine: &engine,
