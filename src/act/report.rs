@@ -60,6 +60,19 @@ pub struct Member {
     pub file: Option<(FileOut, u128)>,
     /// The size of its content as compared (decompressed for a compressed file).
     pub bytes: u64,
+    /// For a record of a JSON Lines dump: its line.
+    pub line: Option<u64>,
+}
+
+impl Member {
+    /// Its path for a message: `dump.jsonl:12` for a record of a dump.
+    pub fn shown(&self) -> String {
+        let path = crate::messages::display_path(&self.names[0]);
+        match self.line {
+            Some(line) => format!("{path}:{line}"),
+            None => path,
+        }
+    }
 }
 
 /// A duplicate: a member, and whether its content is identical to the representative's.
@@ -176,6 +189,7 @@ fn member(m: MemberIn) -> Result<Member> {
         not_a_file,
         file: m.file.zip(hash),
         bytes: m.bytes,
+        line: m.line,
     })
 }
 
