@@ -7,7 +7,7 @@ use std::os::unix::fs::{symlink, MetadataExt};
 use serde_json::Value;
 
 use super::compressed::with_stdin;
-use super::util::{edit, text, TestDir};
+use super::util::{edit, size_in_words, text, TestDir};
 
 /// `keep.txt` (the oldest: the representative) and `dup-N.txt`, exact copies of it, in
 /// directory `r`; `near.txt`, a near copy. Scanned into `report.json`.
@@ -275,7 +275,10 @@ fn reclaimable_bytes_count_a_hard_linked_file_once_and_only_with_all_its_names()
         "{report}"
     );
     let text = t.run(&["scan", "-q", "--format", "text", "r"]);
-    let summary = format!("{} bytes reclaimable; 0 unreadable\n", disk("r/b.txt"));
+    let summary = format!(
+        "{} reclaimable; 0 unreadable\n",
+        size_in_words(disk("r/b.txt"))
+    );
     assert!(text.stdout.ends_with(&summary), "{}", text.stdout);
 }
 
@@ -605,13 +608,35 @@ fn the_summary_gives_sizes_in_words_and_bytes() {
         .iter()
         .map(|f| fs::metadata(t.join(f)).unwrap().blocks() * 512)
         .sum();
-    let words = format!("{:.1} KiB", disk as f64 / 1024.0);
-    let exact = format!("{},{:03}", disk / 1000, disk % 1000);
     assert!(
         r.stderr.ends_with(&format!(
-            "dupfind: would remove 3 files (3 names), {words} ({exact} bytes) to free\n"
+            "dupfind: would remove 3 files (3 names), {} to free\n",
+            size_in_words(disk)
         )),
         "{}",
         r.stderr
+    );
+}
+
+#[test]
+fn the_text_report_names_every_hard_link_remove_would_remove() {
+    let (t, _) = copies(1);
+    fs::hard_link(t.join("r/sub/dup-0.txt"), t.join("r/sub/also.txt")).unwrap();
+    let r = t.run(&["scan", "-q", "--format", "text", "r"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "  dup   r/sub/also.txt  1.000 exact\n        also r/sub/dup-0.txt (hard link)\n"
+        ),
+        "{}",
+        r.stdout
+    );
+    scan_into(&t, &["r"]);
+    let rm = t.run(&["remove", "-n", "report.json"]);
+    assert!(
+        rm.stdout
+            .contains("rm -- 'r/sub/also.txt'\nrm -- 'r/sub/dup-0.txt'\n"),
+        "{}",
+        rm.stdout
     );
 }
