@@ -220,8 +220,16 @@ pub fn destination(to: &Path) -> Result<(OwnedFd, OsString), Why> {
 }
 
 /// True when `to` exists (as anything, a dangling link too).
-pub fn exists(to: &Path) -> bool {
+fn exists(to: &Path) -> bool {
     std::fs::symlink_metadata(to).is_ok()
+}
+
+/// Why a name is not moved to `to`, which exists, and what to do.
+fn taken(to: &Path) -> Why {
+    format!(
+        "{} exists: not overwritten (move it away, or choose another --to)",
+        crate::messages::display_path(to)
+    )
 }
 
 /// One step of moving a file, as the shell command that does the same.
@@ -256,10 +264,7 @@ pub fn move_file(
     steps: &mut Vec<Step>,
 ) -> Result<(), Why> {
     if let Some(d) = dests.iter().find(|d| exists(d)) {
-        return Err(format!(
-            "{} exists: not overwritten",
-            crate::messages::display_path(d)
-        ));
+        return Err(taken(d));
     }
     if dry_run {
         for (i, d) in dests.iter().enumerate() {
@@ -329,12 +334,6 @@ fn place_all(
     steps: &mut Vec<Step>,
     made: &mut Vec<(OwnedFd, OsString)>,
 ) -> Result<(), Why> {
-    let exists = |d: &Path| {
-        format!(
-            "{} exists: not overwritten",
-            crate::messages::display_path(d)
-        )
-    };
     for (i, (p, to)) in places.iter().zip(dests).enumerate() {
         let (dir, name) = destination(to)?;
         still(p, expect)?;
@@ -347,21 +346,21 @@ fn place_all(
                     (link @ Step::Link { .. }, Some((from_dir, from_name))) => {
                         rustix::fs::linkat(from_dir, from_name, &dir, &name, AtFlags::empty())
                             .map_err(|e| match e {
-                                Errno::EXIST => exists(to),
+                                Errno::EXIST => taken(to),
                                 e => reason(e),
                             })?;
                         link
                     }
                     _ => {
                         copy_to(p, &dir, &name, raw)
-                            .map_err(|e| e.unwrap_or_else(|| exists(to)))?;
+                            .map_err(|e| e.unwrap_or_else(|| taken(to)))?;
                         Step::Copy(i)
                     }
                 };
                 made.push((dir, name));
                 step
             }
-            Err(Errno::EXIST) => return Err(exists(to)),
+            Err(Errno::EXIST) => return Err(taken(to)),
             Err(e) => return Err(reason(e)),
         };
         steps.push(step);
