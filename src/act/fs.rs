@@ -73,11 +73,16 @@ pub fn place(roots: &[PathBuf], path: &Path) -> Result<Place, Fault> {
         Some((r, rest)) => (r.as_path(), rest),
         None => {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let name = path.file_name().ok_or(Fault::Gone)?;
+            let name = path
+                .file_name()
+                .ok_or_else(|| Fault::Io("names no file".into()))?;
             (parent.unwrap_or(Path::new(".")), Path::new(name))
         }
     };
-    let name = below.file_name().ok_or(Fault::Gone)?.to_os_string();
+    let name = below
+        .file_name()
+        .ok_or_else(|| Fault::Io("names no file".into()))?
+        .to_os_string();
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let mut dir = rustix::fs::openat(CWD, top, flags, Mode::empty()).map_err(fault)?;
     if let Some(sub) = below.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -352,8 +357,7 @@ fn place_all(
                         link
                     }
                     _ => {
-                        copy_to(p, &dir, &name, raw)
-                            .map_err(|e| e.unwrap_or_else(|| taken(to)))?;
+                        copy_to(p, &dir, &name, raw).map_err(|e| e.unwrap_or_else(|| taken(to)))?;
                         Step::Copy(i)
                     }
                 };

@@ -6,10 +6,14 @@
 //! JSON Lines dump, an indexed document or standard input; `link` only an `exact` duplicate,
 //! byte-identical as stored, on its representative's file system. Before a file is touched, its
 //! names are reached beneath their root ([`fs`]) and its status (device, inode, size,
-//! modification time, number of names) and content hash must be the report's; the
-//! representative's too for `link`. A file that differs is skipped, with a warning.
+//! modification time, number of names) and content hash must be the report's; its
+//! representative's too, first: a duplicate whose kept copy is gone or changed is skipped. An
+//! indexed representative (`--against`) is known by its path and content hash only: it is the
+//! kept copy for `remove` and `move` while that path holds that content. A file that differs is
+//! skipped, with a warning.
 //!
-//! stdout gets one line per action, as a shell command (`rm`, `mv -n`, `ln -f`): what was done,
+//! stdout gets one line per step, as a shell command (`rm`, `mv -n`, `ln -f`; `cp -p -n`, `ln`
+//! and `rm` for a hard-linked file moved to another file system): what was done,
 //! or with `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
 //! warnings and a summary. The exit status is 2 when a file was skipped because it changed
 //! since the scan, or an action failed; members left alone by the rules above are only noted.
@@ -150,10 +154,8 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
                 });
                 match rep {
                     Some(Err(p)) => Err(p.clone()),
-                    Some(Ok(r)) if matches!(opts.action, Action::Link) => {
-                        act(opts, &acting.roots, m, Some(r), out)
-                    }
-                    _ => act(opts, &acting.roots, m, None, out),
+                    Some(Ok(r)) => act(opts, &acting.roots, m, Some(r), out),
+                    None => act(opts, &acting.roots, m, None, out),
                 }
             };
             let shown = m.shown();
@@ -192,6 +194,9 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
 /// The representative `rep`, checked: the copy kept must still be the file the report
 /// describes before any of its duplicates is acted on.
 fn representative(opts: &Options, roots: &[PathBuf], rep: &Member) -> Result<Checked, Problem> {
+    if rep.indexed && !matches!(opts.action, Action::Link) {
+        return indexed(rep);
+    }
     if let Some(what) = rep.not_a_file {
         let why = match opts.action {
             Action::Link => format!("not linked: its representative is {what}"),
@@ -209,10 +214,49 @@ fn representative(opts: &Options, roots: &[PathBuf], rep: &Member) -> Result<Che
     })
 }
 
+/// An indexed representative (`--against`), of which the report has the path the index
+/// recorded and the content hash, not the file: the copy kept when that path still holds that
+/// content. Otherwise its cluster is left whole, as the index may be older than the file.
+fn indexed(rep: &Member) -> Result<Checked, Problem> {
+    let left = |why: String| {
+        Problem::Left(format!(
+            "not acted on: its representative {} (indexed) {why}, so no kept copy is known",
+            rep.shown()
+        ))
+    };
+    let fault = |f: fs::Fault| match f {
+        fs::Fault::Gone => left("is not there".into()),
+        fs::Fault::OutOfRoot(how) => left(format!("is reached {how}")),
+        fs::Fault::Changed(why) => left(why),
+        fs::Fault::Io(why) => left(format!("cannot be read: {why}")),
+    };
+    let Some(hash) = rep.hash else {
+        return Err(left("has no content_hash in the report".into()));
+    };
+    // Its path is its own root: the index's, not this report's.
+    let place = fs::place(&[], &rep.names[0]).map_err(fault)?;
+    let st = fs::stat(&place).map_err(fault)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(left("is not a regular file".into()));
+    }
+    let id = fs::id(&st);
+    let (raw, now) = fs::read(&place, id, rep.bytes).map_err(fault)?;
+    if now != hash {
+        return Err(left("has other content than the index recorded".into()));
+    }
+    Ok(Checked {
+        path: rep.names[0].clone(),
+        places: vec![place],
+        id,
+        raw,
+        frees: 0,
+    })
+}
+
 /// Finds `m`'s names beneath their roots and checks they are the file the report describes;
 /// `subject` names it in the reasons ("it", "its representative r/a.txt").
 fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Problem> {
-    let Some((file, hash)) = &m.file else {
+    let (Some(file), Some(hash)) = (&m.file, &m.hash) else {
         return Err(Problem::Left(
             "not acted on: the report has no `file` for it".into(),
         ));
@@ -273,6 +317,11 @@ fn act(
     out: &mut dyn Write,
 ) -> Result<Done, Problem> {
     let c = check(roots, m, "it")?;
+    // An indexed representative is found by its path alone: it may be this very file.
+    if rep.is_some_and(|r| r.id == c.id) {
+        let why = "not acted on: it is the file of its representative";
+        return Err(Problem::Left(why.into()));
+    }
     let line = |out: &mut dyn Write, line: String| {
         writeln!(out, "{line}").map_err(|e| Problem::Failed(crate::messages::io_reason(&e)))
     };

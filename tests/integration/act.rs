@@ -4,7 +4,7 @@
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::compressed::with_stdin;
 use super::util::{edit, size_in_words, text, TestDir};
@@ -639,4 +639,83 @@ fn the_text_report_names_every_hard_link_remove_would_remove() {
         "{}",
         rm.stdout
     );
+}
+
+#[test]
+fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+    let t = TestDir::new();
+    let body = text(17, 400);
+    t.write("old/a.txt", &body)
+        .write("new/b.txt", &body)
+        .write("new/c.txt", &body);
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let a = fs::File::options()
+        .write(true)
+        .open(t.join("old/a.txt"))
+        .unwrap();
+    a.set_modified(old).unwrap();
+    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", "report.json", "new"]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
+    let rep = &report["clusters"][0]["representative"];
+    assert_eq!(
+        (&rep["path"], &rep["indexed"]),
+        (&json!("old/a.txt"), &json!(true))
+    );
+
+    // Rewritten since it was indexed: no copy is known to be kept, the cluster is left whole.
+    t.write("old/a.txt", "rewritten since");
+    for action in [&["remove"][..], &["move", "--to", "attic"]] {
+        let r = t.run(&[action, &["report.json"]].concat());
+        assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "new/b.txt: not acted on: its representative old/a.txt (indexed) has other \
+                 content than the index recorded"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
+    // As indexed again: it is the copy kept, and its duplicates go.
+    t.write("old/a.txt", &body);
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!(
+        (r.code(), r.stdout.as_str()),
+        (0, "rm -- 'new/b.txt'\nrm -- 'new/c.txt'\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "old/a.txt") && !exists(&t, "new/b.txt") && !exists(&t, "new/c.txt"));
+}
+
+#[test]
+fn a_duplicate_that_is_the_file_of_its_indexed_representative_is_left() {
+    let t = TestDir::new();
+    let body = text(19, 400);
+    t.write("old/a.txt", &body);
+    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    fs::hard_link(t.join("old/a.txt"), t.join("new-a.txt")).unwrap();
+    let scan = t.run(&[
+        "scan",
+        "-q",
+        "--against",
+        "idx",
+        "-o",
+        "report.json",
+        "new-a.txt",
+    ]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("new-a.txt: not acted on: it is the file of its representative"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "new-a.txt"));
 }
