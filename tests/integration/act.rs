@@ -15,19 +15,20 @@ fn copies(n: usize) -> (TestDir, String) {
     let t = TestDir::new();
     let body = text(7, 400);
     t.write("r/keep.txt", &body);
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    fs::File::options()
-        .write(true)
-        .open(t.join("r/keep.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    make_old(&t, "r/keep.txt");
     for i in 0..n {
         t.write(format!("r/sub/dup-{i}.txt"), &body);
     }
     t.write("r/near.txt", edit(&body, &[50, 150]));
     scan_into(&t, &["r"]);
     (t, body)
+}
+
+/// Dates `rel` back to 2020, so that `--keep oldest` keeps it.
+fn make_old(t: &TestDir, rel: &str) {
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
+    f.set_modified(old).unwrap();
 }
 
 fn scan_into(t: &TestDir, roots: &[&str]) -> Value {
@@ -151,12 +152,7 @@ fn representatives_standard_input_and_dump_records_are_never_touched() {
     let body = text(9, 300);
     t.write("r/a.txt", &body).write("r/b.txt", &body);
     // The oldest, so the representative (standard input's copy is as new as the run).
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    let a = fs::File::options()
-        .write(true)
-        .open(t.join("r/a.txt"))
-        .unwrap();
-    a.set_modified(old).unwrap();
+    make_old(&t, "r/a.txt");
     let record = serde_json::json!({ "text": body }).to_string();
     t.write("r/d.jsonl", format!("{record}\n{record}\n"));
     let args = ["scan", "-q", "-o", "report.json", "-", "r"];
@@ -550,9 +546,7 @@ fn a_path_going_up_from_a_root_is_reached_as_given_not_called_a_symbolic_link() 
     let t = TestDir::new();
     let body = text(13, 400);
     t.write("x", &body).write("w/y", &body);
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    let x = fs::File::options().write(true).open(t.join("x")).unwrap();
-    x.set_modified(old).unwrap();
+    make_old(&t, "x");
     let in_w = |args: &[&str]| {
         let mut cmd = t.command(args);
         cmd.current_dir(t.join("w"));
@@ -648,12 +642,7 @@ fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content()
     t.write("old/a.txt", &body)
         .write("new/b.txt", &body)
         .write("new/c.txt", &body);
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    let a = fs::File::options()
-        .write(true)
-        .open(t.join("old/a.txt"))
-        .unwrap();
-    a.set_modified(old).unwrap();
+    make_old(&t, "old/a.txt");
     let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
     assert_eq!(built.code(), 0, "{}", built.stderr);
     let scan = t.run(&["scan", "-q", "--against", "idx", "-o", "report.json", "new"]);
