@@ -13,8 +13,8 @@
 //! skipped, with a warning.
 //!
 //! stdout gets one line per step, as a shell command (`rm`, `mv -n`, `ln -f`; `cp -p -n`, `ln`
-//! and `rm` for a hard-linked file moved to another file system): what was done,
-//! or with `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
+//! and `rm` for a hard-linked file moved to another file system): what was done, or with
+//! `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
 //! warnings and a summary. The exit status is 2 when a file was skipped because it changed
 //! since the scan, or an action failed; members left alone by the rules above are only noted.
 
