@@ -265,6 +265,25 @@ pub fn error(msg: &str) {
     let _ = writeln!(std::io::stderr().lock(), "dupfind: error: {msg}");
 }
 
+/// "1 file", "2 files".
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A size for people: `512 bytes`, `1.2 MiB (1,234,567 bytes)`, in powers of 1024 as
+/// `--max-memory` takes them, with the exact count beside.
+pub fn bytes_in_words(n: u64) -> String {
+    if n < 1024 {
+        count(n, "byte")
+    } else {
+        format!("{} ({} bytes)", crate::budget::human(n), HumanCount(n))
+    }
+}
+
 /// A path as it can be shown on a terminal: lossy UTF-8 with control characters escaped.
 pub fn display_path(path: &Path) -> String {
     escape_controls(&path.to_string_lossy())

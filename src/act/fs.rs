@@ -34,34 +34,57 @@ pub struct Place {
 /// Why a name cannot be acted on, in words for a warning.
 pub type Why = String;
 
+/// Why a name could not be reached or read as the report describes it.
+#[derive(Debug)]
+pub enum Fault {
+    /// It, or a directory on its path, no longer exists.
+    Gone,
+    /// Its path leads out of its root: through a symbolic link, or `..`.
+    OutOfRoot(&'static str),
+    /// It is there but not as the report describes it.
+    Changed(Why),
+    /// It could not be looked at (permission denied, an I/O error).
+    Io(Why),
+}
+
 fn reason(e: Errno) -> Why {
     crate::messages::io_reason(&std::io::Error::from(e))
 }
 
-/// Reaches `path` beneath the longest of `roots` that holds it.
-pub fn place(roots: &[PathBuf], path: &Path) -> Result<Place, Why> {
+fn fault(e: Errno) -> Fault {
+    match e {
+        Errno::NOENT => Fault::Gone,
+        Errno::NOTDIR => Fault::Changed("a directory on its path is no longer one".into()),
+        e => Fault::Io(reason(e)),
+    }
+}
+
+/// Reaches `path` beneath the longest of `roots` that holds it: a root holds it when the rest
+/// of it goes down only (`r/./../x` is not beneath `r`).
+pub fn place(roots: &[PathBuf], path: &Path) -> Result<Place, Fault> {
     let root = (roots.iter())
-        .filter(|r| {
-            path.starts_with(r)
-                && path
-                    .strip_prefix(r)
-                    .is_ok_and(|p| !p.as_os_str().is_empty())
+        .filter_map(|r| {
+            let rest = path.strip_prefix(r).ok()?;
+            let down = (rest.components()).all(|c| matches!(c, Component::Normal(_)));
+            (down && !rest.as_os_str().is_empty()).then_some((r, rest))
         })
-        .max_by_key(|r| r.components().count());
+        .max_by_key(|(r, _)| r.components().count());
     let (top, below) = match root {
-        Some(r) => (
-            r.as_path(),
-            path.strip_prefix(r).map_err(|e| e.to_string())?,
-        ),
+        Some((r, rest)) => (r.as_path(), rest),
         None => {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let name = path.file_name().ok_or("names no file")?;
+            let name = path
+                .file_name()
+                .ok_or_else(|| Fault::Io("names no file".into()))?;
             (parent.unwrap_or(Path::new(".")), Path::new(name))
         }
     };
-    let name = below.file_name().ok_or("names no file")?.to_os_string();
+    let name = below
+        .file_name()
+        .ok_or_else(|| Fault::Io("names no file".into()))?
+        .to_os_string();
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::openat(CWD, top, flags, Mode::empty()).map_err(reason)?;
+    let mut dir = rustix::fs::openat(CWD, top, flags, Mode::empty()).map_err(fault)?;
     if let Some(sub) = below.parent().filter(|p| !p.as_os_str().is_empty()) {
         dir = beneath(&dir, sub)?;
     }
@@ -72,38 +95,38 @@ pub fn place(roots: &[PathBuf], path: &Path) -> Result<Place, Why> {
     })
 }
 
-/// Opens the directory `sub` below `dir` without leaving `dir`.
-fn beneath(dir: &OwnedFd, sub: &Path) -> Result<OwnedFd, Why> {
+/// Opens the directory `sub` below `dir` without leaving `dir`; `sub` goes down only.
+fn beneath(dir: &OwnedFd, sub: &Path) -> Result<OwnedFd, Fault> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let out_of_root = || "leads out of its root through a symbolic link: not followed".to_string();
+    let out_of_root = Fault::OutOfRoot("through a symbolic link");
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     match rustix::fs::openat2(dir, sub, flags, Mode::empty(), resolve) {
         Ok(fd) => return Ok(fd),
-        Err(Errno::XDEV) => return Err(out_of_root()),
+        Err(Errno::XDEV) => return Err(out_of_root),
         Err(Errno::NOSYS) => {}
-        Err(e) => return Err(reason(e)),
+        Err(e) => return Err(fault(e)),
     }
     let mut at: Option<OwnedFd> = None;
     for c in sub.components() {
         let Component::Normal(part) = c else {
-            return Err(out_of_root());
+            return Err(Fault::OutOfRoot("through `..`"));
         };
         let from = at.as_ref().unwrap_or(dir);
         at = Some(
             rustix::fs::openat(from, part, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(
                 |e| match e {
-                    Errno::LOOP | Errno::NOTDIR => out_of_root(),
-                    e => reason(e),
+                    Errno::LOOP | Errno::NOTDIR => Fault::OutOfRoot("through a symbolic link"),
+                    e => fault(e),
                 },
             )?,
         );
     }
-    at.ok_or_else(out_of_root)
+    at.ok_or(Fault::Gone)
 }
 
 /// The name's status, its link not followed.
-pub fn stat(p: &Place) -> Result<Stat, Why> {
-    rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW).map_err(reason)
+pub fn stat(p: &Place) -> Result<Stat, Fault> {
+    rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW).map_err(fault)
 }
 
 /// The (device, inode) of a status.
@@ -119,22 +142,27 @@ pub fn differs(st: &Stat, f: &FileOut) -> Option<Why> {
         return Some("is no longer a regular file".into());
     }
     if id(st) != (f.device, f.inode) {
-        return Some("was replaced (another inode)".into());
+        return Some("was replaced since the scan (another inode)".into());
     }
     if st.st_size as u64 != f.size {
-        return Some(format!("is {} bytes, {} when scanned", st.st_size, f.size));
+        return Some(format!(
+            "changed size since the scan: {}, {} when scanned",
+            crate::messages::count(st.st_size as u64, "byte"),
+            f.size
+        ));
     }
     let mtime = (st.st_mtime as i64, st.st_mtime_nsec as u32);
     if f.modified_secs
         .zip(f.modified_nanos)
         .is_some_and(|m| m != mtime)
     {
-        return Some("was modified".into());
+        return Some("was modified since the scan (another modification time)".into());
     }
     if st.st_nlink as u64 != u64::from(f.links) {
         return Some(format!(
-            "has {} names, {} when scanned: hard-linked or unlinked",
-            st.st_nlink, f.links
+            "has {}, {} when scanned: a hard link was made or removed since",
+            crate::messages::count(st.st_nlink as u64, "name"),
+            f.links
         ));
     }
     None
@@ -142,26 +170,28 @@ pub fn differs(st: &Stat, f: &FileOut) -> Option<Why> {
 
 /// The file's bytes as stored, and the hash of its content as the scan hashed it (what a
 /// compressed file decompresses to, read up to `bytes`, the size the report gives it).
-pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<(Vec<u8>, u128), Why> {
+pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<(Vec<u8>, u128), Fault> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::openat(&p.dir, &p.name, flags | OFlags::NONBLOCK, Mode::empty())
-        .map_err(reason)?;
-    if id(&rustix::fs::fstat(&fd).map_err(reason)?) != expect {
-        return Err("was replaced (another inode)".into());
+        .map_err(fault)?;
+    if id(&rustix::fs::fstat(&fd).map_err(fault)?) != expect {
+        return Err(Fault::Changed(
+            "was replaced since the scan (another inode)".into(),
+        ));
     }
+    let io = |e: std::io::Error| Fault::Io(crate::messages::io_reason(&e));
     let mut raw = Vec::new();
-    std::fs::File::from(fd)
-        .read_to_end(&mut raw)
-        .map_err(|e| crate::messages::io_reason(&e))?;
+    std::fs::File::from(fd).read_to_end(&mut raw).map_err(io)?;
     if sniff(&raw[..raw.len().min(4)]) == Compression::None {
         let hash = xxh3_128(&raw);
         return Ok((raw, hash));
     }
-    let io = |e: std::io::Error| crate::messages::io_reason(&e);
     let (_, mut stream) = open_stream(std::io::Cursor::new(raw.clone())).map_err(io)?;
     let mut content = Vec::new();
     if !read_limited(&mut stream, bytes, &mut content).map_err(io)? {
-        return Err("was modified (decompresses to more than when scanned)".into());
+        return Err(Fault::Changed(
+            "was modified since the scan (it decompresses to more)".into(),
+        ));
     }
     Ok((raw, xxh3_128(&content)))
 }
@@ -170,8 +200,10 @@ pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<(Vec<u8>, u128)
 fn still(p: &Place, expect: (u64, u64)) -> Result<(), Why> {
     match stat(p) {
         Ok(st) if id(&st) == expect => Ok(()),
-        Ok(_) => Err("was replaced (another inode)".into()),
-        Err(e) => Err(e),
+        Ok(_) => Err("it was replaced just now (another inode)".into()),
+        Err(Fault::Gone) => Err("it is gone just now".into()),
+        Err(Fault::Changed(why) | Fault::Io(why)) => Err(why),
+        Err(Fault::OutOfRoot(how)) => Err(format!("it leads out of its root {how}")),
     }
 }
 
@@ -193,66 +225,218 @@ pub fn destination(to: &Path) -> Result<(OwnedFd, OsString), Why> {
 }
 
 /// True when `to` exists (as anything, a dangling link too).
-pub fn exists(to: &Path) -> bool {
+fn exists(to: &Path) -> bool {
     std::fs::symlink_metadata(to).is_ok()
 }
 
-/// Moves the name to `to`, never over an existing file: a rename that refuses to replace, or
-/// across file systems a copy created exclusively (`raw`, the bytes checked) and the name then
-/// removed.
-pub fn move_to(p: &Place, expect: (u64, u64), to: &Path, raw: &[u8]) -> Result<(), Why> {
-    let exists = || "exists: not overwritten".to_string();
-    let (dir, name) = destination(to)?;
-    still(p, expect)?;
-    let renamed = rustix::fs::renameat_with(&p.dir, &p.name, &dir, &name, RenameFlags::NOREPLACE);
-    match renamed {
-        Ok(()) => Ok(()),
-        Err(Errno::EXIST) => Err(exists()),
+/// Why a name is not moved to `to`, which exists, and what to do.
+fn taken(to: &Path) -> Why {
+    format!(
+        "{} exists: not overwritten (move it away, or choose another --to)",
+        crate::messages::display_path(to)
+    )
+}
+
+/// One step of moving a file, as the shell command that does the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Name `i` renamed to its destination (or, for a file of one name on another file system,
+    /// copied there and removed): `mv -n`.
+    Move(usize),
+    /// Name `i`'s content copied to its destination on another file system: `cp -p -n`.
+    Copy(usize),
+    /// Destination `i` made a hard link to destination `from`, the copy: `ln`.
+    Link { from: usize, to: usize },
+    /// Name `i` removed once every name was in place: `rm`.
+    Remove(usize),
+}
+
+/// Moves every name of one file (`places`, all inode `expect`, whose bytes are `raw`) to its
+/// destination in `dests`, never over an existing file; the steps taken go to `steps`, also
+/// when it fails midway. With `dry_run`, the steps it would take.
+///
+/// On one file system each name is renamed. To another, the file is copied once and its other
+/// names made hard links to the copy, so that they stay one file there as here; the names here
+/// are removed only once all are in place, and a failure before then removes what was made
+/// there. Every destination is looked at first, so that one that exists leaves the whole file
+/// where it is rather than its names split between here and there.
+pub fn move_file(
+    places: &[Place],
+    expect: (u64, u64),
+    dests: &[PathBuf],
+    raw: &[u8],
+    dry_run: bool,
+    steps: &mut Vec<Step>,
+) -> Result<(), Why> {
+    if let Some(d) = dests.iter().find(|d| exists(d)) {
+        return Err(taken(d));
+    }
+    if dry_run {
+        for (i, d) in dests.iter().enumerate() {
+            let same_fs = nearest_device(d) == Some(expect.0);
+            steps.push(placed(steps, i, same_fs));
+        }
+    } else {
+        let mut made = Vec::new();
+        if let Err(why) = place_all(places, expect, dests, raw, steps, &mut made) {
+            undo(&made, steps);
+            return Err(why);
+        }
+    }
+    let copied: Vec<usize> = (steps.iter())
+        .filter_map(|s| match *s {
+            Step::Copy(i) | Step::Link { to: i, .. } => Some(i),
+            _ => None,
+        })
+        .collect();
+    for i in copied {
+        if !dry_run {
+            still(&places[i], expect)?;
+            rustix::fs::unlinkat(&places[i].dir, &places[i].name, AtFlags::empty())
+                .map_err(reason)?;
+        }
+        steps.push(Step::Remove(i));
+    }
+    Ok(())
+}
+
+/// The step that puts name `i` in place: a rename on one file system; to another, a link to
+/// the copy already made there, or else the copy.
+fn placed(steps: &[Step], i: usize, same_fs: bool) -> Step {
+    let copy = steps.iter().find_map(|s| match *s {
+        Step::Copy(j) => Some(j),
+        _ => None,
+    });
+    match (same_fs, copy) {
+        (true, _) => Step::Move(i),
+        (false, Some(from)) => Step::Link { from, to: i },
+        (false, None) => Step::Copy(i),
+    }
+}
+
+/// The device of `path`, or of its nearest existing directory: where it would be made.
+fn nearest_device(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    (path.ancestors().skip(1))
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find_map(|a| std::fs::metadata(a).ok())
+        .map(|m| m.dev())
+}
+
+/// Puts each name at its destination, renamed or (across file systems) copied or linked; the
+/// destinations made by a copy or a link go to `made`.
+fn place_all(
+    places: &[Place],
+    expect: (u64, u64),
+    dests: &[PathBuf],
+    raw: &[u8],
+    steps: &mut Vec<Step>,
+    made: &mut Vec<(OwnedFd, OsString)>,
+) -> Result<(), Why> {
+    for (i, (p, to)) in places.iter().zip(dests).enumerate() {
+        let (dir, name) = destination(to)?;
+        still(p, expect)?;
+        let renamed = rename_noreplace(p, &dir, &name);
+        let step = match renamed {
+            Ok(()) => Step::Move(i),
+            Err(Errno::XDEV) => {
+                let step = match (placed(steps, i, false), made.first()) {
+                    // The copy is the first destination made.
+                    (link @ Step::Link { .. }, Some((from_dir, from_name))) => {
+                        rustix::fs::linkat(from_dir, from_name, &dir, &name, AtFlags::empty())
+                            .map_err(|e| match e {
+                                Errno::EXIST => taken(to),
+                                e => reason(e),
+                            })?;
+                        link
+                    }
+                    _ => {
+                        copy_to(p, &dir, &name, raw).map_err(|e| e.unwrap_or_else(|| taken(to)))?;
+                        Step::Copy(i)
+                    }
+                };
+                made.push((dir, name));
+                step
+            }
+            Err(Errno::EXIST) => return Err(taken(to)),
+            Err(e) => return Err(reason(e)),
+        };
+        steps.push(step);
+    }
+    Ok(())
+}
+
+/// Removes the destinations a failed move made, and their steps: the names here were not
+/// touched.
+fn undo(made: &[(OwnedFd, OsString)], steps: &mut Vec<Step>) {
+    for (dir, name) in made {
+        // Best effort: each was created by this move, exclusively.
+        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+    }
+    steps.retain(|s| matches!(s, Step::Move(_)));
+}
+
+/// Renames the name to `name` in `dir` unless something is there.
+fn rename_noreplace(p: &Place, dir: &OwnedFd, name: &OsString) -> Result<(), Errno> {
+    match rustix::fs::renameat_with(&p.dir, &p.name, dir, name, RenameFlags::NOREPLACE) {
         // A file system without RENAME_NOREPLACE: a hard link is as exclusive.
         Err(Errno::INVAL | Errno::NOSYS) => {
-            match rustix::fs::linkat(&p.dir, &p.name, &dir, &name, AtFlags::empty()) {
-                Ok(()) => rustix::fs::unlinkat(&p.dir, &p.name, AtFlags::empty()).map_err(reason),
-                Err(Errno::EXIST) => Err(exists()),
-                Err(e) => Err(reason(e)),
-            }
+            rustix::fs::linkat(&p.dir, &p.name, dir, name, AtFlags::empty())?;
+            rustix::fs::unlinkat(&p.dir, &p.name, AtFlags::empty())
         }
-        Err(Errno::XDEV) => {
-            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
-            let st = stat(p)?;
-            // Its read, write and execute bits (less the umask); never set-id or sticky.
-            let mode = Mode::from_bits_truncate(st.st_mode & 0o777);
-            let fd = match rustix::fs::openat(&dir, &name, flags, mode) {
-                Ok(fd) => fd,
-                Err(Errno::EXIST) => return Err(exists()),
-                Err(e) => return Err(reason(e)),
-            };
-            let mut f = std::fs::File::from(fd);
-            let io = |e: std::io::Error| crate::messages::io_reason(&e);
-            std::io::Write::write_all(&mut f, raw).map_err(io)?;
-            // Its times, as `mv` keeps them: `--keep oldest` reads the modification time, so a
-            // file moved back from the attic must still be as old as it was.
-            let time = |secs: i64, nanos: i64| {
-                let since = std::time::Duration::new(secs.unsigned_abs(), nanos as u32);
-                if secs >= 0 {
-                    std::time::UNIX_EPOCH.checked_add(since)
-                } else {
-                    std::time::UNIX_EPOCH.checked_sub(since)
-                }
-            };
-            let mut times = std::fs::FileTimes::new();
-            if let Some(t) = time(st.st_mtime, st.st_mtime_nsec as i64) {
-                times = times.set_modified(t);
-            }
-            if let Some(t) = time(st.st_atime, st.st_atime_nsec as i64) {
-                times = times.set_accessed(t);
-            }
-            f.set_times(times).map_err(io)?;
-            f.sync_all().map_err(io)?;
-            still(p, expect)?;
-            rustix::fs::unlinkat(&p.dir, &p.name, AtFlags::empty()).map_err(reason)
-        }
-        Err(e) => Err(reason(e)),
+        r => r,
     }
+}
+
+/// Copies `raw` (the name's bytes, checked) to a file created exclusively as `name` in `dir`,
+/// with the name's permissions and times; Err(None) when `name` exists.
+fn copy_to(p: &Place, dir: &OwnedFd, name: &OsString, raw: &[u8]) -> Result<(), Option<Why>> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let st = rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| Some(reason(e)))?;
+    // Its read, write and execute bits, as `mv` keeps them; never set-id or sticky.
+    let mode = Mode::from_bits_truncate(st.st_mode & 0o777);
+    let fd = match rustix::fs::openat(dir, name, flags, mode) {
+        Ok(fd) => fd,
+        Err(Errno::EXIST) => return Err(None),
+        Err(e) => return Err(Some(reason(e))),
+    };
+    let io = |e: std::io::Error| Some(crate::messages::io_reason(&e));
+    let written = (|| {
+        rustix::fs::fchmod(&fd, mode).map_err(|e| Some(reason(e)))?;
+        let mut f = std::fs::File::from(fd);
+        std::io::Write::write_all(&mut f, raw).map_err(io)?;
+        // Its times, as `mv` keeps them: `--keep oldest` reads the modification time, so a file
+        // moved back from the attic must still be as old as it was.
+        let time = |secs: i64, nanos: i64| {
+            let since = std::time::Duration::new(secs.unsigned_abs(), nanos as u32);
+            if secs >= 0 {
+                std::time::UNIX_EPOCH.checked_add(since)
+            } else {
+                std::time::UNIX_EPOCH.checked_sub(since)
+            }
+        };
+        let mut times = std::fs::FileTimes::new();
+        if let Some(t) = time(st.st_mtime, st.st_mtime_nsec as i64) {
+            times = times.set_modified(t);
+        }
+        if let Some(t) = time(st.st_atime, st.st_atime_nsec as i64) {
+            times = times.set_accessed(t);
+        }
+        f.set_times(times).map_err(io)?;
+        f.sync_all().map_err(io)
+    })();
+    if written.is_err() {
+        // Best effort: a partial copy is no copy.
+        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+    }
+    written
 }
 
 /// Replaces the name by a hard link to `target` (inode `target_id`): linked under a temporary
@@ -273,7 +457,7 @@ pub fn link_to(
         .map_err(reason)
         .and_then(|st| {
             if id(&st) != target_id {
-                return Err("the representative was replaced".to_string());
+                return Err("its representative was replaced just now".to_string());
             }
             still(p, expect)?;
             rustix::fs::renameat(&p.dir, &tmp, &p.dir, &p.name).map_err(reason)

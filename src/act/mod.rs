@@ -6,11 +6,15 @@
 //! JSON Lines dump, an indexed document or standard input; `link` only an `exact` duplicate,
 //! byte-identical as stored, on its representative's file system. Before a file is touched, its
 //! names are reached beneath their root ([`fs`]) and its status (device, inode, size,
-//! modification time, number of names) and content hash must be the report's; the
-//! representative's too for `link`. A file that differs is skipped, with a warning.
+//! modification time, number of names) and content hash must be the report's; its
+//! representative's too, first: a duplicate whose kept copy is gone or changed is skipped. An
+//! indexed representative (`--against`) is known by its path and content hash only: it is the
+//! kept copy for `remove` and `move` while that path holds that content. A file that differs is
+//! skipped, with a warning.
 //!
-//! stdout gets one line per action, as a shell command (`rm`, `mv -n`, `ln -f`): what was done,
-//! or with `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
+//! stdout gets one line per step, as a shell command (`rm`, `mv -n`, `ln -f`; `cp -p -n`, `ln`
+//! and `rm` for a hard-linked file moved to another file system): what was done, or with
+//! `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
 //! warnings and a summary. The exit status is 2 when a file was skipped because it changed
 //! since the scan, or an action failed; members left alone by the rules above are only noted.
 
@@ -23,8 +27,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::exit::ExitCode;
-use crate::messages::display_path;
-use report::{Cluster, Member};
+use crate::messages::{bytes_in_words, count, display_path};
+use report::Member;
 
 /// What to do with each duplicate.
 #[derive(Clone, Debug)]
@@ -54,19 +58,48 @@ struct Tally {
     files: u64,
     names: u64,
     freed: u64,
-    /// Skipped because they differ from the report.
-    changed: u64,
+    /// Moved by a copy to another file system (the rest of `files` were renamed).
+    copied: u64,
+    /// Skipped, by kind ([`Skip`] as an index).
+    skipped: [u64; 4],
     /// Whose action failed.
     failed: u64,
     /// Left alone by rule (not a file this scan read, not an exact copy, …).
     left: u64,
 }
 
+/// Why a duplicate was skipped: it is not as the report describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skip {
+    /// Its status or content changed.
+    Changed = 0,
+    /// It is gone.
+    Gone = 1,
+    /// Its path now leads out of its root.
+    OutOfRoot = 2,
+    /// The copy kept (its representative) is gone or changed.
+    KeptCopy = 3,
+}
+
+impl Skip {
+    const ALL: [Skip; 4] = [Skip::Changed, Skip::Gone, Skip::OutOfRoot, Skip::KeptCopy];
+
+    /// The summary's words for a number of them.
+    fn counted(self, n: u64) -> String {
+        match self {
+            Skip::Changed => format!("{n} changed since the scan"),
+            Skip::Gone => format!("{n} gone since the scan"),
+            Skip::OutOfRoot => format!("{n} now outside their root"),
+            Skip::KeptCopy => format!("{n} whose representative is gone or changed"),
+        }
+    }
+}
+
 /// Why a member was not acted on.
 #[derive(Clone)]
 enum Problem {
     /// It (or the representative) is not the file the report describes.
-    Changed(String),
+    Skipped(Skip, String),
     /// The action failed.
     Failed(String),
     /// A rule leaves it alone.
@@ -85,6 +118,14 @@ struct Checked {
     frees: u64,
 }
 
+/// What was done to a file.
+struct Done {
+    /// The bytes it freed.
+    freed: u64,
+    /// Moved to another file system by a copy.
+    copied: bool,
+}
+
 /// Runs the command; the action lines go to `out`.
 pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
     let acting = report::read(&opts.report)?;
@@ -93,9 +134,11 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
         let mut rep: Option<Result<Checked, Problem>> = None;
         for d in &cluster.duplicates {
             let m = &d.member;
-            let shown = display_path(&m.names[0]);
             let outcome = if let Some(what) = m.not_a_file {
                 Err(Problem::Left(format!("not acted on: it is {what}")))
+            } else if matches!(opts.action, Action::Link) && cluster.representative.is_none() {
+                let why = "not linked: no member is kept (--keep none)";
+                Err(Problem::Left(why.into()))
             } else if matches!(opts.action, Action::Link) && !d.exact {
                 Err(Problem::Left(
                     "not linked: its content is not identical to the representative's".into(),
@@ -105,34 +148,31 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
                 // describes it: removing a duplicate of a file deleted or rewritten since the
                 // scan would lose the last copy. With --keep none nothing is kept: remove and
                 // move take the whole cluster, as the report lists it.
-                let rep = match (&opts.action, &cluster.representative) {
-                    (Action::Link, _) | (_, Some(_)) => Some(
-                        rep.get_or_insert_with(|| representative(opts, &acting.roots, cluster))
-                            .as_ref(),
-                    ),
-                    (_, None) => None,
-                };
+                let rep = (cluster.representative.as_ref()).map(|r| {
+                    rep.get_or_insert_with(|| representative(opts, &acting.roots, r))
+                        .as_ref()
+                });
                 match rep {
                     Some(Err(p)) => Err(p.clone()),
-                    Some(Ok(r)) if matches!(opts.action, Action::Link) => {
-                        act(opts, &acting.roots, m, Some(r), out)
-                    }
-                    _ => act(opts, &acting.roots, m, None, out),
+                    Some(Ok(r)) => act(opts, &acting.roots, m, Some(r), out),
+                    None => act(opts, &acting.roots, m, None, out),
                 }
             };
+            let shown = m.shown();
             match outcome {
-                Ok(c) => {
+                Ok(done) => {
                     tally.files += 1;
                     tally.names += m.names.len() as u64;
-                    tally.freed += c;
+                    tally.freed += done.freed;
+                    tally.copied += u64::from(done.copied);
                 }
-                Err(Problem::Changed(why)) => {
-                    tally.changed += 1;
-                    eprintln!("dupfind: {shown}: skipped: {why}");
+                Err(Problem::Skipped(kind, why)) => {
+                    tally.skipped[kind as usize] += 1;
+                    eprintln!("dupfind: warning: {shown}: skipped: {why}");
                 }
                 Err(Problem::Failed(why)) => {
                     tally.failed += 1;
-                    eprintln!("dupfind: {shown}: {why}");
+                    eprintln!("dupfind: warning: {shown}: {why}");
                 }
                 Err(Problem::Left(why)) => {
                     tally.left += 1;
@@ -143,24 +183,20 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
     }
     out.flush()?;
     eprintln!("dupfind: {}", summary(opts, &tally));
-    Ok(if tally.changed + tally.failed > 0 {
+    let skipped: u64 = tally.skipped.iter().sum();
+    Ok(if skipped + tally.failed > 0 {
         ExitCode::Error
     } else {
         ExitCode::Success
     })
 }
 
-/// The representative of `cluster`, checked: the copy kept must still be the file the report
+/// The representative `rep`, checked: the copy kept must still be the file the report
 /// describes before any of its duplicates is acted on.
-fn representative(
-    opts: &Options,
-    roots: &[PathBuf],
-    cluster: &Cluster,
-) -> Result<Checked, Problem> {
-    let Some(rep) = &cluster.representative else {
-        let why = "not linked: no member is kept (--keep none)";
-        return Err(Problem::Left(why.into()));
-    };
+fn representative(opts: &Options, roots: &[PathBuf], rep: &Member) -> Result<Checked, Problem> {
+    if rep.indexed && !matches!(opts.action, Action::Link) {
+        return indexed(rep);
+    }
     if let Some(what) = rep.not_a_file {
         let why = match opts.action {
             Action::Link => format!("not linked: its representative is {what}"),
@@ -171,48 +207,96 @@ fn representative(
         };
         return Err(Problem::Left(why));
     }
-    let shown = display_path(&rep.names[0]);
-    check(roots, rep).map_err(|p| match p {
-        Problem::Changed(why) => Problem::Changed(format!("its representative {shown} {why}")),
-        Problem::Failed(why) => Problem::Failed(format!("its representative {shown}: {why}")),
-        Problem::Left(why) => Problem::Left(format!("its representative {shown}: {why}")),
+    let subject = format!("its representative {}", rep.shown());
+    check(roots, rep, &subject).map_err(|p| match p {
+        Problem::Skipped(_, why) => Problem::Skipped(Skip::KeptCopy, why),
+        p => p,
     })
 }
 
-/// Finds `m`'s names beneath their roots and checks they are the file the report describes.
-fn check(roots: &[PathBuf], m: &Member) -> Result<Checked, Problem> {
-    let Some((file, hash)) = &m.file else {
+/// An indexed representative (`--against`), of which the report has the path the index
+/// recorded and the content hash, not the file: the copy kept when that path still holds that
+/// content. Otherwise its cluster is left whole, as the index may be older than the file.
+fn indexed(rep: &Member) -> Result<Checked, Problem> {
+    let left = |why: String| {
+        Problem::Left(format!(
+            "not acted on: its representative {} (indexed) {why}, so no kept copy is known",
+            rep.shown()
+        ))
+    };
+    let fault = |f: fs::Fault| match f {
+        fs::Fault::Gone => left("is not there".into()),
+        fs::Fault::OutOfRoot(how) => left(format!("is reached {how}")),
+        fs::Fault::Changed(why) => left(why),
+        fs::Fault::Io(why) => left(format!("cannot be read: {why}")),
+    };
+    let Some(hash) = rep.hash else {
+        return Err(left("has no content_hash in the report".into()));
+    };
+    // Its path is its own root: the index's, not this report's.
+    let place = fs::place(&[], &rep.names[0]).map_err(fault)?;
+    let st = fs::stat(&place).map_err(fault)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(left("is not a regular file".into()));
+    }
+    let id = fs::id(&st);
+    let (raw, now) = fs::read(&place, id, rep.bytes).map_err(fault)?;
+    if now != hash {
+        return Err(left("has other content than the index recorded".into()));
+    }
+    Ok(Checked {
+        path: rep.names[0].clone(),
+        places: vec![place],
+        id,
+        raw,
+        frees: 0,
+    })
+}
+
+/// Finds `m`'s names beneath their roots and checks they are the file the report describes;
+/// `subject` names it in the reasons ("it", "its representative r/a.txt").
+fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Problem> {
+    let (Some(file), Some(hash)) = (&m.file, &m.hash) else {
         return Err(Problem::Left(
             "not acted on: the report has no `file` for it".into(),
         ));
     };
+    let fault = |who: &str, f: fs::Fault| match f {
+        fs::Fault::Gone => Problem::Skipped(Skip::Gone, format!("{who} is gone since the scan")),
+        fs::Fault::OutOfRoot(how) => Problem::Skipped(
+            Skip::OutOfRoot,
+            format!("{who} leads out of its root {how}: not followed"),
+        ),
+        fs::Fault::Changed(why) => Problem::Skipped(Skip::Changed, format!("{who} {why}")),
+        fs::Fault::Io(why) => Problem::Failed(format!("cannot check {who}: {why}")),
+    };
     let mut places = Vec::with_capacity(m.names.len());
-    for name in &m.names {
-        let shown = display_path(name);
-        places.push(
-            fs::place(roots, name).map_err(|why| Problem::Changed(format!("{shown} {why}")))?,
-        );
+    for (i, name) in m.names.iter().enumerate() {
+        let who = match i {
+            0 => subject.to_string(),
+            _ => format!("{subject}: its other name {}", display_path(name)),
+        };
+        places.push(fs::place(roots, name).map_err(|f| fault(&who, f))?);
     }
-    let st = fs::stat(&places[0]).map_err(Problem::Changed)?;
+    let st = fs::stat(&places[0]).map_err(|f| fault(subject, f))?;
     if let Some(why) = fs::differs(&st, file) {
-        return Err(Problem::Changed(format!("{why} since the scan")));
+        return Err(Problem::Skipped(Skip::Changed, format!("{subject} {why}")));
     }
     let id = fs::id(&st);
     for (p, name) in places.iter().zip(&m.names).skip(1) {
         let same = fs::stat(p).is_ok_and(|s| fs::id(&s) == id);
         if !same {
             let why = format!(
-                "its other name {} no longer leads to it",
+                "{subject}: its other name {} no longer leads to it",
                 display_path(name)
             );
-            return Err(Problem::Changed(why));
+            return Err(Problem::Skipped(Skip::Changed, why));
         }
     }
-    let (raw, now) = fs::read(&places[0], id, m.bytes).map_err(Problem::Changed)?;
+    let (raw, now) = fs::read(&places[0], id, m.bytes).map_err(|f| fault(subject, f))?;
     if now != *hash {
-        return Err(Problem::Changed(
-            "its content changed since the scan".into(),
-        ));
+        let why = format!("{subject} has other content than when scanned");
+        return Err(Problem::Skipped(Skip::Changed, why));
     }
     let all_names = file.links as usize == m.names.len();
     Ok(Checked {
@@ -224,72 +308,109 @@ fn check(roots: &[PathBuf], m: &Member) -> Result<Checked, Problem> {
     })
 }
 
-/// Checks `m` and acts on each of its names; the bytes freed.
+/// Checks `m` and acts on each of its names.
 fn act(
     opts: &Options,
     roots: &[PathBuf],
     m: &Member,
     rep: Option<&Checked>,
     out: &mut dyn Write,
-) -> Result<u64, Problem> {
-    let c = check(roots, m)?;
-    let failed = |why: String| Problem::Failed(why);
-    if let Some(r) = rep {
-        if r.id.0 != c.id.0 {
-            return Err(Problem::Left(
-                "not linked: on another file system than its representative".into(),
-            ));
-        }
-        if r.raw != c.raw {
-            return Err(Problem::Left(
-                "not linked: not byte-identical to its representative as stored (compressed \
-                 differently?)"
-                    .into(),
-            ));
-        }
+) -> Result<Done, Problem> {
+    let c = check(roots, m, "it")?;
+    // An indexed representative is found by its path alone: it may be this very file.
+    if rep.is_some_and(|r| r.id == c.id) {
+        let why = "not acted on: it is the file of its representative";
+        return Err(Problem::Left(why.into()));
     }
-    for (place, name) in c.places.iter().zip(&m.names) {
-        let line = match (&opts.action, rep) {
-            (Action::Remove, _) => {
+    let line = |out: &mut dyn Write, line: String| {
+        writeln!(out, "{line}").map_err(|e| Problem::Failed(crate::messages::io_reason(&e)))
+    };
+    let done = |freed| Done {
+        freed,
+        copied: false,
+    };
+    match (&opts.action, rep) {
+        (Action::Remove, _) => {
+            for (place, name) in c.places.iter().zip(&m.names) {
                 if !opts.dry_run {
-                    fs::remove(place, c.id).map_err(failed)?;
+                    fs::remove(place, c.id)
+                        .map_err(|why| Problem::Failed(format!("not removed: {why}")))?;
                 }
-                format!("rm -- {}", quote(name))
+                line(out, format!("rm -- {}", quote(name)))?;
             }
-            (Action::Move(to), _) => {
-                let dest = to.join(&place.below_root);
-                let exists = || {
-                    failed(format!(
-                        "not moved: {} exists: not overwritten",
-                        display_path(&dest)
-                    ))
-                };
-                if opts.dry_run && fs::exists(&dest) {
-                    return Err(exists());
-                }
+            Ok(done(c.frees))
+        }
+        (Action::Move(to), _) => {
+            let dests: Vec<PathBuf> = (c.places.iter()).map(|p| to.join(&p.below_root)).collect();
+            let mut steps = Vec::new();
+            let moved = fs::move_file(&c.places, c.id, &dests, &c.raw, opts.dry_run, &mut steps);
+            // What was done is printed also when the rest failed.
+            for l in move_lines(&steps, &m.names, &dests) {
+                line(out, l)?;
+            }
+            moved.map_err(|why| Problem::Failed(format!("not moved: {why}")))?;
+            let copied = steps.iter().any(|s| matches!(s, fs::Step::Copy(_)));
+            Ok(Done {
+                freed: if copied { c.frees } else { 0 },
+                copied,
+            })
+        }
+        (Action::Link, Some(r)) => {
+            if r.id.0 != c.id.0 {
+                return Err(Problem::Left(
+                    "not linked: on another file system than its representative (move or \
+                     remove it instead)"
+                        .into(),
+                ));
+            }
+            if r.raw != c.raw {
+                return Err(Problem::Left(
+                    "not linked: not byte-identical to its representative as stored \
+                     (compressed differently?)"
+                        .into(),
+                ));
+            }
+            for (place, name) in c.places.iter().zip(&m.names) {
                 if !opts.dry_run {
-                    fs::move_to(place, c.id, &dest, &c.raw).map_err(|why| {
-                        failed(format!("not moved to {}: {why}", display_path(&dest)))
-                    })?;
+                    fs::link_to(place, c.id, &r.places[0], r.id)
+                        .map_err(|why| Problem::Failed(format!("not linked: {why}")))?;
                 }
-                format!("mv -n -- {} {}", quote(name), quote(&dest))
+                line(out, format!("ln -f -- {} {}", quote(&r.path), quote(name)))?;
             }
-            (Action::Link, Some(r)) => {
-                if !opts.dry_run {
-                    fs::link_to(place, c.id, &r.places[0], r.id).map_err(failed)?;
-                }
-                format!("ln -f -- {} {}", quote(&r.path), quote(name))
-            }
-            (Action::Link, None) => return Err(Problem::Left("nothing to link to".into())),
-        };
-        writeln!(out, "{line}").map_err(|e| failed(e.to_string()))?;
+            Ok(done(c.frees))
+        }
+        (Action::Link, None) => Err(Problem::Left("not linked: nothing to link to".into())),
     }
-    Ok(c.frees)
+}
+
+/// The shell commands that do what the steps of a move did: `mv -n` for a rename (and for a
+/// file of one name copied to another file system, as `mv` does it), else `cp -p -n`, `ln`
+/// and `rm`, in the order done.
+fn move_lines(steps: &[fs::Step], names: &[PathBuf], dests: &[PathBuf]) -> Vec<String> {
+    use fs::Step;
+    if let [Step::Copy(0), Step::Remove(0)] = steps {
+        return vec![format!(
+            "mv -n -- {} {}",
+            quote(&names[0]),
+            quote(&dests[0])
+        )];
+    }
+    (steps.iter())
+        .map(|s| match *s {
+            Step::Move(i) => format!("mv -n -- {} {}", quote(&names[i]), quote(&dests[i])),
+            Step::Copy(i) => format!("cp -p -n -- {} {}", quote(&names[i]), quote(&dests[i])),
+            Step::Link { from, to } => {
+                format!("ln -- {} {}", quote(&dests[from]), quote(&dests[to]))
+            }
+            Step::Remove(i) => format!("rm -- {}", quote(&names[i])),
+        })
+        .collect()
 }
 
 /// The summary line: what was done (or would be), and what was not.
 fn summary(opts: &Options, t: &Tally) -> String {
-    let verb = match (&opts.action, opts.dry_run) {
+    let dry = opts.dry_run;
+    let verb = match (&opts.action, dry) {
         (Action::Remove, false) => "removed",
         (Action::Remove, true) => "would remove",
         (Action::Move(_), false) => "moved",
@@ -297,31 +418,50 @@ fn summary(opts: &Options, t: &Tally) -> String {
         (Action::Link, false) => "linked",
         (Action::Link, true) => "would link",
     };
-    let freed = if opts.dry_run { "to free" } else { "freed" };
+    let freed = |n: u64| match (n, dry) {
+        (0, false) => "nothing freed".to_string(),
+        (0, true) => "nothing to free".to_string(),
+        (n, false) => format!("{} freed", bytes_in_words(n)),
+        (n, true) => format!("{} to free", bytes_in_words(n)),
+    };
     let mut s = format!(
-        "{verb} {} ({}), {} bytes {freed}",
+        "{verb} {} ({})",
         count(t.files, "file"),
-        count(t.names, "name"),
-        t.freed
+        count(t.names, "name")
     );
-    if t.changed > 0 {
-        s += &format!("; {} skipped: changed since the scan", t.changed);
+    let renamed = t.files - t.copied;
+    // A rename frees nothing: the data stays on its file system.
+    match (&opts.action, t.copied, renamed) {
+        _ if t.files == 0 => {}
+        (Action::Move(_), 0, _) => s += &format!(", renamed on their file system: {}", freed(0)),
+        (Action::Move(_), copied, renamed) => {
+            let how = match renamed {
+                0 => "copied to another file system".to_string(),
+                _ => format!(
+                    "{copied} copied to another file system and {renamed} renamed on theirs"
+                ),
+            };
+            s += &format!(", {how}: {} where they were", freed(t.freed));
+        }
+        _ => s += &format!(", {}", freed(t.freed)),
+    }
+    if t.skipped.iter().any(|&n| n > 0) {
+        let kinds: Vec<String> = (Skip::ALL.iter())
+            .filter(|&&k| t.skipped[k as usize] > 0)
+            .map(|&k| k.counted(t.skipped[k as usize]))
+            .collect();
+        s += &format!(
+            "; skipped: {} (scan again to act on them as they are now)",
+            kinds.join(", ")
+        );
     }
     if t.failed > 0 {
         s += &format!("; {} failed", t.failed);
     }
     if t.left > 0 {
-        s += &format!("; {} left alone", t.left);
+        s += &format!("; {} left alone (see the notes above)", t.left);
     }
     s
-}
-
-fn count(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// A name for a POSIX shell, as its exact bytes: single-quoted, or with a control character in
@@ -351,6 +491,42 @@ pub fn quote(name: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summaries_say_what_was_freed_and_why_others_were_skipped() {
+        let opts = |action, dry_run| Options {
+            action,
+            report: PathBuf::new(),
+            dry_run,
+        };
+        let mixed = Tally {
+            files: 3,
+            names: 4,
+            freed: 8192,
+            copied: 1,
+            skipped: [1, 0, 2, 0],
+            left: 1,
+            ..Tally::default()
+        };
+        assert_eq!(
+            summary(&opts(Action::Move("attic".into()), false), &mixed),
+            "moved 3 files (4 names), 1 copied to another file system and 2 renamed on theirs: \
+             8.0 KiB (8,192 bytes) freed where they were; skipped: 1 changed since the scan, 2 \
+             now outside their root (scan again to act on them as they are now); 1 left alone \
+             (see the notes above)"
+        );
+        let one = Tally {
+            files: 1,
+            names: 1,
+            freed: 512,
+            failed: 1,
+            ..Tally::default()
+        };
+        assert_eq!(
+            summary(&opts(Action::Link, true), &one),
+            "would link 1 file (1 name), 512 bytes to free; 1 failed"
+        );
+    }
 
     #[test]
     fn names_are_quoted_for_a_shell_on_one_line() {

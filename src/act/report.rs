@@ -56,10 +56,27 @@ pub struct Member {
     /// What it is, when it is no file this scan read (a dump record, an indexed document,
     /// standard input, a member of a report without `file`): never acted on.
     pub not_a_file: Option<&'static str>,
-    /// The file as read, and its content hash.
-    pub file: Option<(FileOut, u128)>,
+    /// The file as read.
+    pub file: Option<FileOut>,
+    /// Its content hash (`content_hash`).
+    pub hash: Option<u128>,
+    /// A document of the index (`--against`): its path is the one the index recorded.
+    pub indexed: bool,
     /// The size of its content as compared (decompressed for a compressed file).
     pub bytes: u64,
+    /// For a record of a JSON Lines dump: its line.
+    pub line: Option<u64>,
+}
+
+impl Member {
+    /// Its path for a message: `dump.jsonl:12` for a record of a dump.
+    pub fn shown(&self) -> String {
+        let path = crate::messages::display_path(&self.names[0]);
+        match self.line {
+            Some(line) => format!("{path}:{line}"),
+            None => path,
+        }
+    }
 }
 
 /// A duplicate: a member, and whether its content is identical to the representative's.
@@ -174,8 +191,11 @@ fn member(m: MemberIn) -> Result<Member> {
     Ok(Member {
         names,
         not_a_file,
-        file: m.file.zip(hash),
+        file: m.file,
+        hash,
+        indexed: m.indexed,
         bytes: m.bytes,
+        line: m.line,
     })
 }
 
@@ -231,7 +251,7 @@ mod tests {
         let d = &r.clusters[0].duplicates;
         assert!(d[..3].iter().all(|d| d.member.not_a_file.is_some()));
         assert_eq!(d[3].member.not_a_file, None);
-        assert_eq!(d[3].member.file.as_ref().unwrap().1, 0xff);
+        assert_eq!(d[3].member.hash, Some(0xff));
         use std::os::unix::ffi::OsStrExt;
         assert_eq!(d[3].member.names[0].as_os_str().as_bytes(), b"r/b\xff");
         assert_eq!(d[3].member.names[1], Path::new("r/c"));

@@ -54,7 +54,7 @@ fn memory(signature_bytes: u64, tables: u64) -> Memory {
 
 /// Validates the parameters as `scan` does and works out what they imply.
 pub fn explain(method: &ExplainMethod) -> Result<Explanation> {
-    let (method, warnings) = match *method {
+    let (method, warnings, notes) = match *method {
         ExplainMethod::MinHash {
             threshold,
             num_perm,
@@ -67,11 +67,12 @@ pub fn explain(method: &ExplainMethod) -> Result<Explanation> {
         method,
         normalize: None,
         warnings,
+        notes,
     })
 }
 
-/// A method's figures and its warnings.
-type Parts = Result<(MethodExplanation, Vec<String>)>;
+/// A method's figures, its warnings and its notes.
+type Parts = Result<(MethodExplanation, Vec<String>, Vec<String>)>;
 
 fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
     if !(t > 0.0 && t <= 1.0) {
@@ -98,14 +99,19 @@ fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
         similarity: s,
         probability: banding.candidate_probability(s),
     };
-    let mut warnings = Vec::new();
-    if used < k {
-        warnings.push(format!(
-            "unused signature values: {} of {k} are computed but in no band ({b} × {r} = {used})",
+    // Values in no band still serve the similarity estimate (the prefilter, `--verify
+    // estimate`, `--pairs`), so they are not wasted: the chosen banding is the best of all
+    // b·r ≤ K, and at t = 0.8, K = 128 that is 19 × 6 = 114. A banding given by hand that
+    // leaves many out may have meant more bands: a note, never said of the chosen one.
+    let mut notes = Vec::new();
+    if used < k && given.is_some() {
+        notes.push(format!(
+            "{} of {k} signature values are in no band ({b} × {r} = {used}), only in the \
+             similarity estimate: --bands × --rows may be up to {k}",
             k - used
         ));
     }
-    warnings.extend(poor_curve_note(&banding, t));
+    let warnings = poor_curve_note(&banding, t).into_iter().collect();
     let m = MinHashExplanation {
         threshold: t,
         num_perm: k,
@@ -131,7 +137,7 @@ fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
         standard_error: (t * (1.0 - t) / k as f64).sqrt(),
         memory: memory(4 * k as u64, b as u64),
     };
-    Ok((MethodExplanation::MinHash(m), warnings))
+    Ok((MethodExplanation::MinHash(m), warnings, notes))
 }
 
 fn explain_simhash(d: u32, docs: u64) -> Parts {
@@ -170,7 +176,7 @@ fn explain_simhash(d: u32, docs: u64) -> Parts {
         cosine_at_max_distance: (std::f64::consts::PI * f64::from(d) / 64.0).cos(),
         memory: memory(8, pieces.len() as u64),
     };
-    Ok((MethodExplanation::SimHash(s), warnings))
+    Ok((MethodExplanation::SimHash(s), warnings, Vec::new()))
 }
 
 /// A note when pairs just above the threshold are often missed: P(t + 0.05) < 0.95, more than

@@ -39,6 +39,9 @@ pub struct Explanation {
     pub normalize: Option<String>,
     /// One-line warnings about the settings; empty when none apply.
     pub warnings: Vec<String>,
+    /// One-line notes about settings given by hand (signature values in no band); empty when
+    /// none apply, and always for the defaults.
+    pub notes: Vec<String>,
 }
 
 /// The figures of one method, tagged by `kind`.
@@ -66,7 +69,7 @@ pub struct MinHashExplanation {
     pub banding_chosen: bool,
     /// Signature values that some band uses: b × r.
     pub values_used: usize,
-    /// Signature values computed and stored but in no band: K − b × r.
+    /// Signature values in no band, K − b × r: they serve only the similarity estimate.
     pub values_unused: usize,
     /// P(candidate) at similarity 0.1, 0.2, …, 1.0: the S-curve 1 − (1 − s^r)^b.
     pub curve: Vec<CurvePoint>,

@@ -6,7 +6,7 @@ use super::model::*;
 use super::BUCKET_ENTRY_BYTES;
 
 /// Writes the explanation for a terminal: aligned lines, a table of the curve with a bar of
-/// `#`, then the warnings.
+/// `#`, then the notes and warnings.
 pub fn render_text(e: &Explanation, out: &mut dyn Write) -> io::Result<()> {
     match &e.method {
         MethodExplanation::MinHash(m) => render_minhash(m, out)?,
@@ -18,8 +18,11 @@ pub fn render_text(e: &Explanation, out: &mut dyn Write) -> io::Result<()> {
             "\nnormalize    {steps}, in this order, then lowercase and tokens at white space"
         )?;
     }
-    if !e.warnings.is_empty() {
+    if !e.warnings.is_empty() || !e.notes.is_empty() {
         writeln!(out)?;
+    }
+    for n in &e.notes {
+        writeln!(out, "note: {n}")?;
     }
     for w in &e.warnings {
         writeln!(out, "warning: {w}")?;
@@ -35,9 +38,9 @@ fn render_minhash(m: &MinHashExplanation, out: &mut dyn Write) -> io::Result<()>
         "given"
     };
     let values = match m.values_unused {
-        0 => format!("all {k} used"),
+        0 => format!("all {k} in bands and in the similarity estimate"),
         n => format!(
-            "{} of {k} used: {n} signature values are UNUSED",
+            "{} of {k} in bands; all {k} in the similarity estimate ({n} only there)",
             m.values_used
         ),
     };

@@ -111,16 +111,27 @@ fn curve_agrees_with_simulated_minhash_signatures() {
 
 #[test]
 fn reports_unused_values_memory_and_poor_curves() {
+    let given = mh(0.8, 128, Some(GIVEN)).unwrap();
     let (m, warnings) = minhash(Some(GIVEN));
     assert_eq!((m.values_used, m.values_unused), (50, 78));
-    assert!(
-        warnings[0].starts_with("unused signature values: 78 of 128"),
-        "{warnings:?}"
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        given.notes,
+        [
+            "78 of 128 signature values are in no band (10 × 5 = 50), only in the similarity \
+          estimate: --bands × --rows may be up to 128"
+        ]
     );
+    // The defaults do not remark on themselves: the values in no band serve the estimate.
+    let chosen = mh(0.8, 128, None).unwrap();
     let (m, warnings) = minhash(None);
     assert_eq!((m.values_used, m.values_unused), (114, 14));
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].starts_with("unused signature values: 14 of 128"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(chosen.notes.is_empty(), "{:?}", chosen.notes);
+    assert!(mh(0.8, 128, Some(Banding { bands: 16, rows: 8 }))
+        .unwrap()
+        .notes
+        .is_empty());
     assert!(minhash(Some(Banding { bands: 16, rows: 8 })).1.is_empty());
     assert_eq!(
         (m.memory.bucket_bytes, m.memory.total_bytes),
@@ -136,7 +147,7 @@ fn reports_unused_values_memory_and_poor_curves() {
     );
     let (_, warnings) = minhash(Some(Banding { bands: 2, rows: 20 }));
     assert!(
-        warnings[1].starts_with("false-negative probability > 5%"),
+        warnings[0].starts_with("false-negative probability > 5%"),
         "{warnings:?}"
     );
 }
@@ -248,7 +259,7 @@ fn text_shows_the_key_numbers() {
     let minhash = text(mh(0.8, 128, None).unwrap());
     for needle in [
         "banding      19 bands × 6 rows, chosen from the threshold",
-        "114 of 128 used: 14 signature values are UNUSED",
+        "114 of 128 in bands; all 128 in the similarity estimate (14 only there)",
         "P(0.8) = 0.996899",
         "prefilter    0.5677",
         "±0.0354",
@@ -256,13 +267,21 @@ fn text_shows_the_key_numbers() {
         "        0.80  0.996899  ########################################  ← threshold\n",
         "        0.85  0.999876  ########################################  ← t + 0.05\n",
         "        0.90  0.999999  ########################################\n",
-        "warning: unused signature values",
     ] {
         assert!(
             minhash.contains(needle),
             "{needle:?} missing from\n{minhash}"
         );
     }
+    assert!(
+        !minhash.contains("warning") && !minhash.contains("note"),
+        "{minhash}"
+    );
+    let given = text(mh(0.8, 128, Some(GIVEN)).unwrap());
+    assert!(
+        given.contains("\nnote: 78 of 128 signature values are in no band"),
+        "{given}"
+    );
     let simhash = text(sh(3, 1_000_000).unwrap());
     for needle in [
         "4 tables, bits [0,16) [16,32) [32,48) [48,64)\n",
@@ -288,7 +307,7 @@ fn json_uses_the_documented_field_names() {
         keys(&v),
         "at_threshold banding_chosen bands crossing crossing_approximation curve \
          estimate_floor false_negative_mass false_positive_mass kind memory near_threshold \
-         num_perm rows schema_version standard_error threshold values_unused values_used \
+         notes num_perm rows schema_version standard_error threshold values_unused values_used \
          warnings"
     );
     assert_eq!(
@@ -313,7 +332,7 @@ fn json_uses_the_documented_field_names() {
     assert_eq!(
         keys(&v),
         "bits chance_candidates_per_doc cosine_at_max_distance curve docs kind max_distance \
-         memory pieces schema_version tables warnings"
+         memory notes pieces schema_version tables warnings"
     );
     assert_eq!((&v["kind"], &v["tables"]), (&json!("simhash"), &json!(4)));
     assert_eq!(v["pieces"][1], json!({"shift": 16, "width": 16}));

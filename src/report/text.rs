@@ -1,7 +1,8 @@
 //! `--format text`: the report for people reading in a terminal. One block per cluster, the
 //! representative first (`keep`), then each duplicate with its similarity to it (`dup`), then
-//! the members only linked to it through others (`link`); unreadable inputs and a one-line
-//! summary at the end. With `--containment` each duplicate shows how much of it is contained in
+//! the members only linked to it through others (`link`), each followed by its other names if
+//! it is hard-linked (`also`: `dupfind remove` removes them with it); unreadable inputs and a
+//! one-line summary at the end, sizes in words and bytes. With `--containment` each duplicate shows how much of it is contained in
 //! the representative. With `--pairs`, each verified pair follows (`pair`), with its evidence.
 //! Names are escaped like warnings, so a file name cannot drive the terminal. Colour only when
 //! asked (`--color`, decided in config). With `--keep none` a block has no `keep` line: every
@@ -11,7 +12,7 @@ use std::io::{self, Write};
 
 use super::clusters::{ClusterOut, DuplicateOut, MemberOut, PairOut};
 use super::model::Report;
-use crate::messages::escape_controls;
+use crate::messages::{bytes_in_words, count, escape_controls};
 
 const BOLD_GREEN: &str = "\x1b[1;32m";
 const YELLOW: &str = "\x1b[33m";
@@ -50,7 +51,7 @@ pub fn write(report: &Report, color: bool, out: &mut dyn Write) -> anyhow::Resul
         count(duplicates, "duplicate"),
         count(s.documents, "document"),
         count(s.exact_groups, "exact group"),
-        count(s.reclaimable_bytes, "byte"),
+        bytes_in_words(s.reclaimable_bytes),
         report.errors.len()
     )?)
 }
@@ -98,16 +99,19 @@ fn write_cluster(
             paint.on(BOLD_GREEN, &name(c.representative())),
             c.representative().bytes
         )?;
+        aliases(c.representative(), paint, out)?;
     }
     for d in &c.duplicates {
         let label = paint.on(YELLOW, "dup ");
         let s = similarity(d, c.kept);
         writeln!(out, "  {label}  {}  {s}", name(c.member(d)))?;
+        aliases(c.member(d), paint, out)?;
     }
     for d in &c.linked {
         let label = paint.on(DIM, "link");
         let s = similarity(d, c.kept);
         writeln!(out, "  {label}  {}  {s}", name(c.member(d)))?;
+        aliases(c.member(d), paint, out)?;
     }
     for p in &c.pairs {
         if let Some(evidence) = evidence(p) {
@@ -117,6 +121,16 @@ fn write_cluster(
         }
     }
     writeln!(out)
+}
+
+/// A line for each other name of the member's file (its hard links in the roots), under its
+/// path: what `dupfind remove` removes with it.
+fn aliases(m: &MemberOut, paint: Paint, out: &mut dyn Write) -> io::Result<()> {
+    for alias in m.more.as_ref().map_or(&[][..], |x| &x.aliases[..]) {
+        let also = paint.on(DIM, "also");
+        writeln!(out, "        {also} {} (hard link)", escape_controls(alias))?;
+    }
+    Ok(())
 }
 
 /// `--pairs`' evidence for a pair: "similarity 0.833, jaccard 0.833, 410 shared shingles,
@@ -159,15 +173,6 @@ fn evidence(p: &PairOut) -> Option<String> {
         parts.push(format!("piece {piece}"));
     }
     Some(parts.join(", "))
-}
-
-/// "1 cluster", "2 clusters".
-fn count(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// A member's path; a dump record's with its line and id: `dump.jsonl:12 (id a-17)`; an

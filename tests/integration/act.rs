@@ -4,10 +4,10 @@
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::compressed::with_stdin;
-use super::util::{edit, text, TestDir};
+use super::util::{edit, size_in_words, text, TestDir};
 
 /// `keep.txt` (the oldest: the representative) and `dup-N.txt`, exact copies of it, in
 /// directory `r`; `near.txt`, a near copy. Scanned into `report.json`.
@@ -15,19 +15,20 @@ fn copies(n: usize) -> (TestDir, String) {
     let t = TestDir::new();
     let body = text(7, 400);
     t.write("r/keep.txt", &body);
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    fs::File::options()
-        .write(true)
-        .open(t.join("r/keep.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    make_old(&t, "r/keep.txt");
     for i in 0..n {
         t.write(format!("r/sub/dup-{i}.txt"), &body);
     }
     t.write("r/near.txt", edit(&body, &[50, 150]));
     scan_into(&t, &["r"]);
     (t, body)
+}
+
+/// Dates `rel` back to 2020, so that `--keep oldest` keeps it.
+fn make_old(t: &TestDir, rel: &str) {
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
+    f.set_modified(old).unwrap();
 }
 
 fn scan_into(t: &TestDir, roots: &[&str]) -> Value {
@@ -61,11 +62,14 @@ fn a_file_edited_replaced_or_hard_linked_since_the_scan_is_skipped() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert_eq!(r.stdout, "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-3.txt'\n");
     for (name, why) in [
-        ("dup-0.txt", "its content changed since the scan"),
-        ("dup-1.txt", "was replaced (another inode)"),
-        ("dup-2.txt", "has 2 names, 1 when scanned"),
+        ("dup-0.txt", "it has other content than when scanned"),
+        (
+            "dup-1.txt",
+            "it was replaced since the scan (another inode)",
+        ),
+        ("dup-2.txt", "it has 2 names, 1 when scanned"),
     ] {
-        let line = format!("dupfind: r/sub/{name}: skipped: {why}");
+        let line = format!("dupfind: warning: r/sub/{name}: skipped: {why}");
         assert!(r.stderr.contains(&line), "{line}\n{}", r.stderr);
         assert!(exists(&t, &format!("r/sub/{name}")));
     }
@@ -77,7 +81,8 @@ fn a_file_edited_replaced_or_hard_linked_since_the_scan_is_skipped() {
         r.stderr
     );
     assert!(
-        r.stderr.contains("3 skipped: changed since the scan"),
+        r.stderr
+            .contains("; skipped: 3 changed since the scan (scan again to act on them"),
         "{}",
         r.stderr
     );
@@ -147,12 +152,7 @@ fn representatives_standard_input_and_dump_records_are_never_touched() {
     let body = text(9, 300);
     t.write("r/a.txt", &body).write("r/b.txt", &body);
     // The oldest, so the representative (standard input's copy is as new as the run).
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    let a = fs::File::options()
-        .write(true)
-        .open(t.join("r/a.txt"))
-        .unwrap();
-    a.set_modified(old).unwrap();
+    make_old(&t, "r/a.txt");
     let record = serde_json::json!({ "text": body }).to_string();
     t.write("r/d.jsonl", format!("{record}\n{record}\n"));
     let args = ["scan", "-q", "-o", "report.json", "-", "r"];
@@ -175,7 +175,7 @@ fn representatives_standard_input_and_dump_records_are_never_touched() {
             "{}",
             r.stderr
         );
-        let dump = "r/d.jsonl: not acted on: it is a record of a JSON Lines dump";
+        let dump = "r/d.jsonl:2: not acted on: it is a record of a JSON Lines dump";
         assert!(r.stderr.contains(dump), "{}", r.stderr);
         assert!(r.stdout.ends_with(" 'r/b.txt'\n"), "{}", r.stdout);
         assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
@@ -198,8 +198,9 @@ fn a_symbolic_link_leading_out_of_the_root_is_not_followed() {
         let r = t.run(args);
         assert_eq!(r.code(), 2, "{}", r.stderr);
         assert!(
-            r.stderr
-                .contains("r/sub/dup-0.txt: skipped: r/sub/dup-0.txt leads out of its root"),
+            r.stderr.contains(
+                "r/sub/dup-0.txt: skipped: it leads out of its root through a symbolic link"
+            ),
             "{}",
             r.stderr
         );
@@ -270,7 +271,10 @@ fn reclaimable_bytes_count_a_hard_linked_file_once_and_only_with_all_its_names()
         "{report}"
     );
     let text = t.run(&["scan", "-q", "--format", "text", "r"]);
-    let summary = format!("{} bytes reclaimable; 0 unreadable\n", disk("r/b.txt"));
+    let summary = format!(
+        "{} reclaimable; 0 unreadable\n",
+        size_in_words(disk("r/b.txt"))
+    );
     assert!(text.stdout.ends_with(&summary), "{}", text.stdout);
 }
 
@@ -399,4 +403,308 @@ fn a_file_moved_to_another_file_system_keeps_its_modification_time() {
     let _ = fs::remove_dir_all(&attic);
     assert_eq!(after, before, "the modification time travels with the file");
     assert!(!exists(&t, "r/sub/dup-0.txt"));
+}
+
+/// A directory on /dev/shm for an attic on another file system than the test's, removed on
+/// drop; None (the test is skipped, with a note) when /dev/shm is on the same one.
+struct OtherFs(std::path::PathBuf);
+
+impl OtherFs {
+    fn attic(t: &TestDir, tag: &str) -> Option<OtherFs> {
+        let shm = std::path::Path::new("/dev/shm");
+        let here = fs::metadata(t.path()).unwrap().dev();
+        if fs::metadata(shm).map_or(true, |m| m.dev() == here) {
+            eprintln!("note: no /dev/shm on another file system; cross-device move test skipped");
+            return None;
+        }
+        let attic = shm.join(format!("dupfind-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&attic);
+        Some(OtherFs(attic))
+    }
+}
+
+impl Drop for OtherFs {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `copies(1)` with a second name for the duplicate: `r/sub/dup-0.txt` and `r/sub/also.txt`.
+fn copies_hard_linked() -> TestDir {
+    let (t, _) = copies(1);
+    fs::hard_link(t.join("r/sub/dup-0.txt"), t.join("r/sub/also.txt")).unwrap();
+    scan_into(&t, &["r"]);
+    t
+}
+
+#[test]
+fn a_hard_linked_file_moved_to_another_file_system_is_copied_once_and_linked_there() {
+    let t = copies_hard_linked();
+    let Some(attic) = OtherFs::attic(&t, "linked") else {
+        return;
+    };
+    let to = attic.0.to_str().unwrap();
+    let plan = t.run(&["move", "-n", "--to", to, "report.json"]);
+    assert_eq!(plan.code(), 0, "{}", plan.stderr);
+    let r = t.run(&["move", "--to", to, "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, plan.stdout, "the dry run printed what was done");
+    let names: Vec<String> = fs::read_dir(attic.0.join("sub"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let a = fs::metadata(attic.0.join("sub/also.txt")).unwrap();
+    let b = fs::metadata(attic.0.join("sub/dup-0.txt")).unwrap();
+    assert_eq!(a.ino(), b.ino(), "one file with both names");
+    assert_eq!(a.nlink(), 2);
+    assert!(!exists(&t, "r/sub/dup-0.txt") && !exists(&t, "r/sub/also.txt"));
+    let (src, dst) = (
+        |n: &str| format!("'r/sub/{n}'"),
+        |n: &str| format!("'{to}/sub/{n}'"),
+    );
+    assert_eq!(
+        r.stdout,
+        format!(
+            "mv -n -- 'r/near.txt' '{to}/near.txt'\ncp -p -n -- {} {}\nln -- {} {}\nrm -- {}\nrm -- {}\n",
+            src("also.txt"),
+            dst("also.txt"),
+            dst("also.txt"),
+            dst("dup-0.txt"),
+            src("also.txt"),
+            src("dup-0.txt"),
+        )
+    );
+    assert!(
+        r.stderr.contains("copied to another file system"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_hard_linked_file_is_not_moved_at_all_when_one_of_its_destinations_exists() {
+    let t = copies_hard_linked();
+    let Some(attic) = OtherFs::attic(&t, "taken") else {
+        return;
+    };
+    fs::create_dir_all(attic.0.join("sub")).unwrap();
+    fs::write(attic.0.join("sub/dup-0.txt"), "already here\n").unwrap();
+    let r = t.run(&["move", "--to", attic.0.to_str().unwrap(), "report.json"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("exists: not overwritten"), "{}", r.stderr);
+    // Both names stay, together; nothing of it is left in the attic.
+    let ino = |rel: &str| fs::metadata(t.join(rel)).unwrap().ino();
+    assert_eq!(ino("r/sub/also.txt"), ino("r/sub/dup-0.txt"));
+    assert!(!attic.0.join("sub/also.txt").exists());
+    assert_eq!(
+        fs::read_to_string(attic.0.join("sub/dup-0.txt")).unwrap(),
+        "already here\n"
+    );
+}
+
+#[test]
+fn a_file_gone_resized_or_unlinked_since_the_scan_is_skipped_with_its_own_reason() {
+    let (t, body) = copies(3);
+    fs::hard_link(t.join("r/sub/dup-2.txt"), t.join("r/sub/dup-2-again.txt")).unwrap();
+    t.write("r/gone/dup.txt", &body);
+    scan_into(&t, &["r"]);
+    fs::remove_file(t.join("r/sub/dup-0.txt")).unwrap();
+    t.write("r/sub/dup-1.txt", format!("{body} more"));
+    fs::remove_file(t.join("r/sub/dup-2.txt")).unwrap();
+    fs::remove_dir_all(t.join("r/gone")).unwrap();
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.stdout, "rm -- 'r/near.txt'\n");
+    let n = body.len();
+    for line in [
+        "dupfind: warning: r/sub/dup-0.txt: skipped: it is gone since the scan\n".to_string(),
+        format!(
+            "dupfind: warning: r/sub/dup-1.txt: skipped: it changed size since the scan: {} \
+             bytes, {n} when scanned\n",
+            n + 5
+        ),
+        "dupfind: warning: r/sub/dup-2-again.txt: skipped: it has 1 name, 2 when scanned: a \
+         hard link was made or removed since\n"
+            .to_string(),
+        "dupfind: warning: r/gone/dup.txt: skipped: it is gone since the scan\n".to_string(),
+    ] {
+        assert!(r.stderr.contains(&line), "{line}\n{}", r.stderr);
+    }
+    assert!(
+        r.stderr.contains(
+            "; skipped: 2 changed since the scan, 2 gone since the scan (scan again to act on \
+             them as they are now)\n"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_path_going_up_from_a_root_is_reached_as_given_not_called_a_symbolic_link() {
+    let t = TestDir::new();
+    let body = text(13, 400);
+    t.write("x", &body).write("w/y", &body);
+    make_old(&t, "x");
+    let in_w = |args: &[&str]| {
+        let mut cmd = t.command(args);
+        cmd.current_dir(t.join("w"));
+        super::util::run_command(cmd)
+    };
+    // `./../x` is its own root (a file named on the command line), though `.` is a prefix of it.
+    let scan = in_w(&["scan", "-q", "-o", "../report.json", ".", "./../x"]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let r = in_w(&["remove", "../report.json"]);
+    assert_eq!(
+        (r.code(), r.stdout.as_str()),
+        (0, "rm -- './y'\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert!(exists(&t, "x") && !exists(&t, "w/y"));
+}
+
+#[test]
+fn link_under_keep_none_and_move_on_one_file_system_say_what_they_do() {
+    let (t, _) = copies(1);
+    let r = t.run(&["scan", "-q", "--keep", "none", "-o", "none.json", "r"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let r = t.run(&["link", "none.json"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert_eq!(
+        r.stderr
+            .matches("not linked: no member is kept (--keep none)")
+            .count(),
+        3,
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("representative"), "{}", r.stderr);
+    // A rename frees nothing.
+    let r = t.run(&["move", "--to", "attic", "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr.ends_with(
+            "dupfind: moved 2 files (2 names), renamed on their file system: nothing freed\n"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn the_summary_gives_sizes_in_words_and_bytes() {
+    let (t, _) = copies(2);
+    let r = t.run(&["remove", "-n", "report.json"]);
+    let disk: u64 = ["r/near.txt", "r/sub/dup-0.txt", "r/sub/dup-1.txt"]
+        .iter()
+        .map(|f| fs::metadata(t.join(f)).unwrap().blocks() * 512)
+        .sum();
+    assert!(
+        r.stderr.ends_with(&format!(
+            "dupfind: would remove 3 files (3 names), {} to free\n",
+            size_in_words(disk)
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn the_text_report_names_every_hard_link_remove_would_remove() {
+    let (t, _) = copies(1);
+    fs::hard_link(t.join("r/sub/dup-0.txt"), t.join("r/sub/also.txt")).unwrap();
+    let r = t.run(&["scan", "-q", "--format", "text", "r"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "  dup   r/sub/also.txt  1.000 exact\n        also r/sub/dup-0.txt (hard link)\n"
+        ),
+        "{}",
+        r.stdout
+    );
+    scan_into(&t, &["r"]);
+    let rm = t.run(&["remove", "-n", "report.json"]);
+    assert!(
+        rm.stdout
+            .contains("rm -- 'r/sub/also.txt'\nrm -- 'r/sub/dup-0.txt'\n"),
+        "{}",
+        rm.stdout
+    );
+}
+
+#[test]
+fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+    let t = TestDir::new();
+    let body = text(17, 400);
+    t.write("old/a.txt", &body)
+        .write("new/b.txt", &body)
+        .write("new/c.txt", &body);
+    make_old(&t, "old/a.txt");
+    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", "report.json", "new"]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
+    let rep = &report["clusters"][0]["representative"];
+    assert_eq!(
+        (&rep["path"], &rep["indexed"]),
+        (&json!("old/a.txt"), &json!(true))
+    );
+
+    // Rewritten since it was indexed: no copy is known to be kept, the cluster is left whole.
+    t.write("old/a.txt", "rewritten since");
+    for action in [&["remove"][..], &["move", "--to", "attic"]] {
+        let r = t.run(&[action, &["report.json"]].concat());
+        assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "new/b.txt: not acted on: its representative old/a.txt (indexed) has other \
+                 content than the index recorded"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
+    // As indexed again: it is the copy kept, and its duplicates go.
+    t.write("old/a.txt", &body);
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!(
+        (r.code(), r.stdout.as_str()),
+        (0, "rm -- 'new/b.txt'\nrm -- 'new/c.txt'\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "old/a.txt") && !exists(&t, "new/b.txt") && !exists(&t, "new/c.txt"));
+}
+
+#[test]
+fn a_duplicate_that_is_the_file_of_its_indexed_representative_is_left() {
+    let t = TestDir::new();
+    let body = text(19, 400);
+    t.write("old/a.txt", &body);
+    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    fs::hard_link(t.join("old/a.txt"), t.join("new-a.txt")).unwrap();
+    let scan = t.run(&[
+        "scan",
+        "-q",
+        "--against",
+        "idx",
+        "-o",
+        "report.json",
+        "new-a.txt",
+    ]);
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("new-a.txt: not acted on: it is the file of its representative"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "new-a.txt"));
 }

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::util::{
     self, chain, families, run_command, snapshot, text, wait_guarded, words, TestDir,
@@ -360,16 +360,33 @@ fn explain_prints_the_curve_scan_uses() {
         );
     }
     assert_eq!(e["values_unused"], 14);
+    // The defaults do not warn about themselves.
+    assert_eq!(
+        (e["warnings"].clone(), e["notes"].clone()),
+        (json!([]), json!([]))
+    );
+    let text_out = t.run(&["explain"]);
+    assert_eq!((text_out.code(), text_out.stderr.as_str()), (0, ""));
+    assert!(
+        !text_out.stdout.contains("warning") && !text_out.stdout.contains("UNUSED"),
+        "{}",
+        text_out.stdout
+    );
 
     let r = t.run(&[
         "explain", "-k", "128", "--bands", "10", "--rows", "5", "--format", "json",
     ]);
     let e = r.json();
     assert_eq!(e["values_unused"], 78);
-    assert!(e["warnings"][0].as_str().unwrap().contains("unused"), "{e}");
+    assert!(
+        e["notes"][0].as_str().unwrap().contains("in no band"),
+        "{e}"
+    );
     let text_out = t.run(&["explain", "--bands", "10", "--rows", "5"]);
     assert!(
-        text_out.stdout.contains("78 signature values are UNUSED"),
+        text_out
+            .stdout
+            .contains("note: 78 of 128 signature values are in no band"),
         "{}",
         text_out.stdout
     );

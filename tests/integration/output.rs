@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::util::schema::{assert_jsonl_schema, assert_schema};
 use super::util::{
     assert_families, chain, cluster_paths, clusters, dot, edit, families, machine_neutral, mkfifo,
-    text, walk_files, word_jaccard, words, TestDir,
+    size_in_words, text, walk_files, word_jaccard, words, TestDir,
 };
 
 /// A hard link to c.txt, with a name that is not UTF-8 (so `aliases_bytes` appears).
@@ -308,8 +308,9 @@ fn text_format_is_one_block_per_cluster() {
     assert_eq!(
         lines.last().unwrap(),
         &format!(
-            "1 cluster, 2 duplicates among 6 documents (1 exact group), {reclaimable} bytes \
-             reclaimable; 0 unreadable"
+            "1 cluster, 2 duplicates among 6 documents (1 exact group), {} reclaimable; 0 \
+             unreadable",
+            size_in_words(reclaimable)
         )
     );
     assert!(!r.stdout.contains('\x1b'), "no colour into a pipe");

@@ -483,7 +483,7 @@ pub fn dots(paths: &[&str]) -> Vec<String> {
 /// A report with what depends on the machine and the moment its files were written rather than
 /// on their contents made zero: the device and inode numbers, the bytes on disk (which the file
 /// system's block size sets) and the modification times, in JSON (`"inode": 1234`) and in the
-/// text summary (`4096 bytes reclaimable`).
+/// text summary (`4.0 KiB (4,096 bytes) reclaimable`).
 pub fn machine_neutral(report: &str) -> String {
     let mut out = String::with_capacity(report.len());
     for line in report.split_inclusive('\n') {
@@ -498,16 +498,29 @@ pub fn machine_neutral(report: &str) -> String {
         ] {
             line = zero_numbers_after(&line, key);
         }
+        // `…(1 exact group), 12.0 KiB (12,288 bytes) reclaimable; …`
         if let Some(at) = line.find(" reclaimable;") {
-            let head = line[..at]
-                .trim_end_matches(['b', 'y', 't', 'e', 's'])
-                .trim_end();
-            let start = head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            let start = line[..at].rfind(", ").map_or(0, |i| i + 2);
             line = format!("{}0 bytes{}", &line[..start], &line[at..]);
         }
         out.push_str(&line);
     }
     out
+}
+
+/// A size as text summaries give it, below 1 MiB: `512 bytes`, `8.0 KiB (8,192 bytes)`.
+pub fn size_in_words(n: u64) -> String {
+    assert!(n < 1 << 20, "size_in_words: {n} is not below 1 MiB");
+    match n {
+        1 => "1 byte".to_string(),
+        0..1024 => format!("{n} bytes"),
+        _ => format!(
+            "{:.1} KiB ({},{:03} bytes)",
+            n as f64 / 1024.0,
+            n / 1000,
+            n % 1000
+        ),
+    }
 }
 
 fn zero_numbers_after(line: &str, key: &str) -> String {
