@@ -134,6 +134,21 @@ fn refuse_unsupported(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// `--against`, refused before anything is written: the staged pipeline does not join an index
+/// yet (docs/staged.md has the design). Says which `scan` gives the report meanwhile.
+pub fn refuse_against(dir: &Path, update: bool, prune: bool) -> Result<()> {
+    let flags = match (update, prune) {
+        (_, true) => " --update --prune",
+        (true, false) => " --update",
+        _ => "",
+    };
+    bail!(
+        "--against is not supported by the staged pipeline yet (docs/staged.md says how it will \
+         run); run `dupfind scan --against {}{flags}` with the same options and inputs",
+        display_path(dir)
+    )
+}
+
 /// Where each shard's inputs start (and the end last), a file counted as at most `max_size`
 /// (one over it is skipped when read). The shards are runs of the walk order whose largest
 /// holds as few bytes as any such cut allows, and none is empty while another holds two files:

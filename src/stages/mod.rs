@@ -55,6 +55,9 @@ pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
     }
     match cmd {
         StageCommand::Init(args) => {
+            if let Some(dir) = &args.against {
+                init::refuse_against(dir, args.update, args.prune)?;
+            }
             init::init(&args.work, args.shards, args.parts, args.scan)?;
         }
         StageCommand::Sign { task, shard } => {

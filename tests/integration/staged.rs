@@ -554,6 +554,37 @@ fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() 
         "--containment is not supported",
     );
     assert!(!t.join("c/run.json").exists());
+    // --against names the scan that gives its report meanwhile.
+    fail(
+        &[
+            "stage",
+            "init",
+            "--work",
+            "a",
+            "--against",
+            "idx",
+            "--update",
+            "c",
+        ],
+        "--against is not supported by the staged pipeline yet",
+    );
+    let r = t.run(&[
+        "stage",
+        "init",
+        "--work",
+        "a",
+        "--against",
+        "idx",
+        "--update",
+        "c",
+    ]);
+    assert!(
+        r.stderr
+            .contains("run `dupfind scan --against idx --update`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!t.join("a").exists());
 }
 
 #[test]
