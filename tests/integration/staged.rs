@@ -420,6 +420,13 @@ fn the_local_driver_runs_every_stage_as_a_process() {
     let refused = local_driver(&t, &args);
     assert_eq!(refused.code(), 2);
     assert!(refused.stderr.contains("holds a run"), "{}", refused.stderr);
+    // --against reaches `stage init`, which names the scan that gives its report meanwhile.
+    let against = ["--work", "a", "--dupfind", bin, "--against", "idx", "c"];
+    let refused = local_driver(&t, &against);
+    assert_eq!(refused.code(), 2);
+    let want = "run `dupfind scan --against idx`";
+    assert!(refused.stderr.contains(want), "{}", refused.stderr);
+    assert!(refused.stdout.is_empty());
 }
 
 #[test]
