@@ -562,20 +562,7 @@ fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() 
     );
     assert!(!t.join("c/run.json").exists());
     // --against names the scan that gives its report meanwhile.
-    fail(
-        &[
-            "stage",
-            "init",
-            "--work",
-            "a",
-            "--against",
-            "idx",
-            "--update",
-            "c",
-        ],
-        "--against is not supported by the staged pipeline yet",
-    );
-    let r = t.run(&[
+    let against = [
         "stage",
         "init",
         "--work",
@@ -584,12 +571,11 @@ fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() 
         "idx",
         "--update",
         "c",
-    ]);
-    assert!(
-        r.stderr
-            .contains("run `dupfind scan --against idx --update`"),
-        "{}",
-        r.stderr
+    ];
+    fail(
+        &against,
+        "--against is not supported by the staged pipeline yet (docs/staged.md says how it \
+         will run); run `dupfind scan --against idx --update`",
     );
     assert!(!t.join("a").exists());
 }
