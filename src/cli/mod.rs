@@ -129,6 +129,11 @@ pub enum StageCommand {
         #[arg(long, value_name = "J/M", value_parser = parse_index)]
         part: (u32, u32),
     },
+    /// With --against: the indexed documents the new ones meet, numbered first (one process).
+    Attach {
+        #[command(flatten)]
+        task: StageTask,
+    },
     /// Find the candidate components and deal them out to the partitions (one process).
     Components {
         #[command(flatten)]

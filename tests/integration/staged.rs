@@ -32,6 +32,11 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
         }
     };
     each(&mut said, "sign", "--shard", shards);
+    if args.contains(&"--against") {
+        let r = t.run(&["stage", "attach", "--work", work]);
+        assert_eq!(r.code(), 0, "attach {args:?}: {}", r.stderr);
+        said += &r.stderr;
+    }
     each(&mut said, "group", "--part", parts);
     let r = t.run(&["stage", "components", "--work", work]);
     assert_eq!(r.code(), 0, "components {args:?}: {}", r.stderr);
@@ -420,13 +425,6 @@ fn the_local_driver_runs_every_stage_as_a_process() {
     let refused = local_driver(&t, &args);
     assert_eq!(refused.code(), 2);
     assert!(refused.stderr.contains("holds a run"), "{}", refused.stderr);
-    // --against reaches `stage init`, which names the scan that gives its report meanwhile.
-    let against = ["--work", "a", "--dupfind", bin, "--against", "idx", "c"];
-    let refused = local_driver(&t, &against);
-    assert_eq!(refused.code(), 2);
-    let want = "run `dupfind scan --against idx`";
-    assert!(refused.stderr.contains(want), "{}", refused.stderr);
-    assert!(refused.stdout.is_empty());
 }
 
 #[test]
@@ -561,23 +559,6 @@ fn damaged_missing_or_foreign_work_files_are_named_and_nothing_is_overwritten() 
         "--containment is not supported",
     );
     assert!(!t.join("c/run.json").exists());
-    // --against names the scan that gives its report meanwhile.
-    let against = [
-        "stage",
-        "init",
-        "--work",
-        "a",
-        "--against",
-        "idx",
-        "--update",
-        "c",
-    ];
-    fail(
-        &against,
-        "--against is not supported by the staged pipeline yet (docs/staged.md says how it \
-         will run); run `dupfind scan --against idx --update`",
-    );
-    assert!(!t.join("a").exists());
 }
 
 #[test]
