@@ -338,6 +338,11 @@ fn edit(
     file
 }
 
+/// Runs one stage as the binary does, with the index's side of a run `--against` one.
+fn run_stage(cmd: StageCommand) -> anyhow::Result<crate::exit::ExitCode> {
+    crate::stages::run(cmd, &crate::index::staged::Staged)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -363,9 +368,4 @@ mod tests {
         assert_eq!(run(b"abc", &[2, 1, 0, 0, 1]).unwrap(), b"a");
         assert_eq!(run(b"abc", &[]).unwrap(), b"abc");
     }
-}
-
-/// Runs one stage as the binary does, with the index's side of a run `--against` one.
-fn run_stage(cmd: StageCommand) -> anyhow::Result<crate::exit::ExitCode> {
-    crate::stages::run(cmd, &crate::index::staged::Staged)
 }
