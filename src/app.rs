@@ -41,7 +41,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             write_stdout(&out)
         }
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
-        Command::Stage(cmd) => crate::stages::run(cmd),
+        Command::Stage(cmd) => crate::stages::run(cmd, &crate::index::staged::Staged),
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
         Command::Index(cmd) => run_index(cmd),
         Command::Remove(args) => run_act(crate::act::Action::Remove, args),

@@ -68,6 +68,9 @@ mod similarity;
 /// The staged pipeline: reports equal scan's; damaged work files.
 #[path = "integration/staged.rs"]
 mod staged;
+/// The staged pipeline --against an index: scan --against's report; a changed index refused.
+#[path = "integration/staged_against.rs"]
+mod staged_against;
 /// The staged pipeline's lineage: misplaced, stale, edited and damaged work files refused.
 #[path = "integration/staged_lineage.rs"]
 mod staged_lineage;

@@ -77,6 +77,10 @@ for c in $counts; do
     printf -v "$given" %s "$want"
 done
 each sign --shard "$shards"
+# With --against: the indexed documents the new ones meet (no task otherwise).
+if [ -n "$("$bin" stage status --work "$work" --todo attach)" ]; then
+    "$bin" stage attach --work "$work"
+fi
 each group --part "$parts"
 if [ "$resume" = 0 ] || [ -n "$("$bin" stage status --work "$work" --todo components)" ]; then
     "$bin" stage components --work "$work"

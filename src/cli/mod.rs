@@ -129,6 +129,11 @@ pub enum StageCommand {
         #[arg(long, value_name = "J/M", value_parser = parse_index)]
         part: (u32, u32),
     },
+    /// With --against: the indexed documents the new ones meet, numbered first (one process).
+    Attach {
+        #[command(flatten)]
+        task: StageTask,
+    },
     /// Find the candidate components and deal them out to the partitions (one process).
     Components {
         #[command(flatten)]
@@ -202,6 +207,16 @@ pub struct StageInitArgs {
     /// Partitions of the keys and of the candidates.
     #[arg(long, value_name = "M", default_value_t = 1)]
     pub parts: u32,
+    /// Compare with the index in DIR, as `scan --against` does (not supported yet: refused,
+    /// naming the scan to run instead; docs/staged.md has the design).
+    #[arg(long, value_name = "DIR")]
+    pub against: Option<PathBuf>,
+    /// With --against: add the new documents to the index (not supported yet).
+    #[arg(long, requires = "against")]
+    pub update: bool,
+    /// With --update: also drop the indexed documents whose files are gone (not supported yet).
+    #[arg(long, requires = "update")]
+    pub prune: bool,
     /// The scan's options and inputs.
     #[command(flatten)]
     pub scan: ScanArgs,

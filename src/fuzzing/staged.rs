@@ -124,15 +124,15 @@ impl Fixture {
         let Command::Stage(init) = parse(&init)? else {
             bail!("`dupfind stage init` did not parse as a stage");
         };
-        crate::stages::run(init)?;
+        run_stage(init)?;
         for shard in 0..SHARDS {
-            crate::stages::run(StageCommand::Sign {
+            run_stage(StageCommand::Sign {
                 task: task(&work),
                 shard: (shard, SHARDS),
             })?;
         }
         for part in 0..PARTS {
-            crate::stages::run(StageCommand::Group {
+            run_stage(StageCommand::Group {
                 task: task(&work),
                 part: (part, PARTS),
             })?;
@@ -229,21 +229,21 @@ fn task(work: &Path) -> StageTask {
 /// Runs the stages from `FIRST[first]` on in `work`: every task of each, then the report.
 fn rerun(work: &Path, first: usize) -> Result<(Vec<u8>, ExitCode)> {
     if first == 0 {
-        crate::stages::run(StageCommand::Components { task: task(work) })?;
+        run_stage(StageCommand::Components { task: task(work) })?;
     }
     for shard in (0..SHARDS).filter(|_| first <= 1) {
-        crate::stages::run(StageCommand::Route {
+        run_stage(StageCommand::Route {
             task: task(work),
             shard: (shard, SHARDS),
         })?;
     }
     for part in (0..PARTS).filter(|_| first <= 2) {
-        crate::stages::run(StageCommand::Verify {
+        run_stage(StageCommand::Verify {
             task: task(work),
             part: (part, PARTS),
         })?;
     }
-    let (report, code, cfg) = crate::stages::report::report(work)?;
+    let (report, code, cfg) = crate::stages::report::report(work, &crate::index::staged::Staged)?;
     Ok((render(&report, &cfg)?, code))
 }
 
@@ -336,6 +336,11 @@ fn edit(
         }
     }
     file
+}
+
+/// Runs one stage as the binary does, with the index's side of a run `--against` one.
+fn run_stage(cmd: StageCommand) -> anyhow::Result<crate::exit::ExitCode> {
+    crate::stages::run(cmd, &crate::index::staged::Staged)
 }
 
 #[cfg(test)]

@@ -56,6 +56,39 @@ pub struct IndexedSets {
 }
 
 impl IndexedSets {
+    /// The stored sets of the indexed documents `refs` (document i of a staged verify task's
+    /// partition is `refs[i]`), read as [`attach`] reads them.
+    pub fn of_refs(cfg: &Config, index: Arc<Opened>, refs: &[DocRef]) -> Result<IndexedSets> {
+        let mut docs = Vec::with_capacity(refs.len());
+        for &d in refs {
+            let row = index
+                .row(d)
+                .with_context(|| format!("cannot use index {}", display_path(index.path())))?;
+            docs.push(Stored {
+                doc: d,
+                entry: Entry {
+                    signature: Vec::new(),
+                    ..row.entry
+                },
+                blob: row.blob,
+            });
+        }
+        Ok(IndexedSets {
+            index,
+            docs,
+            shingle: cfg.shingle,
+            ngram: cfg.ngram,
+            normalize: cfg.normalize,
+            limit: cfg.walk.max_size,
+            damage: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The indexed documents, in the order of their ids.
+    pub fn refs(&self) -> impl Iterator<Item = DocRef> + '_ {
+        self.docs.iter().map(|s| s.doc)
+    }
+
     /// Why a stored set could not be read, if one could not.
     pub fn damage(&self) -> Option<String> {
         self.damage.lock().ok().and_then(|d| d.clone())
@@ -247,13 +280,40 @@ fn same_file(e: &Entry, f: &FileEntry) -> bool {
 /// documents of the scan's corpus, in path order (none without an index); their sets are then
 /// `joined.sets`.
 pub fn attach(cfg: &Config, joined: &mut Joined, new: &Corpus) -> Result<Corpus> {
-    let lanes = cfg.lanes();
-    let mut out = Corpus::empty(lanes);
     let Some(index) = joined.index.clone() else {
-        return Ok(out);
+        return Ok(Corpus::empty(cfg.lanes()));
     };
     let found = crate::index::lookup::candidates(cfg, &index, new, &joined.superseded)
         .with_context(|| format!("cannot use index {}", display_path(index.path())))?;
+    attach_found(cfg, joined, index, found)
+}
+
+/// [`attach`] for the documents a staged run's sign tasks met (`met`, any order, repeats
+/// allowed): those not superseded, with their rows, as [`attach`] takes what it finds.
+pub fn attach_met(cfg: &Config, joined: &mut Joined, mut met: Vec<DocRef>) -> Result<Corpus> {
+    let Some(index) = joined.index.clone() else {
+        return Ok(Corpus::empty(cfg.lanes()));
+    };
+    met.sort_unstable();
+    met.dedup();
+    met.retain(|d| !joined.superseded.contains(d));
+    let found = (met.into_iter())
+        .map(|d| Ok((d, index.row(d)?)))
+        .collect::<Result<Vec<_>>>()
+        .with_context(|| format!("cannot use index {}", display_path(index.path())))?;
+    attach_found(cfg, joined, index, found)
+}
+
+/// The indexed documents `found` that still exist, in path order, as the first documents of
+/// the scan's corpus; their sets are then `joined.sets`.
+fn attach_found(
+    cfg: &Config,
+    joined: &mut Joined,
+    index: Arc<Opened>,
+    found: Vec<(DocRef, Row)>,
+) -> Result<Corpus> {
+    let lanes = cfg.lanes();
+    let mut out = Corpus::empty(lanes);
     let mut present = Presence::new(&joined.walked);
     let mut rows: Vec<(DocRef, Row)> = Vec::with_capacity(found.len());
     for (d, row) in found {

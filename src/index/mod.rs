@@ -33,6 +33,7 @@ pub mod open;
 mod paths;
 pub mod prune;
 pub mod segment;
+pub mod staged;
 pub mod store;
 mod sweep;
 #[cfg(test)]

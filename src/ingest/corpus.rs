@@ -84,6 +84,13 @@ impl Corpus {
         c
     }
 
+    /// Takes the first `n` documents as indexed ones: a staged verify task's partition, whose
+    /// indexed documents come first by id, as [`Corpus::assemble`] puts them.
+    pub fn with_indexed(mut self, n: u32) -> Corpus {
+        self.first_new = n;
+        self
+    }
+
     /// Number of documents.
     pub fn len(&self) -> usize {
         self.files.len()

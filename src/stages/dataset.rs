@@ -67,7 +67,7 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         recs.push(Box::new(records::read_clusters(work, &v.lineage, part)?) as records::RecStream);
         let shard_marks = records::read_marks(work, &v.lineage, part)?
             .into_iter()
-            .filter(|m| m.doc >> 32 == i64::from(shard));
+            .filter(|m| m.doc >> 32 == plan.id_shard(shard));
         marks.extend(shard_marks.map(|m| (m.doc, part as usize, m)));
     }
     let (clusters, numbers) = records::numbered(recs)?;

@@ -20,7 +20,7 @@ use super::lineage::{Lineage, Place};
 use super::plan::Plan;
 use super::sign::{keys_path, partition, CONTENT_TABLE};
 use super::summary::LineageOnly;
-use super::Tasks::Sign as SIGN;
+use super::Tasks::{Attach as ATTACH, Sign as SIGN};
 
 /// The buckets of partition `part`.
 pub fn buckets_path(work: &Path, part: u32) -> PathBuf {
@@ -53,11 +53,39 @@ pub fn group(work: &Path, part: u32) -> Result<()> {
     let part = plan.part(part)?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("group", part));
     let signed = super::consume_all::<LineageOnly>(work, &plan, &mut lineage, SIGN)?;
-    let mut rows: Vec<(i32, i64, i64, i64)> = Vec::new();
+    // With --against, the indexed documents' keys first: one more shard, id shard 0.
+    let attached = super::consume_all::<LineageOnly>(work, &plan, &mut lineage, ATTACH)?;
+    let mut sources: Vec<(PathBuf, Place, &Lineage, i64, String)> = (attached.iter())
+        .map(|a| {
+            let again = "run `dupfind stage attach` again".to_string();
+            let place = super::attach::PLACE.with_part(part);
+            (
+                super::attach::keys_path(work, part),
+                place,
+                &a.lineage,
+                0,
+                again,
+            )
+        })
+        .collect();
     for (shard, sign) in (0..plan.shards).zip(&signed) {
-        let path = keys_path(work, shard, part);
+        let again = format!(
+            "run `dupfind stage sign --shard {shard}/{}` again",
+            plan.shards
+        );
         let place = Place::shard("sign", shard).with_part(part);
-        let input = Input::new(work, path.clone(), &sign.lineage, place);
+        let id_shard = plan.id_shard(shard);
+        sources.push((
+            keys_path(work, shard, part),
+            place,
+            &sign.lineage,
+            id_shard,
+            again,
+        ));
+    }
+    let mut rows: Vec<(i32, i64, i64, i64)> = Vec::new();
+    for (path, place, producer, id_shard, again) in sources {
+        let input = Input::new(work, path.clone(), producer, place);
         for b in files::read_parquet(&input, "its shard was not signed completely")? {
             let b = b?;
             let damaged = || format!("{} is damaged", display_path(&path));
@@ -68,16 +96,15 @@ pub fn group(work: &Path, part: u32) -> Result<()> {
             for k in 0..b.num_rows() {
                 let row = (table.value(k), key.value(k), doc.value(k), aux.value(k));
                 // A row of another shard or partition would be grouped silently: refuse it.
-                if row.2 >> 32 != i64::from(shard)
+                if row.2 >> 32 != id_shard
                     || partition(row.0, key_from_i64(row.1), plan.parts) != part
                 {
                     bail!(
                         "{}: row {k} (document {:#x}, table {}) belongs to another shard or \
-                         partition; run `dupfind stage sign --shard {shard}/{}` again",
+                         partition; {again}",
                         display_path(&path),
                         row.2,
                         row.0,
-                        plan.shards
                     );
                 }
                 rows.push(row);

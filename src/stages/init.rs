@@ -18,10 +18,11 @@ use crate::config::Config;
 use crate::input::walk::{walk, FileEntry, Walked};
 use crate::messages::display_path;
 
+use super::against::{IndexSide, Recorded};
 use super::columns::{arc, batch, column, time_from_parts, time_parts};
 use super::files::{self, Input, Output};
 use super::lineage::{self, Lineage, Place, Written};
-use super::plan::{path_to_b64, Plan, LAYOUT};
+use super::plan::{path_to_b64, AgainstPlan, Plan, LAYOUT};
 use super::summary::{ErrorRec, WalkSummary};
 
 /// Inputs per batch of the input list.
@@ -35,7 +36,14 @@ pub const PLACE: Place = Place {
 };
 
 /// Starts a run in `work` with `shards` shards and `parts` partitions.
-pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> {
+pub fn init(
+    work: &Path,
+    shards: u32,
+    parts: u32,
+    args: ScanArgs,
+    against: Option<crate::config::IndexUse>,
+    index: &dyn IndexSide,
+) -> Result<()> {
     if shards == 0 || parts == 0 {
         bail!("--shards and --parts must be at least 1");
     }
@@ -59,6 +67,7 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
     options.null &= options.format == Some(crate::cli::Format::Paths);
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
+    cfg.against = against;
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file, leaving
     // the size limits where scan's walk would have left them (to the read, which warns in
@@ -85,6 +94,25 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
             crate::config::DatasetFormat::Jsonl => crate::cli::DatasetFormatArg::Jsonl,
         });
     }
+    // With --against: the inputs the index holds unchanged are not signed (scan does not read
+    // them either); the index's side of the run is recorded for the stages that open it.
+    let (files, joined) = match &cfg.against {
+        Some(_) => {
+            let mut j = index.join(&cfg, files)?;
+            (std::mem::take(&mut j.to_read), Some(j))
+        }
+        None => (files, None),
+    };
+    let against = (cfg.against.as_ref())
+        .zip(joined.as_ref())
+        .map(|(a, j)| AgainstPlan {
+            dir: path_to_b64(&a.dir),
+            identity: format!("{:032x}", j.identity),
+            generation: j.generation,
+            update: a.update,
+            prune: a.prune,
+        });
+    let files = &files;
     let run = format!("{:016x}", crate::token::fresh_token());
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut plan = Plan {
@@ -95,16 +123,21 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         cwd: path_to_b64(&cwd),
         shards,
         parts,
-        shard_starts: shard_starts(&files, shards, cfg.walk.max_size),
+        shard_starts: shard_starts(files, shards, cfg.walk.max_size),
         options,
         dataset,
         roots: cfg.walk.roots.iter().map(|r| path_to_b64(r)).collect(),
+        against,
         digest: String::new(),
     };
     plan.digest = plan.compute_digest()?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
     let out = Output::new(work, inputs_path(work), &lineage, PLACE);
-    lineage.wrote(write_inputs(&out, &files)?);
+    lineage.wrote(write_inputs(&out, files)?);
+    if let Some(j) = &joined {
+        let out = Output::new(work, index_path(work), &lineage, PLACE);
+        lineage.wrote(write_index_side(&out, &j.recorded)?);
+    }
     let summary = WalkSummary {
         lineage,
         files_seen,
@@ -117,6 +150,8 @@ pub fn init(work: &Path, shards: u32, parts: u32, args: ScanArgs) -> Result<()> 
         ignored: skipped.ignored,
         errors: errors.iter().map(ErrorRec::from).collect(),
         inputs: files.len() as u64,
+        unchanged: joined.as_ref().map_or(0, |j| j.unchanged),
+        indexed: joined.as_ref().map_or(0, |j| j.documents),
     };
     files::write_json(&walk_path(work), &summary)?;
     // Last: a directory with run.json holds a complete start.
@@ -132,6 +167,18 @@ fn refuse_unsupported(cfg: &Config) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--update`, refused before anything is written: the staged pipeline compares with an index
+/// but does not add to it yet (docs/staged.md says how it will). Says which `scan` does.
+pub fn refuse_update(dir: &Path, prune: bool) -> Result<()> {
+    let prune = if prune { " --prune" } else { "" };
+    bail!(
+        "--update is not supported by the staged pipeline yet (docs/staged.md says how it will \
+         run; --against alone is); run `dupfind scan --against {} --update{prune}` with the \
+         same options and inputs",
+        display_path(dir)
+    )
 }
 
 /// Where each shard's inputs start (and the end last), a file counted as at most `max_size`
@@ -198,6 +245,37 @@ pub fn walk_path(work: &Path) -> PathBuf {
 /// `init/inputs.parquet`, the inputs in walk order.
 fn inputs_path(work: &Path) -> PathBuf {
     work.join("init").join("inputs.parquet")
+}
+
+/// `init/index.parquet` (with `--against`): what the later stages need of the join with the
+/// index: the indexed documents the changed inputs supersede (`seg`, `row`; null `path`) and
+/// the walked paths (`path`, as the index keys them; null `seg` and `row`), which exist.
+pub fn index_path(work: &Path) -> PathBuf {
+    work.join("init").join("index.parquet")
+}
+
+fn write_index_side(out: &Output, recorded: &Recorded) -> Result<Written> {
+    let superseded = &recorded.superseded;
+    let mut walked: Vec<&Vec<u8>> = recorded.walked.iter().collect();
+    walked.sort_unstable();
+    let (mut seg, mut row) = (Int64Builder::new(), Int64Builder::new());
+    let mut path = BinaryBuilder::new();
+    for &(s, r) in superseded {
+        seg.append_value(i64::from(s));
+        row.append_value(i64::from(r));
+        path.append_null();
+    }
+    for p in walked {
+        seg.append_null();
+        row.append_null();
+        path.append_value(p);
+    }
+    let b = batch(vec![
+        ("seg", arc(seg.finish())),
+        ("row", arc(row.finish())),
+        ("path", arc(path.finish())),
+    ])?;
+    files::write_parquet(out, b.schema(), &[b])
 }
 
 fn write_inputs(out: &Output, files: &[FileEntry]) -> Result<Written> {

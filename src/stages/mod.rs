@@ -18,6 +18,8 @@
 //! in another task's place, made with other options or damaged, is refused by name; and a
 //! summary made from a producer written again since is stale (`stage status` says what to run).
 
+pub(crate) mod against;
+mod attach;
 pub(crate) mod columns;
 mod components;
 mod dataset;
@@ -26,7 +28,7 @@ pub(crate) mod files;
 mod group;
 mod init;
 pub(crate) mod lineage;
-mod plan;
+pub(crate) mod plan;
 mod records;
 pub(crate) mod report;
 mod route;
@@ -44,7 +46,7 @@ use crate::exit::ExitCode;
 use crate::messages::display_path;
 
 /// Runs one stage.
-pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
+pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<ExitCode> {
     match &mut cmd {
         StageCommand::Sign { task, .. }
         | StageCommand::Route { task, .. }
@@ -55,15 +57,34 @@ pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
     }
     match cmd {
         StageCommand::Init(args) => {
-            init::init(&args.work, args.shards, args.parts, args.scan)?;
+            if let (Some(dir), true) = (&args.against, args.update) {
+                init::refuse_update(dir, args.prune)?;
+            }
+            let against = args.against.map(|dir| crate::config::IndexUse {
+                dir,
+                update: args.update,
+                create: false,
+                prune: args.prune,
+            });
+            init::init(
+                &args.work,
+                args.shards,
+                args.parts,
+                args.scan,
+                against,
+                index,
+            )?;
         }
         StageCommand::Sign { task, shard } => {
             check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&task, || sign::sign(&task.work, shard.0))?;
+            in_pool(&task, || sign::sign(&task.work, shard.0, index))?;
         }
         StageCommand::Group { task, part } => {
             check_count(&task.work, "--part", part.1, |p| p.parts)?;
             in_pool(&task, || group::group(&task.work, part.0))?;
+        }
+        StageCommand::Attach { task } => {
+            in_pool(&task, || attach::attach(&task.work, index))?;
         }
         StageCommand::Components { task } => {
             in_pool(&task, || components::components(&task.work))?;
@@ -74,7 +95,7 @@ pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
         }
         StageCommand::Verify { task, part } => {
             check_count(&task.work, "--part", part.1, |p| p.parts)?;
-            in_pool(&task, || verify::verify(&task.work, part.0))?;
+            in_pool(&task, || verify::verify(&task.work, part.0, index))?;
         }
         StageCommand::Dataset { task, shard } => {
             check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
@@ -88,7 +109,7 @@ pub fn run(mut cmd: StageCommand) -> Result<ExitCode> {
         }
         StageCommand::Report { work } => {
             crate::interrupt::install();
-            let (report, code, cfg) = report::report(&work)?;
+            let (report, code, cfg) = report::report(&work, index)?;
             return crate::deliver::deliver(&report, code, &cfg);
         }
     }
@@ -158,6 +179,7 @@ macro_rules! summaries {
 summaries!(
     summary::WalkSummary,
     summary::SignSummary,
+    attach::AttachSummary,
     summary::ComponentsSummary,
     summary::LineageOnly,
     group::GroupSummary,
@@ -223,6 +245,7 @@ fn consume_all<T: Summary>(
 pub(crate) enum Tasks {
     Init,
     Sign,
+    Attach,
     Group,
     Components,
     Route,
@@ -232,9 +255,10 @@ pub(crate) enum Tasks {
 
 impl Tasks {
     /// Every stage that leaves a summary, in the order they run.
-    const ALL: [Tasks; 7] = [
+    const ALL: [Tasks; 8] = [
         Tasks::Init,
         Tasks::Sign,
+        Tasks::Attach,
         Tasks::Group,
         Tasks::Components,
         Tasks::Route,
@@ -247,6 +271,7 @@ impl Tasks {
             Tasks::Init => "init",
             Tasks::Sign => "sign",
             Tasks::Group => "group",
+            Tasks::Attach => "attach",
             Tasks::Components => "components",
             Tasks::Route => "route",
             Tasks::Verify => "verify",
@@ -259,7 +284,7 @@ impl Tasks {
         match self {
             Tasks::Sign | Tasks::Route | Tasks::Dataset => Some(true),
             Tasks::Group | Tasks::Verify => Some(false),
-            Tasks::Init | Tasks::Components => None,
+            Tasks::Init | Tasks::Attach | Tasks::Components => None,
         }
     }
 
@@ -267,6 +292,7 @@ impl Tasks {
     fn count(self, plan: &plan::Plan) -> u32 {
         match self.per_shard() {
             _ if self == Tasks::Dataset && plan.dataset.is_none() => 0,
+            _ if self == Tasks::Attach && plan.against.is_none() => 0,
             Some(true) => plan.shards,
             Some(false) => plan.parts,
             None => 1,
@@ -288,6 +314,7 @@ impl Tasks {
             Tasks::Init => init::walk_path(work),
             Tasks::Sign => sign::summary_path(work, i),
             Tasks::Group => group::summary_path_of(work, i),
+            Tasks::Attach => attach::summary_path(work),
             Tasks::Components => components::summary_path(work),
             Tasks::Route => route::summary_path(work, i),
             Tasks::Verify => verify::verified_path(work, i),
@@ -309,7 +336,7 @@ impl Tasks {
     /// stage sign --shard 3/4`)", "partition 1 has not been grouped (…--part 1/2`)".
     fn missing(self, plan: &plan::Plan, i: u32) -> String {
         let done = match self {
-            Tasks::Init | Tasks::Components => {
+            Tasks::Init | Tasks::Attach | Tasks::Components => {
                 return format!("run `{}` first", self.command(plan, i));
             }
             Tasks::Dataset => {

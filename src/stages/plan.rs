@@ -48,11 +48,31 @@ pub struct Plan {
     /// The roots given to `stage init` (each its bytes, base64), which the report names as
     /// `scan`'s does.
     pub roots: Vec<String>,
+    /// `--against`: the index the run compares with, as `stage init` opened it (absent
+    /// without one, so the plans of other runs are what they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<AgainstPlan>,
     /// The digest of everything above (xxh3-128 of its JSON): every work file names the digest
     /// it was made with, so a `run.json` edited after a stage ran is refused, and a file made
     /// with other options is named.
     #[serde(default)]
     pub digest: String,
+}
+
+/// The index of a run `--against` one: which index, at which generation, and what to do with it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgainstPlan {
+    /// The index directory (its bytes, base64).
+    pub dir: String,
+    /// The index's identity (32 hex digits): a rebuilt index is another index even at the same
+    /// generation.
+    pub identity: String,
+    /// The generation `stage init` opened; every task that opens the index must find it still.
+    pub generation: u64,
+    /// `--update`.
+    pub update: bool,
+    /// `--prune`.
+    pub prune: bool,
 }
 
 impl Plan {
@@ -126,11 +146,28 @@ impl Plan {
         let args: ScanArgs = serde_json::from_value(options)?;
         let mut cfg = Config::from_args(args)?;
         cfg.dataset = self.dataset.as_deref().map(path_from_b64).transpose()?;
+        cfg.against = (self.against.as_ref())
+            .map(|a| -> Result<_> {
+                Ok(crate::config::IndexUse {
+                    dir: path_from_b64(&a.dir)?,
+                    update: a.update,
+                    create: false,
+                    prune: a.prune,
+                })
+            })
+            .transpose()?;
         // Not walked again (the stages read the input list): only the report names them.
         cfg.walk.roots = (self.roots.iter())
             .map(|r| path_from_b64(r))
             .collect::<Result<_>>()?;
         Ok(cfg)
+    }
+
+    /// The high half of shard `shard`'s document ids (`id_shard << 32 | position`): the shard
+    /// itself, or one more with `--against`, whose indexed documents are numbered first (id
+    /// shard 0), in path order, as scan numbers them ahead of the new ones.
+    pub fn id_shard(&self, shard: u32) -> i64 {
+        i64::from(shard) + i64::from(self.against.is_some())
     }
 
     /// The shard `shard` (0-based), checked.

@@ -164,11 +164,6 @@ impl ClusterRec {
         }
     }
 
-    /// Its members.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
     /// The cluster again, as the report's `id`-th.
     pub fn into_cluster(self, id: usize) -> ClusterOut {
         let dup = |d: DuplicateRec| DuplicateOut {

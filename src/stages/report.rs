@@ -18,10 +18,17 @@ use super::verify::VerifySummary;
 use super::{read_task, read_tasks, Tasks};
 
 /// The report of the run in `work`.
-pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
+pub fn report(
+    work: &Path,
+    index: &dyn super::against::IndexSide,
+) -> Result<(Report, ExitCode, Config)> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     cfg.check_report_target()?;
+    // A run that compared with one generation of an index is not reported once it changed.
+    if let Some(pin) = &plan.against {
+        index.check(pin)?;
+    }
     // The whole chain first: a missing, misplaced, damaged or stale summary is an error naming
     // it and what to run, never part of a report. The partitions' clusters files are checked
     // whole (lineage and CRC-32) before the first byte is written, then merged as they are
@@ -59,6 +66,13 @@ pub fn report(work: &Path) -> Result<(Report, ExitCode, Config)> {
     let count = usize::try_from(count)?;
     let clusters = report::Clusters::streamed(count, super::records::merged(streams));
     let found_any = !clusters.is_empty();
-    let (report, code) = report::finish(&cfg, counts.stats(), clusters, errors, found_any);
+    let mut stats = counts.stats();
+    stats.index = plan.against.as_ref().map(|a| report::IndexStats {
+        generation: a.generation,
+        documents: walk.indexed,
+        unchanged_files: walk.unchanged,
+        updated_generation: None,
+    });
+    let (report, code) = report::finish(&cfg, stats, clusters, errors, found_any);
     Ok((report, code, cfg))
 }

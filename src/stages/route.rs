@@ -129,7 +129,7 @@ fn read_assign(
         let part = column::<Int32Array>(&b, "part").with_context(damaged)?;
         for k in 0..b.num_rows() {
             let row = (doc.value(k), canon.value(k), part.value(k));
-            if row.0 >> 32 != i64::from(shard) || !(0..plan.parts as i32).contains(&row.2) {
+            if row.0 >> 32 != plan.id_shard(shard) || !(0..plan.parts as i32).contains(&row.2) {
                 bail!(
                     "{}: row {k} (document {:#x}, partition {}) is not of shard {shard} or of \
                      this run's partitions; run `dupfind stage components` again",

@@ -24,6 +24,7 @@ use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::Outcome;
 use crate::sketch::minhash::mix64;
 
+use super::against::{IndexSide, IndexedRef};
 use super::columns::{arc, batch, key_to_i64};
 use super::docs::{self, DocRow};
 use super::files::{self, Input, Output};
@@ -60,6 +61,22 @@ pub fn keys_path(work: &Path, shard: u32, part: u32) -> PathBuf {
         .join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
 }
 
+/// With `--against`: the indexed documents the shard's documents met (`seg`, `row`).
+pub fn met_path(work: &Path, shard: u32) -> PathBuf {
+    work.join("sign")
+        .join(format!("shard-{shard:06}.indexed.parquet"))
+}
+
+fn write_met(out: &Output, met: &[IndexedRef]) -> Result<Written> {
+    let (mut seg, mut row) = (Int64Builder::new(), Int64Builder::new());
+    for &(s, r) in met {
+        seg.append_value(i64::from(s));
+        row.append_value(i64::from(r));
+    }
+    let b = batch(vec![("seg", arc(seg.finish())), ("row", arc(row.finish()))])?;
+    files::write_parquet(out, b.schema(), &[b])
+}
+
 /// The shard's summary, written last.
 pub fn summary_path(work: &Path, shard: u32) -> PathBuf {
     work.join("sign").join(format!("shard-{shard:06}.json"))
@@ -71,7 +88,7 @@ pub fn partition(table: i32, key: u64, parts: u32) -> u32 {
 }
 
 /// Signs shard `shard`.
-pub fn sign(work: &Path, shard: u32) -> Result<()> {
+pub fn sign(work: &Path, shard: u32, index: &dyn IndexSide) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     let (start, end) = plan.shard(shard)?;
@@ -81,9 +98,17 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
     let engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, inputs, &engine, false)?;
     let mut corpus = signed.corpus;
+    // With --against: the indexed documents this shard's documents meet, looked up as scan
+    // looks them up, before the shard's copies are grouped (as scan's are, after it).
+    if let Some(pin) = &plan.against {
+        let met = index.met(&cfg, pin, &corpus)?;
+        let out = Output::new(work, met_path(work, shard), &lineage, place);
+        lineage.wrote(write_met(&out, &met)?);
+    }
     let outcomes = corpus.outcomes(cfg.walk.max_size, &cfg.messages);
     let found = identical::group(&mut corpus);
-    let id = |d: usize| (i64::from(shard) << 32) | d as i64;
+    let id_shard = plan.id_shard(shard);
+    let id = |d: usize| (id_shard << 32) | d as i64;
     let texts: Vec<usize> = (0..corpus.len())
         .filter(|&d| {
             matches!(
@@ -107,7 +132,11 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
         canon: &found.canon,
         texts: &texts,
     };
-    for written in write_keys(work, shard, &plan, &cfg, &lineage, &keys, id)? {
+    let dest = |part| {
+        let place = Place::shard("sign", shard).with_part(part);
+        (keys_path(work, shard, part), place)
+    };
+    for written in write_keys(work, &plan, &cfg, &lineage, &keys, id, dest)? {
         lineage.wrote(written);
     }
     let mut errors: Vec<ErrorRec> = signed.summary.errors.iter().map(ErrorRec::from).collect();
@@ -134,7 +163,7 @@ pub fn sign(work: &Path, shard: u32) -> Result<()> {
 
 /// The document file: every document with text, its sketches on its shard's unit only
 /// (`minhash`: with a signature).
-fn write_docs(
+pub(super) fn write_docs(
     out: &Output,
     corpus: &Corpus,
     canon: &[u32],
@@ -174,10 +203,10 @@ fn write_docs(
 }
 
 /// The documents whose keys a shard writes.
-struct KeysOf<'a> {
-    corpus: &'a Corpus,
-    canon: &'a [u32],
-    texts: &'a [usize],
+pub(super) struct KeysOf<'a> {
+    pub corpus: &'a Corpus,
+    pub canon: &'a [u32],
+    pub texts: &'a [usize],
 }
 
 /// One row of a key file.
@@ -190,14 +219,15 @@ struct KeyRow {
 
 /// The key files, one per group partition (empty ones too, so a partition can tell a shard with
 /// nothing for it from one not signed).
-fn write_keys(
+/// `dest` names each partition's file and its place.
+pub(super) fn write_keys(
     work: &Path,
-    shard: u32,
     plan: &Plan,
     cfg: &Config,
     lineage: &Lineage,
     keys: &KeysOf<'_>,
     id: impl Fn(usize) -> i64,
+    dest: impl Fn(u32) -> (PathBuf, Place),
 ) -> Result<Vec<Written>> {
     let KeysOf {
         corpus,
@@ -238,8 +268,8 @@ fn write_keys(
     let mut written = Vec::with_capacity(rows.len());
     for (part, rows) in rows.into_iter().enumerate() {
         let b = key_batch(&rows)?;
-        let place = Place::shard("sign", shard).with_part(part as u32);
-        let out = Output::new(work, keys_path(work, shard, part as u32), lineage, place);
+        let (path, place) = dest(part as u32);
+        let out = Output::new(work, path, lineage, place);
         written.push(files::write_parquet(&out, b.schema(), &[b])?);
     }
     Ok(written)

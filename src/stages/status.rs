@@ -49,10 +49,16 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
     match tasks {
         Tasks::Init => Vec::new(),
         Tasks::Sign => one(Tasks::Init, 0),
-        Tasks::Group => all(Tasks::Sign),
+        Tasks::Attach => [one(Tasks::Init, 0), all(Tasks::Sign)].concat(),
+        Tasks::Group => [all(Tasks::Sign), all(Tasks::Attach)].concat(),
         Tasks::Components => all(Tasks::Group),
         Tasks::Route => [one(Tasks::Components, 0), one(Tasks::Sign, i)].concat(),
-        Tasks::Verify => [one(Tasks::Components, 0), all(Tasks::Route)].concat(),
+        Tasks::Verify => [
+            one(Tasks::Components, 0),
+            all(Tasks::Route),
+            all(Tasks::Attach),
+        ]
+        .concat(),
         Tasks::Dataset => [one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
     }
 }

@@ -69,6 +69,13 @@ pub struct WalkSummary {
     pub errors: Vec<ErrorRec>,
     /// Inputs listed in `init/inputs.parquet`.
     pub inputs: u64,
+    /// With `--against`: inputs not listed because the index holds them unchanged.
+    #[serde(default)]
+    pub unchanged: u64,
+    /// With `--against`: the indexed documents compared (the index's live ones, less those
+    /// the changed inputs supersede).
+    #[serde(default)]
+    pub indexed: u64,
 }
 
 impl WalkSummary {

@@ -63,11 +63,14 @@ pub struct VerifySummary {
     pub clustered: u64,
     /// What removing their duplicates would free on disk (`stats.reclaimable_bytes`).
     pub reclaimable: u64,
+    /// Clusters whose representative is new (None: every one, as in a run without an index).
+    #[serde(default)]
+    pub originals: Option<u64>,
 }
 
 impl VerifySummary {
-    /// The partition's share of the report's counts: its pairs and clusters (every member of a
-    /// staged run is new, so each cluster has its original among them).
+    /// The partition's share of the report's counts: its pairs and clusters (with an index,
+    /// `clustered` and `originals` count the new documents only, as `scan` counts them).
     pub fn counts(&self) -> Counts {
         Counts {
             candidate_pairs: self.checked,
@@ -75,7 +78,7 @@ impl VerifySummary {
             edit_fallbacks: self.fallbacks,
             clusters: self.clusters,
             clustered: self.clustered,
-            originals: self.clusters,
+            originals: self.originals.unwrap_or(self.clusters),
             reclaimable: self.reclaimable,
             ..Counts::default()
         }
@@ -83,14 +86,17 @@ impl VerifySummary {
 }
 
 /// Verifies partition `part`.
-pub fn verify(work: &Path, part: u32) -> Result<()> {
+pub fn verify(work: &Path, part: u32, index: &dyn super::against::IndexSide) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
     let part = plan.part(part)?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("verify", part));
     let comps: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Components, 0)?;
     let comps = &comps.lineage;
-    let rows = read_routed(work, &plan, &mut lineage, part)?;
+    // With --against, the partition's indexed documents first (id shard 0), then the new ones.
+    let (mut rows, refs) = read_indexed(work, &plan, &mut lineage, comps, part)?;
+    let indexed = rows.len() as u32;
+    rows.extend(read_routed(work, &plan, &mut lineage, part)?);
     let ids: Vec<i64> = rows.iter().map(|r| r.doc).collect();
     check_count(part, ids.len())?;
     let local = |d: i64| -> Result<u32> {
@@ -101,9 +107,13 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
     };
     let copies = read_copies(work, comps, part)?;
     let (corpus, texts) = corpus_of(&cfg, rows, &copies);
+    let corpus = corpus.with_indexed(indexed);
     let identical = identical_of(&corpus, &copies, &local)?;
     let candidates = candidates_of(work, comps, &cfg, part, &local)?;
-    let engine = ingest::engine(&cfg, None);
+    let mut engine = ingest::engine(&cfg, None);
+    if let Some(pin) = &plan.against {
+        engine.indexed = Some(index.sets(&cfg, pin, &refs)?);
+    }
     engine
         .spill
         .fill_carried(texts)
@@ -139,7 +149,14 @@ pub fn verify(work: &Path, part: u32) -> Result<()> {
         fallbacks: verified.fallbacks,
         errors: errors.map(ErrorRec::from).collect(),
         clusters: recs.len() as u64,
-        clustered: recs.iter().map(|c| c.size() as u64).sum(),
+        clustered: (found.iter().flat_map(|f| &f.cluster.members))
+            .filter(|&&d| corpus.is_new(d))
+            .count() as u64,
+        originals: Some(
+            (found.iter())
+                .filter(|f| corpus.is_new(f.representative))
+                .count() as u64,
+        ),
         reclaimable: crate::report::reclaimable(&clusters),
     };
     files::write_json_line(&verified_path(work, part), &summary)
@@ -162,6 +179,50 @@ fn check_count(part: u32, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// With `--against`: the partition's indexed documents (as `stage attach` wrote them) and where
+/// each lies in the index, in id order; none without.
+fn read_indexed(
+    work: &Path,
+    plan: &Plan,
+    lineage: &mut Lineage,
+    comps: &Lineage,
+    part: u32,
+) -> Result<(Vec<DocRow>, Vec<super::against::IndexedRef>)> {
+    if plan.against.is_none() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let (rows, refs) = super::attach::read_attached(work, plan, lineage)?;
+    let path = super::components::assign_index_path(work);
+    let input = Input::new(work, path.clone(), comps, Place::once("components"));
+    let mut mine = Vec::new();
+    for b in files::read_parquet(&input, "run `dupfind stage components` again")? {
+        let b = b?;
+        let doc = column::<Int64Array>(&b, "doc")?;
+        let p = column::<Int32Array>(&b, "part")?;
+        for k in 0..b.num_rows() {
+            if p.value(k) == part as i32 {
+                let d = usize::try_from(doc.value(k))
+                    .ok()
+                    .filter(|&d| d < rows.len())
+                    .with_context(|| {
+                        format!(
+                            "{}: document {:#x} was not attached; run `dupfind stage \
+                             components` again",
+                            crate::messages::display_path(&path),
+                            doc.value(k)
+                        )
+                    })?;
+                mine.push(d);
+            }
+        }
+    }
+    mine.sort_unstable();
+    let picked_refs = mine.iter().map(|&d| refs[d]).collect();
+    let mut rows: Vec<Option<DocRow>> = rows.into_iter().map(Some).collect();
+    let picked = mine.iter().filter_map(|&d| rows[d].take()).collect();
+    Ok((picked, picked_refs))
+}
+
 /// Every document routed to the partition, in run-wide order.
 fn read_routed(work: &Path, plan: &Plan, lineage: &mut Lineage, part: u32) -> Result<Vec<DocRow>> {
     let mut rows = Vec::new();
@@ -175,7 +236,7 @@ fn read_routed(work: &Path, plan: &Plan, lineage: &mut Lineage, part: u32) -> Re
         let input = Input::new(work, path.clone(), &s.lineage, place);
         for b in files::read_parquet(&input, "its shard was not routed completely")? {
             for row in docs::from_batch(&b?)? {
-                if row.doc >> 32 != i64::from(shard) {
+                if row.doc >> 32 != plan.id_shard(shard) {
                     bail!(
                         "{}: document {:#x} is not of shard {shard}; run `dupfind stage route \
                          --shard {shard}/{}` again",
@@ -279,6 +340,10 @@ fn identical_of(
     for &(copy, unit) in copies {
         let (c, u) = (local(copy)?, local(unit)?);
         canon[c as usize] = u;
+        // Copies among indexed documents were reported when they were new.
+        if !corpus.is_new(c) {
+            continue;
+        }
         pairs.push(Pair {
             lo: u,
             hi: c,

@@ -32,6 +32,11 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
         }
     };
     each(&mut said, "sign", "--shard", shards);
+    if args.contains(&"--against") {
+        let r = t.run(&["stage", "attach", "--work", work]);
+        assert_eq!(r.code(), 0, "attach {args:?}: {}", r.stderr);
+        said += &r.stderr;
+    }
     each(&mut said, "group", "--part", parts);
     let r = t.run(&["stage", "components", "--work", work]);
     assert_eq!(r.code(), 0, "components {args:?}: {}", r.stderr);

@@ -75,6 +75,19 @@ def test_spark_stage_failure_surfaces_its_stderr(dupfind, docs, tmp_path):
     assert "containment" in err and "dupfind stage init failed" in err, err
 
 
+def test_spark_refuses_against_before_starting(dupfind, docs, tmp_path):
+    """--against (which its Spark SQL group step does not run yet) is refused before init."""
+    cmd = [sys.executable, DRIVER, "--master", "local[2]", "--dupfind", dupfind,
+           "--work", str(tmp_path / "w"), "--against", str(tmp_path / "idx"), docs]
+    import subprocess
+
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert "--against is not supported by the Spark driver yet" in proc.stderr.decode()
+    assert not (tmp_path / "w").exists()
+
+
 def test_spark_writes_scans_deduplicated_dataset(dupfind, docs, tmp_path):
     """With --write-dataset, the driver's dataset parts, in shard order, are scan's one part."""
     run([dupfind, "scan", "-q", "--write-dataset", str(tmp_path / "by-scan"), docs], ok=(0, 1))

@@ -13,20 +13,17 @@ use super::buckets::{GroupFile, GroupParts};
 /// The copies and their units, by copy.
 pub struct Copies {
     pairs: Vec<(i64, i64)>,
-    /// Groups of two or more byte-identical documents.
-    pub groups: u64,
 }
 
 impl Copies {
     /// Reads the content table of every group file (stopping at each file's first band
     /// bucket), the files in parallel.
     pub fn read(files: &[GroupParts]) -> Result<Copies> {
-        let each: Vec<(Vec<(i64, i64)>, u64)> = (files.par_iter())
+        let each: Vec<Vec<(i64, i64)>> = (files.par_iter())
             .map(|f| Copies::of(f.reader(None)))
             .collect::<Result<_>>()?;
-        let groups = each.iter().map(|e| e.1).sum();
-        let mut pairs = Vec::with_capacity(each.iter().map(|e| e.0.len()).sum());
-        for (p, _) in each {
+        let mut pairs = Vec::with_capacity(each.iter().map(|e| e.len()).sum());
+        for p in each {
             pairs.extend_from_slice(&p);
         }
         pairs.par_sort_unstable();
@@ -36,12 +33,12 @@ impl Copies {
                 w[0].0
             );
         }
-        Ok(Copies { pairs, groups })
+        Ok(Copies { pairs })
     }
 
-    /// The (copy, unit) pairs and the groups in the content table of `file`.
-    fn of(file: Result<GroupFile>) -> Result<(Vec<(i64, i64)>, u64)> {
-        let (mut pairs, mut groups) = (Vec::new(), 0u64);
+    /// The (copy, unit) pairs in the content table of `file`.
+    fn of(file: Result<GroupFile>) -> Result<Vec<(i64, i64)>> {
+        let mut pairs = Vec::new();
         // (the hash's high half, (document, the hash's low half)), as `scan` groups them.
         let mut keyed: Vec<(u64, (i64, i64))> = Vec::new();
         {
@@ -63,13 +60,27 @@ impl Copies {
                 let hash = |(_, low): (i64, i64)| (u128::from(high) << 64) | u128::from(low as u64);
                 content_groups(&mut keyed, hash, |run| {
                     if run.len() >= 2 {
-                        groups += 1;
                         pairs.extend(run[1..].iter().map(|x| (x.1 .0, run[0].1 .0)));
                     }
                 });
             }
         }
-        Ok((pairs, groups))
+        Ok(pairs)
+    }
+
+    /// (groups, copies) of the byte-identical documents with a member from `first_new` on, as
+    /// `scan` counts them: every group and copy without an index (`first_new` 0); with one,
+    /// copies among indexed documents were counted when they were new. A group's unit is its
+    /// least document, so a group has a new member when one of its copies is new.
+    pub fn counts(&self, first_new: i64) -> (u64, u64) {
+        let mut units: Vec<i64> = (self.pairs.iter())
+            .filter(|p| p.0 >= first_new)
+            .map(|p| p.1)
+            .collect();
+        let copies = units.len() as u64;
+        units.sort_unstable();
+        units.dedup();
+        (units.len() as u64, copies)
     }
 
     /// (copy, unit), by copy.
@@ -135,8 +146,13 @@ mod tests {
             &[(CONTENT_TABLE, -4, vec![30, 31], vec![0, 0])],
         ])
         .unwrap();
-        assert_eq!(c.groups, 3);
+        assert_eq!(c.counts(0), (3, 4));
         assert_eq!(c.pairs(), &[(9, 3), (12, 3), (20, 5), (31, 30)]);
+        // With an index, only groups and copies with a new member (from the first new id on).
+        assert_eq!(
+            (c.counts(10), c.counts(21), c.counts(32)),
+            ((3, 3), (1, 1), (0, 0))
+        );
         assert_eq!((c.canon(12), c.canon(3), c.canon(8)), (3, 3, 8));
         let mut units = vec![99];
         c.units_of(&[3, 5, 8, 9, 12, 20, 31], &mut units);
@@ -146,7 +162,7 @@ mod tests {
     #[test]
     fn without_copies_every_document_is_a_unit() {
         let c = copies(&[&[(0, 1, vec![3, 9], vec![])], &[]]).unwrap();
-        assert_eq!((c.groups, c.pairs().len()), (0, 0));
+        assert_eq!(c.counts(0), (0, 0));
         let mut units = Vec::new();
         c.units_of(&[3, 9], &mut units);
         assert_eq!(units, [3, 9]);

@@ -68,6 +68,11 @@ pub fn assign_path(work: &Path, shard: u32) -> PathBuf {
         .join(format!("assign-{shard:06}.parquet"))
 }
 
+/// With `--against`: where the indexed documents go (those `stage attach` numbered).
+pub fn assign_index_path(work: &Path) -> PathBuf {
+    work.join("components").join("assign-index.parquet")
+}
+
 /// The summary, written last.
 pub fn summary_path(work: &Path) -> PathBuf {
     work.join("components").join("summary.json")
@@ -97,10 +102,11 @@ pub fn components(work: &Path) -> Result<()> {
     for w in found.written {
         lineage.wrote(w);
     }
+    let (exact_groups, exact_copies) = copies.counts(run.first_new());
     let summary = ComponentsSummary {
         lineage,
-        exact_groups: copies.groups,
-        exact_copies: copies.pairs().len() as u64,
+        exact_groups,
+        exact_copies,
         components: found.components,
         largest_component: found.largest_component,
         largest_bucket,
@@ -193,6 +199,19 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The least id of a new document: 0, or with `--against` the first past the indexed
+    /// documents (id shard 0).
+    fn first_new(&self) -> i64 {
+        self.plan.id_shard(0) << 32
+    }
+
+    /// Whether a band bucket of `units` (increasing) is kept, as `scan` keeps them: two or
+    /// more, and with an index one of them new (pairs of indexed documents were reported when
+    /// they were new).
+    fn keeps(&self, units: &[i64]) -> bool {
+        units.len() >= 2 && units.last().is_some_and(|&u| u >= self.first_new())
+    }
+
     fn output(&self, lineage: &Lineage, path: PathBuf, place: Place) -> Output {
         Output::new(self.work, path, lineage, place)
     }
@@ -237,7 +256,7 @@ fn par_each_band<T: Send>(
             while let Some(b) = file.next_bucket()? {
                 if b.table != CONTENT_TABLE {
                     copies.units_of(b.docs, &mut units);
-                    if units.len() >= 2 {
+                    if run.keeps(&units) {
                         f(&mut state, &units)?;
                     }
                 }
@@ -326,7 +345,7 @@ fn write_buckets<S: Slot>(
             let mut units = Vec::new();
             ranges.each(k, |b| {
                 dealt.copies.units_of(b.docs, &mut units);
-                if units.len() >= 2 {
+                if run.keeps(&units) {
                     // Every unit of a bucket is in its first's component.
                     out.push(dealt.part_of(units[0])?, b.table, b.key, &units)?;
                 }
@@ -375,17 +394,25 @@ fn write_assign<S: Slot>(
 ) -> Result<Vec<Written>> {
     let (plan, work) = (run.plan, run.work);
     let ids = dealt.ids.as_slice();
-    (0..plan.shards)
+    // Each shard's file, and with --against the indexed documents' (id shard 0).
+    let mut files: Vec<(PathBuf, Place, i64)> = (0..plan.shards)
+        .map(|s| {
+            let place = Place::shard("components", s);
+            (assign_path(work, s), place, plan.id_shard(s))
+        })
+        .collect();
+    if plan.against.is_some() {
+        files.push((assign_index_path(work), PLACE, 0));
+    }
+    files
         .into_par_iter()
-        .map(|shard| {
-            let (lo, hi) = (i64::from(shard) << 32, (i64::from(shard) + 1) << 32);
+        .map(|(path, file, id_shard)| {
+            let (lo, hi) = (id_shard << 32, (id_shard + 1) << 32);
             let (from, to) = (
                 ids.partition_point(|&d| d < lo),
                 ids.partition_point(|&d| d < hi),
             );
-            let file = Place::shard("components", shard);
-            let mut out: Sink<AssignRows> =
-                Sink::new(run.output(lineage, assign_path(work, shard), file));
+            let mut out: Sink<AssignRows> = Sink::new(run.output(lineage, path, file));
             for (i, &doc) in ids.iter().enumerate().take(to).skip(from) {
                 let part = dealt.parts.part(i as u64) as i32;
                 out.push((doc, dealt.copies.canon(doc), part))?;
