@@ -14,10 +14,17 @@ import shutil
 import sys
 import tempfile
 import warnings
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Sequence, TypeVar, Union
 
 from dupfind import _native
 from dupfind._native import DupfindError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# The types are inline (py.typed); the extension module's are in _native.pyi.
+_Data = TypeVar("_Data")
 
 __version__ = _native.__version__
 __all__ = [
@@ -83,7 +90,7 @@ _DEFAULTS = {
 
 
 def dedup(
-    data: Any,
+    data: _Data,
     text_column: str = "text",
     id_column: Optional[str] = None,
     *,
@@ -99,7 +106,7 @@ def dedup(
     threads: Optional[int] = None,
     seed: int = 0,
     max_memory: Union[int, str, None] = None,
-) -> Any:
+) -> _Data:
     """Finds the near-duplicate rows of `data` and returns it with five columns added.
 
     `data`: a pyarrow Table or RecordBatchReader, a pandas or polars DataFrame, a Hugging Face
@@ -118,6 +125,7 @@ def dedup(
     (a combination the CLI refuses), with the CLI's message. The GIL is released while the
     engine works; Ctrl-C raises KeyboardInterrupt.
     """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -135,7 +143,7 @@ def dedup(
     names = list(dict.fromkeys(c for c in names if c is not None))
     if _ROW in table.column_names:
         raise ValueError(f"the table has a column {_ROW!r}, which dedup adds for itself")
-    narrow = table.select(names).append_column(_ROW, pa.array(range(n), pa.int64()))
+    narrow = table.select(names).append_column(_ROW, pa.array(np.arange(n, dtype=np.int64)))
 
     tmp = tempfile.mkdtemp(prefix="dupfind-")
     handed_over = False
@@ -162,7 +170,7 @@ def dedup(
         report = json.loads(report)
         _warn_errors(report, path)
         # No part at all when no row had text.
-        parts = os.path.isdir(out) and any(n.endswith(".parquet") for n in os.listdir(out))
+        parts = os.path.isdir(out) and any(f.endswith(".parquet") for f in os.listdir(out))
         written = pq.read_table(out, columns=[_ROW, *ANNOTATIONS]) if parts else None
     finally:
         if not handed_over:
@@ -306,7 +314,7 @@ def _like(kind: str, data: Any, table, added):
 
 
 def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
-         **options: Any) -> dict:
+         **options: Any) -> Dict[str, Any]:
     """Runs `dupfind scan PATHS` with `options` and returns its report: exactly the JSON the
     CLI prints with `--format json`, as a dict.
 
@@ -338,11 +346,13 @@ def _similarity_argv(shingle: str, ngram: int, num_perm: int, seed: int,
 
 def signatures(texts: Iterable[str], *, shingle: str = "word", ngram: int = 5,
                num_perm: int = 128, seed: int = 0, normalize: Optional[str] = None,
-               sketch: Optional[str] = None, threads: Optional[int] = None):
+               sketch: Optional[str] = None,
+               threads: Optional[int] = None) -> "npt.NDArray[np.uint32]":
     """The MinHash signatures of `texts`, as `scan` computes them: a numpy array of uint32,
-    one row of `num_perm` values per text. A text without a shingle (empty, or fewer words than
-    `ngram`... none, since a short text is one shingle) is all 2**32 - 1, as an empty
-    datasketch MinHash. The fraction of equal values of two rows estimates their Jaccard
+    one row of `num_perm` values per text. A text without a word (empty, or only whitespace),
+    which `scan` reports as empty and never compares, has no signature: its row is all
+    2**32 - 1, as an empty datasketch MinHash holds. A text of fewer words than `ngram` is one
+    shingle. The fraction of equal values of two rows estimates their Jaccard
     similarity. The options are scan's, with its defaults and checks; `sketch` oph (default) or
     kperm. Signed on `threads` threads (default all cores), the GIL released.
     """
