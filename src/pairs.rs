@@ -75,6 +75,11 @@ impl UnionFind {
         x
     }
 
+    /// The number of elements in the set `root` represents (a [`UnionFind::root`]).
+    pub fn root_size(&self, root: DocId) -> u32 {
+        self.size[root as usize]
+    }
+
     /// The number of elements in `x`'s set.
     pub fn set_size(&mut self, x: DocId) -> u32 {
         let root = self.find(x);

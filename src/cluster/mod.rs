@@ -89,17 +89,28 @@ fn facts<'a>(corpus: &'a Corpus) -> impl Fn(u32) -> representative::Facts<'a> + 
 }
 
 /// With `--cluster strict`, its split of one component (members in id order), for verification
-/// to make the verdicts it asks for while the sets are loaded ([`crate::verify::Known`]).
+/// to make the verdicts it asks for while the sets are loaded ([`crate::verify::Known`]). True
+/// when the cluster records will load the component's sets again: for `--pairs` evidence, or
+/// for a linked member, whose verdict against its representative is checked (a pair of a
+/// cluster without its representative; see `crate::report::build::cluster_records`).
 pub fn rehearsal<'a>(
     cfg: &'a Config,
     corpus: &'a Corpus,
-) -> Option<impl Fn(&[DocId], &mut Check) + Sync + 'a> {
+) -> Option<impl Fn(&[DocId], &mut Check) -> bool + Sync + 'a> {
     let facts = facts(corpus);
     let keep = representative::Order::of(cfg);
     (cfg.cluster == ClusterMode::Strict).then_some(move |members: &[DocId], check: &mut Check| {
         let mut order = members.to_vec();
         representative::sort(keep, &mut order, facts);
-        strict::split_component(&order, check);
+        let split = strict::split_component(&order, check);
+        cfg.pairs
+            || split.iter().any(|f| {
+                let rep = f.representative;
+                f.cluster
+                    .pairs
+                    .iter()
+                    .any(|p| p.2.lo != rep && p.2.hi != rep)
+            })
     })
 }
 

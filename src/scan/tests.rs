@@ -209,6 +209,31 @@ fn to_candidates(
     (engine, corpus, identical, candidates)
 }
 
+/// Verification as `conclude` runs it with strict clustering's rehearsal, no set kept from the
+/// first pass.
+fn verify_rehearsed(
+    cfg: &Config,
+    judge: &Judge,
+    engine: &crate::ingest::worker::Engine,
+    corpus: &Corpus,
+    identical: &identical::Identical,
+    candidates: &candidates::Candidates,
+) -> verify::Verified {
+    let rehearsal = cluster::rehearsal(cfg, corpus).unwrap();
+    let kept = vec![None; corpus.len()];
+    let files = &corpus.files;
+    verify::run(
+        cfg,
+        judge,
+        engine,
+        files,
+        kept,
+        identical,
+        candidates,
+        Some(&rehearsal),
+    )
+}
+
 #[test]
 fn a_candidate_whose_file_changed_is_an_error_and_no_pair() {
     let t = tempfile::tempdir().unwrap();
@@ -249,17 +274,7 @@ fn a_member_verification_never_compared_is_read_again_for_its_error_alone() {
     let cfg = config(t.path(), &[]);
     let (engine, corpus, identical, candidates) = to_candidates(&cfg);
     let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
-    let rehearsal = cluster::rehearsal(&cfg, &corpus).unwrap();
-    let verified = verify::run(
-        &cfg,
-        &judge,
-        &engine,
-        &corpus.files,
-        vec![None; corpus.len()],
-        &identical,
-        &candidates,
-        Some(&rehearsal),
-    );
+    let verified = verify_rehearsed(&cfg, &judge, &engine, &corpus, &identical, &candidates);
     let copy = (corpus.files.iter()).position(|f| f.path.ends_with("c-copy.txt"));
     assert!(!verified.known.compared(copy.unwrap() as u32));
     let material = cluster::Material {
@@ -330,6 +345,51 @@ fn verification_makes_the_verdicts_strict_clustering_asks_for() {
     assert_eq!(score.similarity, verify::jaccard(&sets[1], &sets[2]));
     // Strict clustering then reads nothing again: every member was compared.
     assert!((0..3).all(|d| with.known.compared(d)));
+}
+
+#[test]
+fn verification_retains_only_the_sets_the_cluster_records_load_again() {
+    // a0 ~ a1 ~ a2 with a0 ≁ a2: strict clustering links a2 to a1, and its cluster record
+    // checks a2 against a0, loading the cluster's sets again. b0 ~ b1 is a plain pair, whose
+    // record needs no set: its sets are not retained (they were, while the budget lasted, on
+    // top of the next batches' sets), unless --pairs asks for every pair's evidence.
+    let t = tempfile::tempdir().unwrap();
+    let a = text(31, 300);
+    let a1 = edit(&a, &[20, 60, 100, 140]);
+    fs::write(t.path().join("a0.txt"), &a).unwrap();
+    fs::write(t.path().join("a1.txt"), &a1).unwrap();
+    fs::write(
+        t.path().join("a2.txt"),
+        edit(&a1, &[170, 190, 210, 230, 250, 270]),
+    )
+    .unwrap();
+    let b = text(32, 300);
+    fs::write(t.path().join("b0.txt"), &b).unwrap();
+    fs::write(t.path().join("b1.txt"), edit(&b, &[150])).unwrap();
+    let retained = |args: &[&str]| {
+        let cfg = config(t.path(), args);
+        let (engine, corpus, identical, candidates) = to_candidates(&cfg);
+        let judge = Judge::new(&cfg.method, &corpus, &identical.canon);
+        let verified = verify_rehearsed(&cfg, &judge, &engine, &corpus, &identical, &candidates);
+        let material = cluster::Material {
+            judge: &judge,
+            engine: &engine,
+            retained: &verified.retained,
+            known: &verified.known,
+        };
+        let found = cluster::form(&cfg, &material, &corpus, &verified.pairs, &mut Vec::new());
+        let linked: Vec<(u32, u32)> = (found.iter())
+            .flat_map(|f| f.cluster.pairs.iter().map(move |p| (f.representative, p.2)))
+            .filter(|(rep, p)| p.lo != *rep && p.hi != *rep)
+            .map(|(_, p)| (p.lo, p.hi))
+            .collect();
+        assert_eq!(linked, [(1, 2)], "a2 is linked to a1");
+        (0..5u32)
+            .filter(|&d| verified.retained.get(d).set.is_some())
+            .collect::<Vec<u32>>()
+    };
+    assert_eq!(retained(&[]), [0, 1, 2]);
+    assert_eq!(retained(&["--pairs"]), [0, 1, 2, 3, 4]);
 }
 
 #[test]

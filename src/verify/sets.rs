@@ -49,9 +49,19 @@ pub struct SetVerifier<'a> {
     pub rehearse: Option<&'a Rehearse<'a>>,
 }
 
+/// The rehearsal's view of documents, kept across batches.
+#[derive(Default)]
+struct Units {
+    /// Each document's byte-identical copies (document holding the content, copy), for the
+    /// components `rehearse` splits.
+    copies: Vec<(u32, u32)>,
+    /// A mark per document, clear between batches.
+    seen: Vec<bool>,
+}
+
 /// Strict clustering's split of a component (its members in id order), asking its [`Check`]
-/// for the verdicts it needs.
-pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) + Sync + 'a;
+/// for the verdicts it needs; true when the report will want the component's sets again.
+pub type Rehearse<'a> = dyn Fn(&[DocId], &mut Check) -> bool + Sync + 'a;
 
 /// A verdict on a pair of documents.
 pub type Check<'c> = dyn FnMut(DocId, DocId) -> Option<Score> + 'c;
@@ -78,15 +88,14 @@ impl SetVerifier<'_> {
         let needed: Vec<AtomicBool> = (0..kept.len()).map(|_| AtomicBool::new(false)).collect();
         let mut budget = RETAIN_BYTES;
         let banding = self.band_tables(tables.len());
-        // Each document's byte-identical copies (document holding the content, copy), for the
-        // components `rehearse` splits.
-        let mut copies: Vec<(u32, u32)> = Vec::new();
+        let mut units = Units::default();
         if self.rehearse.is_some() {
-            copies = (self.judge.canon.iter().enumerate())
+            units.copies = (self.judge.canon.iter().enumerate())
                 .filter(|&(d, &c)| c as usize != d)
                 .map(|(d, &c)| (c, d as u32))
                 .collect();
-            copies.sort_unstable();
+            units.copies.sort_unstable();
+            units.seen = vec![false; kept.len()];
         }
         let shared = |a: u32, b: u32, t: usize| {
             let (sa, sb) = (self.judge.sig(a), self.judge.sig(b));
@@ -132,12 +141,22 @@ impl SetVerifier<'_> {
             };
             // A batch holds whole candidate components, so its documents' clusters are final:
             // strict clustering's verdicts on them are made now, while their sets are loaded,
-            // and the sets of those that joined one are what the report reads again.
+            // and the sets the report will read again are retained.
             let mut v = v;
+            // Without a rehearsal, any clustered document's set may be asked for again.
+            let mut wanted_later = None;
             if let Some(rehearse) = self.rehearse {
-                v.rehearsed = self.rehearsal(rehearse, per_table, uf, &copies, &sets, &v.passing);
+                let (verdicts, later) =
+                    self.rehearsal(rehearse, per_table, uf, &mut units, &sets, &v.passing);
+                v.rehearsed = verdicts;
+                wanted_later = Some(later);
             }
-            retained.retain_sets(sets, |d| uf.set_size(d) > 1, &mut budget);
+            let later = |d: u32| {
+                wanted_later
+                    .as_ref()
+                    .is_none_or(|w| w.binary_search(&d).is_ok())
+            };
+            retained.retain_sets(sets, |d| uf.set_size(d) > 1 && later(d), &mut budget);
             v
         })
     }
@@ -145,16 +164,20 @@ impl SetVerifier<'_> {
     /// Runs `rehearse` on each component of the batch's documents (with their byte-identical
     /// copies) and returns the verdicts it asked for that need sets, where both were loaded:
     /// those are the verdicts strict clustering will ask for, and its check's. A pair the batch
-    /// `passing` holds is not checked again: its score is that check's, on the same sets.
+    /// `passing` holds is not checked again: its score is that check's, on the same sets. Also
+    /// returns, in id order, the documents of the components whose sets the report will want
+    /// again: only those are retained, where every clustered document's set was, up to
+    /// [`RETAIN_BYTES`] on top of the next batches' sets (on a real corpus the heap peaked at
+    /// 61 MB in verification for it, above the first pass's 55 MB; it now stays below).
     fn rehearsal(
         &self,
         rehearse: &Rehearse,
         per_table: &[Vec<&[u32]>],
         uf: &UnionFind,
-        copies: &[(u32, u32)],
+        units: &mut Units,
         sets: &Loaded,
         passing: &[Pair],
-    ) -> Vec<(u64, Option<Score>)> {
+    ) -> (Vec<(u64, Option<Score>)>, Vec<u32>) {
         let judge = self.judge;
         // A two-document component's split asks for the one pair verification just passed:
         // checking it again was a third of the exact Jaccard computed on a real corpus.
@@ -171,13 +194,28 @@ impl SetVerifier<'_> {
             })
             .collect();
         passed.sort_unstable_by_key(|p| p.0);
-        let mut units: Vec<(u32, u32)> = (per_table.iter().flatten())
-            .flat_map(|b| b.iter().map(|&d| (uf.root(d), d)))
-            .collect();
-        units.sort_unstable();
-        units.dedup();
+        // Each unit once, marked as seen rather than sorted out of the buckets' lists (a unit
+        // is listed once per table it shares a bucket in: sorting every listing was 0.6 % of a
+        // default scan's instructions on the 10k corpus). A unit alone in its component, with
+        // its copies at most, is left out: their split asks for no verdict between two contents.
+        let bucketed = || per_table.iter().flatten().flat_map(|b| b.iter().copied());
+        let mut components: Vec<(u32, u32)> = Vec::new();
+        for d in bucketed() {
+            if !std::mem::replace(&mut units.seen[d as usize], true) {
+                let root = uf.root(d);
+                if uf.root_size(root) > 1 {
+                    components.push((root, d));
+                }
+            }
+        }
+        for d in bucketed() {
+            units.seen[d as usize] = false;
+        }
+        components.sort_unstable();
+        let copies = &units.copies;
         let mut verdicts = Vec::new();
-        for component in units.chunk_by(|a, b| a.0 == b.0) {
+        let mut later = Vec::new();
+        for component in components.chunk_by(|a, b| a.0 == b.0) {
             let mut members: Vec<u32> = Vec::new();
             for &(_, unit) in component {
                 let from = copies.partition_point(|c| c.0 < unit);
@@ -188,7 +226,7 @@ impl SetVerifier<'_> {
                 continue;
             }
             members.sort_unstable();
-            rehearse(&members, &mut |a, b| {
+            let wanted = rehearse(&members, &mut |a, b| {
                 let (ca, cb) = (judge.canon[a as usize], judge.canon[b as usize]);
                 let known = (ca != cb)
                     .then(|| passed.binary_search_by_key(&pair_key(ca, cb), |p| p.0).ok())
@@ -203,8 +241,12 @@ impl SetVerifier<'_> {
                 }
                 verdict
             });
+            if wanted {
+                later.extend(component.iter().map(|&(_, unit)| unit));
+            }
         }
-        verdicts
+        later.sort_unstable();
+        (verdicts, later)
     }
 
     /// The rows of a band when the `tables` are every band's, in band order, and complete (not
