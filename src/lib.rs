@@ -28,7 +28,8 @@
 //! the run-time CPU features; `budget` the memory budget (`--max-memory`); `varint` LEB128
 //! integers (the index's sets, Parquet footers); `token` fresh tokens (temporary names, ids);
 //! `messages` what goes to stderr; `exit` the exit codes; `sink` where the report goes;
-//! `dataset` the deduplicated dataset (`--write-dataset`); `atomic` files renamed into place. No
+//! `dataset` the deduplicated dataset (`--write-dataset`); `atomic` files renamed into place;
+//! `embed` what the Python package calls (the binary's `main`, a scan returning its report). No
 //! top-level module imports one that imports it back (a test checks). Only
 //! `input`, `ingest`, `index`, `stages`, `act`, `verify`'s loading and `report`'s writing touch
 //! the OS;
@@ -48,6 +49,7 @@ mod config;
 mod cpu;
 mod dataset;
 mod deliver;
+pub mod embed;
 pub mod exit;
 mod explain;
 #[doc(hidden)]

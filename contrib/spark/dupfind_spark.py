@@ -111,18 +111,29 @@ def parse_args(argv):
 
 
 def find_binary(given):
-    """The dupfind binary: --dupfind, else dupfind on PATH, else this repository's release build."""
+    """The dupfind binary: --dupfind, else dupfind on PATH, else the `dupfind` command the Python
+    package installed (pip install ./python; an executor's venv need not be on PATH), else this
+    repository's release build."""
     if given:
         path = os.path.abspath(given)
     else:
         from shutil import which
 
-        path = which("dupfind") or os.path.join(
+        path = which("dupfind") or installed_command() or os.path.join(
             os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "dupfind")
         path = os.path.abspath(path)
     if not os.access(path, os.X_OK):
         raise SystemExit(f"dupfind_spark: no dupfind binary at {path} (build it: cargo build --release)")
     return path
+
+
+def installed_command():
+    """The `dupfind` command of the Python package in this interpreter, or None."""
+    try:
+        import dupfind
+    except ImportError:
+        return None
+    return dupfind.command()
 
 
 def run_stage(binary, stage, work, flag, index, count, threads):

@@ -237,9 +237,12 @@ fn no_top_level_module_imports_one_that_imports_it_back() {
     );
 }
 
-/// The drivers (`app`, `scan`, `deliver`: a run put together) and the side paths (`index`,
-/// `stages`) that feed the middle documents and take its values out; `fuzzing` calls them all.
-const OUTER: [&str; 6] = ["app", "scan", "deliver", "index", "stages", "fuzzing"];
+/// The drivers (`app`, `scan`, `deliver`, `embed`: a run put together, `embed` for the Python
+/// package) and the side paths (`index`, `stages`) that feed the middle documents and take its
+/// values out; `fuzzing` calls them all.
+const OUTER: [&str; 7] = [
+    "app", "scan", "deliver", "embed", "index", "stages", "fuzzing",
+];
 
 #[test]
 fn the_middle_imports_no_driver_and_no_side_path() {

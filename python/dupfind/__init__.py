@@ -1,0 +1,391 @@
+"""dupfind: near-duplicate documents, found with MinHash or SimHash and verified exactly.
+
+The engine of the `dupfind` CLI, in this process: `dedup` annotates a table, `scan` returns the
+report of files and dumps, `signatures` and `jaccard` are the building blocks. Every option is
+checked by the CLI's own code, so a refusal carries its message; the defaults are the CLI's.
+See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Sequence, TypeVar, Union
+
+from dupfind import _native
+from dupfind._native import DupfindError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# The types are inline (py.typed); the extension module's are in _native.pyi.
+_Data = TypeVar("_Data")
+
+__version__ = _native.__version__
+__all__ = [
+    "dedup",
+    "scan",
+    "signatures",
+    "jaccard",
+    "command",
+    "DupfindError",
+    "DupfindWarning",
+    "ANNOTATIONS",
+]
+
+#: The columns `dedup` adds, as `scan --write-dataset --annotate` adds them.
+ANNOTATIONS = (
+    "dupfind_cluster",
+    "dupfind_cluster_size",
+    "dupfind_keep",
+    "dupfind_duplicate_of",
+    "dupfind_similarity",
+)
+
+# The row number `dedup` gives the engine beside the text: the documents' names when there is no
+# id column, and how the written rows are put back in their places.
+_ROW = "__dupfind_row"
+# Input errors turned into warnings, at most; the rest in one more (as the CLI warns).
+_WARN_ERRORS = 10
+
+
+class DupfindWarning(UserWarning):
+    """A row or input the engine could not read (the CLI's warning); the row stays unclustered."""
+
+
+def _flags(options: dict, defaults: dict) -> list:
+    """Command-line flags for `options` (name → value): `--name value`, `--name` for True, a
+    list repeated; None, False and a value equal to the CLI's default (`defaults`) left out, so
+    that a default given to a method it does not apply to is not refused."""
+    argv = []
+    for name, value in options.items():
+        if value is None or value is False or defaults.get(name, object()) == value:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+            continue
+        # `--flag=value`: a value starting with `-` (a negative number) is still its value.
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            argv.append(f"{flag}={os.fspath(v) if isinstance(v, os.PathLike) else v}")
+    return argv
+
+
+# The CLI's defaults for the options of `dedup`'s signature (`dupfind scan --help`).
+_DEFAULTS = {
+    "threshold": 0.8,
+    "method": "minhash",
+    "shingle": "word",
+    "ngram": 5,
+    "num_perm": 128,
+    "cluster": "strict",
+    "verify": "exact",
+    "seed": 0,
+}
+
+
+def dedup(
+    data: _Data,
+    text_column: str = "text",
+    id_column: Optional[str] = None,
+    *,
+    threshold: float = 0.8,
+    method: str = "minhash",
+    shingle: str = "word",
+    ngram: int = 5,
+    num_perm: int = 128,
+    cluster: str = "strict",
+    keep: Optional[str] = None,
+    keep_by: Optional[str] = None,
+    verify: str = "exact",
+    threads: Optional[int] = None,
+    seed: int = 0,
+    max_memory: Union[int, str, None] = None,
+) -> _Data:
+    """Finds the near-duplicate rows of `data` and returns it with five columns added.
+
+    `data`: a pyarrow Table or RecordBatchReader, a pandas or polars DataFrame, a Hugging Face
+    `datasets.Dataset`, or any object with `__arrow_c_stream__`; the result is of the same kind
+    (a pyarrow Table for the last). The added columns are `scan --write-dataset --annotate`'s:
+    `dupfind_cluster` and `dupfind_cluster_size` (int64, null in no cluster), `dupfind_keep`
+    (bool: false for a duplicate), `dupfind_duplicate_of` (string: the representative's id, or
+    its row number from 0 without `id_column`; null when kept) and `dupfind_similarity`
+    (float64, null when kept). `t.filter(t["dupfind_keep"])` is the deduplicated table.
+
+    A row whose text is null or has no word (no shingle) is in no cluster and kept; a null text
+    is an input error, warned about as a `DupfindWarning` as the CLI warns. The options are the
+    CLI's (`dupfind scan --help`), with its defaults: `keep` oldest (for rows, the first),
+    `keep_by` a column (`"quality"`, `"quality:min"`), `threads` all cores, `max_memory` bytes
+    or a size (`"4G"`). A refused option raises ValueError (a malformed value) or DupfindError
+    (a combination the CLI refuses), with the CLI's message. The GIL is released while the
+    engine works; Ctrl-C raises KeyboardInterrupt.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kind, table = _to_table(data, text_column, id_column, keep_by)
+    if text_column not in table.column_names:
+        raise ValueError(
+            f"no column {text_column!r} (text_column): the table has {table.column_names}")
+    if id_column is not None and id_column not in table.column_names:
+        raise ValueError(f"no column {id_column!r} (id_column): the table has {table.column_names}")
+    n = table.num_rows
+    # The engine reads only the columns its options name; the annotated prefix's columns too, so
+    # that it refuses a clash as the CLI does.
+    names = [text_column, id_column, _keep_by_column(keep_by, table.column_names)]
+    names += [c for c in table.column_names if c.startswith("dupfind_")]
+    names = list(dict.fromkeys(c for c in names if c is not None))
+    if _ROW in table.column_names:
+        raise ValueError(f"the table has a column {_ROW!r}, which dedup adds for itself")
+    narrow = table.select(names).append_column(_ROW, pa.array(np.arange(n, dtype=np.int64)))
+
+    tmp = tempfile.mkdtemp(prefix="dupfind-")
+    handed_over = False
+    try:
+        path = os.path.join(tmp, "table.parquet")
+        pq.write_table(narrow, path, compression="none")
+        out = os.path.join(tmp, "dataset")
+        argv = ["dupfind", "scan", "--quiet", "--dumps", "always", "--text-field", text_column,
+                "--id-field", id_column or _ROW, "--write-dataset", out, "--annotate",
+                "--dataset-format", "parquet"]
+        argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
+                        "ngram": ngram, "num_perm": num_perm, "cluster": cluster, "keep": keep,
+                        "keep_by": keep_by, "verify": verify, "threads": threads, "seed": seed,
+                        "max_memory": max_memory}, _DEFAULTS)
+        argv += ["--", path]
+        try:
+            report, _code = _native.scan(argv, tmp)
+        except KeyboardInterrupt:
+            # The scan goes on to its end in the background and removes the directory then.
+            handed_over = True
+            raise
+        except DupfindError as e:
+            raise DupfindError(_about_the_table(str(e), path)) from None
+        report = json.loads(report)
+        _warn_errors(report, path)
+        # No part at all when no row had text.
+        parts = os.path.isdir(out) and any(f.endswith(".parquet") for f in os.listdir(out))
+        written = pq.read_table(out, columns=[_ROW, *ANNOTATIONS]) if parts else None
+    finally:
+        if not handed_over:
+            shutil.rmtree(tmp, ignore_errors=True)
+    added = _in_place(written, n)
+    return _like(kind, data, table, added)
+
+
+def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[str]:
+    """The column `keep_by` (`FIELD[:max|:min]`, FIELD maybe dotted into a struct) reads."""
+    if keep_by is None:
+        return None
+    field = keep_by
+    for suffix in (":max", ":min"):
+        if field.endswith(suffix):
+            field = field[: -len(suffix)]
+    if field in columns:
+        return field
+    top = field.split(".")[0]
+    return top if top in columns else None
+
+
+def _in_place(written, n: int):
+    """The annotation columns of the `n` rows, from the rows the dataset holds (`written`, in
+    row order, each with its row number): a row the engine did not write (no text) is in no
+    cluster and kept."""
+    import numpy as np
+    import pyarrow as pa
+
+    # The types --annotate writes (docs/output.md), `dupfind_keep` never null.
+    schema = pa.schema([("dupfind_cluster", pa.int64()), ("dupfind_cluster_size", pa.int64()),
+                        pa.field("dupfind_keep", pa.bool_(), nullable=False),
+                        ("dupfind_duplicate_of", pa.string()), ("dupfind_similarity", pa.float64())])
+    if written is None:
+        columns = [pa.nulls(n, f.type) for f in schema]
+        columns[2] = pa.array(np.ones(n, dtype=bool))
+        return pa.Table.from_arrays(columns, schema=schema)
+    rows = written.column(_ROW).to_numpy()
+    if len(rows) == n:
+        return written.select(list(ANNOTATIONS)).cast(schema)
+    at = np.full(n, -1, dtype=np.int64)
+    at[rows] = np.arange(len(rows), dtype=np.int64)
+    take = pa.array(at, mask=at < 0)
+    columns = [written.column(c).take(take) for c in ANNOTATIONS]
+    keep = ANNOTATIONS.index("dupfind_keep")
+    columns[keep] = columns[keep].fill_null(True)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _about_the_table(message: str, path: str) -> str:
+    """The engine's `message` about the temporary dump at `path`, said of the table."""
+    return message.replace(path, "the table").replace(f", {_ROW}", "")
+
+
+def _warn_errors(report: dict, path: str) -> None:
+    """The report's input errors as warnings, a dump's row named by its number from 0; an error
+    of the whole input (nothing read) raised."""
+    errors = report.get("errors", [])
+    for e in errors:
+        if e.get("line") is None:
+            raise DupfindError(_about_the_table(e["error"], path))
+    for e in errors[:_WARN_ERRORS]:
+        warnings.warn(DupfindWarning(f"row {e['line'] - 1}: {_about_the_table(e['error'], path)}"),
+                      stacklevel=3)
+    if len(errors) > _WARN_ERRORS:
+        warnings.warn(DupfindWarning(
+            f"{len(errors) - _WARN_ERRORS} more rows could not be read"), stacklevel=3)
+
+
+def _module(data: Any) -> str:
+    return type(data).__module__.split(".")[0]
+
+
+def _to_table(data: Any, text_column: str, id_column: Optional[str], keep_by: Optional[str]):
+    """(kind, pyarrow Table) of `data`: the table itself, or its columns through Arrow."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return "table", data
+    if isinstance(data, pa.RecordBatchReader):
+        return "reader", data.read_all()
+    if isinstance(data, pa.RecordBatch):
+        return "batch", pa.Table.from_batches([data])
+    module = _module(data)
+    if module == "pandas":
+        # The index is the frame's, not a column; only the columns dedup reads are converted.
+        wanted = [text_column, id_column, _keep_by_column(keep_by, list(map(str, data.columns)))]
+        wanted += [c for c in data.columns if str(c).startswith("dupfind_")]
+        cols = [c for c in dict.fromkeys(wanted) if c is not None and c in data.columns]
+        return "pandas", pa.Table.from_pandas(data[cols], preserve_index=False)
+    if module == "polars":
+        return "polars", data.to_arrow()
+    if module == "datasets":
+        # The rows in the dataset's order (an indices mapping applied), as Arrow.
+        return "datasets", data.with_format("arrow")[:]
+    if hasattr(data, "__arrow_c_stream__"):
+        return "table", pa.table(data)
+    raise TypeError(
+        "dedup takes a pyarrow Table or RecordBatchReader, a pandas or polars DataFrame, a "
+        f"datasets.Dataset or an object with __arrow_c_stream__, not {type(data).__name__}")
+
+
+def _like(kind: str, data: Any, table, added):
+    """`data` with the columns of `added`, of `data`'s kind."""
+    import pyarrow as pa
+
+    if kind in ("table", "reader", "batch"):
+        out = table
+        for field in added.schema:
+            out = out.append_column(field, added.column(field.name))
+        if kind == "reader":
+            return pa.RecordBatchReader.from_batches(out.schema, out.to_batches())
+        if kind == "batch":
+            return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], out.schema)
+        return out
+    if kind == "pandas":
+        import pandas as pd
+
+        out = data.copy(deep=False)
+        types = {
+            "dupfind_cluster": pd.Int64Dtype(),
+            "dupfind_cluster_size": pd.Int64Dtype(),
+            "dupfind_keep": bool,
+            "dupfind_duplicate_of": object,
+            "dupfind_similarity": pd.Float64Dtype(),
+        }
+        for name in added.column_names:
+            values = added.column(name).to_pylist()
+            out[name] = pd.Series(values, index=data.index, dtype=types[name])
+        return out
+    if kind == "polars":
+        import polars as pl
+
+        return data.hstack(pl.from_arrow(added).get_columns())
+    if kind == "datasets":
+        out = data.flatten_indices() if getattr(data, "_indices", None) is not None else data
+        for name in added.column_names:
+            out = out.add_column(name, added.column(name).to_pylist())
+        return out
+    raise AssertionError(kind)
+
+
+def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
+         **options: Any) -> Dict[str, Any]:
+    """Runs `dupfind scan PATHS` with `options` and returns its report: exactly the JSON the
+    CLI prints with `--format json`, as a dict.
+
+    Options are scan's flags with `_` for `-` (`num_perm=64`, `keep_by="quality"`,
+    `write_dataset="out"`, `exclude=["*.log", "tmp/"]`); True gives a bare flag. The CLI checks
+    them: a malformed value raises ValueError, a refused combination DupfindError, each with the
+    CLI's message. Warnings and progress go to stderr as the CLI writes them (`quiet=True`
+    silences them). `format` and `output` are not options here: the report is the return value.
+    """
+    for name in ("format", "output", "o"):
+        if name in options:
+            raise ValueError(
+                f"scan() returns the JSON report: {name!r} is not an option of scan() "
+                "(run the dupfind command for another format or an output file)")
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    argv = ["dupfind", "scan"] + _flags(options, {})
+    argv += ["--"] + [os.fspath(p) for p in paths]
+    report, _code = _native.scan(argv)
+    return json.loads(report)
+
+
+def _similarity_argv(shingle: str, ngram: int, num_perm: int, seed: int,
+                     normalize: Optional[str], sketch: Optional[str]) -> list:
+    return ["dupfind", "scan"] + _flags(
+        {"shingle": shingle, "ngram": ngram, "num_perm": num_perm, "seed": seed,
+         "normalize": normalize, "sketch": sketch}, {}) + ["--", "."]
+
+
+def signatures(texts: Iterable[str], *, shingle: str = "word", ngram: int = 5,
+               num_perm: int = 128, seed: int = 0, normalize: Optional[str] = None,
+               sketch: Optional[str] = None,
+               threads: Optional[int] = None) -> "npt.NDArray[np.uint32]":
+    """The MinHash signatures of `texts`, as `scan` computes them: a numpy array of uint32,
+    one row of `num_perm` values per text. A text without a word (empty, or only whitespace),
+    which `scan` reports as empty and never compares, has no signature: its row is all
+    2**32 - 1, as an empty datasketch MinHash holds. A text of fewer words than `ngram` is one
+    shingle. The fraction of equal values of two rows estimates their Jaccard
+    similarity. The options are scan's, with its defaults and checks; `sketch` oph (default) or
+    kperm. Signed on `threads` threads (default all cores), the GIL released.
+    """
+    import numpy as np
+
+    texts = list(texts)
+    argv = _similarity_argv(shingle, ngram, num_perm, seed, normalize, sketch)
+    values, k = _native.signatures(texts, argv, threads)
+    return np.frombuffer(values, dtype=np.uint32).reshape(len(texts), k)
+
+
+def jaccard(a: str, b: str, *, shingle: str = "word", ngram: int = 5,
+            normalize: Optional[str] = None) -> float:
+    """The exact Jaccard similarity of the shingle sets of texts `a` and `b`: what `scan`
+    verifies a candidate pair with (`--verify exact`). 1.0 for two texts without a shingle."""
+    argv = _similarity_argv(shingle, ngram, 128, 0, normalize, None)
+    return _native.jaccard(a, b, argv)
+
+
+def command() -> Optional[str]:
+    """The path of the `dupfind` command this package installed, or None when it is not found
+    (for programs that run the CLI, as the Spark driver does, without it on PATH)."""
+    import sysconfig
+
+    names = ["dupfind.exe", "dupfind"] if os.name == "nt" else ["dupfind"]
+    dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    try:
+        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    except KeyError:
+        pass
+    for d in dirs:
+        for name in names:
+            path = os.path.join(d or "", name)
+            if d and os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None

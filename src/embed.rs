@@ -1,0 +1,148 @@
+//! What the Python package (`python/`) calls: the binary's whole `main` for its `dupfind`
+//! command, and a scan run inside another program, its report returned rather than printed.
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{bail, Result};
+
+use crate::cli::{self, Cli, Command};
+use crate::config::{Config, OutputFormat};
+use crate::exit::ExitCode;
+
+/// The `dupfind` binary, given its arguments (the program name first): parses them (an error
+/// is printed and ends the process, as clap does), runs the command and returns the exit status.
+/// `src/main.rs` is this, and so is the Python package's `dupfind` command.
+pub fn main(args: &[OsString]) -> i32 {
+    // What glibc keeps of freed memory, fitted to --max-memory once it is known.
+    crate::tune_allocator();
+    let cli = cli::try_parse_from(args).unwrap_or_else(|e| e.exit());
+    match crate::run(cli) {
+        Ok(code) => code.code(),
+        Err(err) if crate::is_broken_pipe(&err) => 0,
+        Err(err) => {
+            eprintln!("dupfind: {err:#}");
+            ExitCode::Error.code()
+        }
+    }
+}
+
+/// Runs `dupfind scan …` (`cli` must be a scan) inside the calling program and returns its JSON
+/// report, as `--format json` prints it, with the exit status the command would have (0, 1 or
+/// 2). Unlike [`crate::run`] it installs no Ctrl-C handler (the caller keeps its own, and stops
+/// waiting instead) and prints no report. Set `abandoned` when the caller stopped waiting: an
+/// index the scan would update (`--update`) is then left as it was, as Ctrl-C leaves it.
+pub fn scan_json(cli: Cli, abandoned: &AtomicBool) -> Result<(Vec<u8>, ExitCode)> {
+    let Command::Scan(cmd) = cli.command else {
+        bail!("only `scan` runs inside another program");
+    };
+    let cfg = Config::for_scan(*cmd)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.threads.unwrap_or(0))
+        .build()?;
+    let out = pool.install(|| crate::scan::scan(&cfg))?;
+    let mut json = Vec::new();
+    for warning in crate::report::write(&out.report, OutputFormat::Json, false, &mut json)? {
+        cfg.messages.warn(&warning);
+    }
+    if let Some(pending) = out.pending {
+        if abandoned.load(Ordering::SeqCst) {
+            return Ok((json, ExitCode::Interrupted));
+        }
+        if let Err(e) = pending.commit() {
+            crate::messages::error(&format!("index not updated: {e:#}"));
+            return Ok((json, ExitCode::Error));
+        }
+    }
+    Ok((json, out.code))
+}
+
+/// A document's MinHash signature and shingle set, computed as `scan` computes them under the
+/// options of a scan command line (for the Python package's `signatures` and `jaccard`).
+#[derive(Debug)]
+pub struct Signer {
+    /// What the shingler was made from, to make another for another thread.
+    made: (
+        crate::sketch::shingle::ShingleKind,
+        usize,
+        crate::sketch::normalize::Normalize,
+    ),
+    shingler: crate::sketch::shingle::Shingler,
+    hasher: crate::sketch::minhash::MinHasher,
+    shingles: Vec<u64>,
+    scratch: Vec<u32>,
+}
+
+impl Signer {
+    /// The signer of `dupfind scan …` (`cli`), its options checked as the scan checks them;
+    /// refused for `--method simhash`, which computes no MinHash signature.
+    pub fn new(cli: Cli) -> Result<Signer> {
+        let Command::Scan(cmd) = cli.command else {
+            bail!("the options are those of `scan`");
+        };
+        let cfg = Config::for_scan(*cmd)?;
+        let crate::config::MethodConfig::MinHash {
+            sketch, num_perm, ..
+        } = &cfg.method
+        else {
+            bail!("signatures are MinHash signatures: --method simhash computes none");
+        };
+        let made = (cfg.shingle, cfg.ngram, cfg.normalize);
+        let hasher = crate::sketch::minhash::MinHasher::new(*sketch, *num_perm, cfg.seed);
+        Ok(Signer::made(made, hasher))
+    }
+
+    fn made(
+        made: (
+            crate::sketch::shingle::ShingleKind,
+            usize,
+            crate::sketch::normalize::Normalize,
+        ),
+        hasher: crate::sketch::minhash::MinHasher,
+    ) -> Signer {
+        Signer {
+            made,
+            shingler: crate::sketch::shingle::Shingler::new(made.0, made.1).normalizing(made.2),
+            hasher,
+            shingles: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Another signer of the same options, with buffers of its own (one per thread).
+    pub fn fresh(&self) -> Signer {
+        Signer::made(self.made, self.hasher.clone())
+    }
+
+    /// Values in a signature (`--num-perm`).
+    pub fn len(&self) -> usize {
+        self.hasher.len()
+    }
+
+    /// Always false: a signature has at least one value.
+    pub fn is_empty(&self) -> bool {
+        self.hasher.is_empty()
+    }
+
+    /// Writes the signature of `text` into `out` (`len()` values) and returns true; a text
+    /// without a shingle, which `scan` reports as empty and never compares, has none: `out` is
+    /// then all `u32::MAX` (what an empty MinHash holds) and the answer false.
+    pub fn sign(&mut self, text: &str, out: &mut [u32]) -> bool {
+        self.shingles.clear();
+        self.shingler.shingle(text, &mut self.shingles);
+        if self.shingles.is_empty() {
+            out.fill(u32::MAX);
+            return false;
+        }
+        self.hasher.sketch(&self.shingles, out, &mut self.scratch);
+        true
+    }
+
+    /// The distinct shingle hashes of `text`, sorted: the set exact verification compares.
+    pub fn shingle_set(&mut self, text: &str) -> Vec<u64> {
+        let mut set = Vec::new();
+        self.shingler.shingle(text, &mut set);
+        crate::sketch::shingle::into_set(&mut set);
+        set
+    }
+}

@@ -1,0 +1,357 @@
+"""The Python package (python/, docs/python.md) against the CLI: `dedup` of every input kind
+equals `scan --write-dataset --annotate` of the same table as a Parquet dump; option refusals
+carry the CLI's messages; nulls, empty and non-string text columns; the same answers whatever
+the thread count; `scan()` is the CLI's report; `jaccard` is what the report verifies;
+Ctrl-C interrupts a scan that cannot end; the installed `dupfind` command is the binary.
+
+.ci/python-tests installs the package into the venv from the checkout (pip install ./python).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import dupfind as dp
+from conftest import ROOT, run
+from test_dataset import ADDED, table, write
+
+pd = pytest.importorskip("pandas")
+
+
+@pytest.fixture
+def dump(tmp_path):
+    """A table of every column kind (nulls every ninth text), written as the CLI's dump."""
+    t = table(0, 150)
+    write(t, tmp_path / "d.parquet")
+    return tmp_path, pq.read_table(tmp_path / "d.parquet")
+
+
+def cli_dataset(dupfind_bin, cwd, *args):
+    """`scan --write-dataset out --annotate d.parquet` and its dataset as pyarrow reads it."""
+    status, _ = run([dupfind_bin, "scan", "-q", "--write-dataset", "out", "--annotate", *args,
+                     "d.parquet"], ok=(0, 2), cwd=cwd)
+    assert status == 2  # the null texts
+    return pq.read_table(os.path.join(cwd, "out"))
+
+
+def quietly(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dp.DupfindWarning)
+        return fn(*args, **kw)
+
+
+def test_dedup_equals_the_clis_annotated_dataset(dupfind, dump):
+    cwd, t = dump
+    expected = cli_dataset(dupfind, cwd, "--num-perm", "64", "--threshold", "0.7")
+    got = quietly(dp.dedup, t, id_column="id", num_perm=64, threshold=0.7)
+    assert got.column_names == t.column_names + ADDED
+    assert got.select(t.column_names).equals(t)
+    # The CLI writes the rows with text; dedup keeps every row, those without text unclustered.
+    with_text = got.filter(pc.is_valid(got["text"]))
+    assert with_text.select(["id", *ADDED]).equals(expected.select(["id", *ADDED]))
+    assert pc.sum(pc.invert(with_text["dupfind_keep"])).as_py() > 10
+    without = got.filter(pc.is_null(got["text"]))
+    assert without.num_rows == 16
+    assert without["dupfind_keep"].to_pylist() == [True] * 16
+    for c in ("dupfind_cluster", "dupfind_duplicate_of", "dupfind_similarity"):
+        assert without[c].null_count == 16
+    # The filter is the dataset without --annotate.
+    status, _ = run([dupfind, "scan", "-q", "--num-perm", "64", "--threshold", "0.7",
+                     "--write-dataset", "plain", "d.parquet"], ok=(2,), cwd=cwd)
+    kept = got.filter(pc.and_(got["dupfind_keep"], pc.is_valid(got["text"])))
+    assert kept.select(t.column_names).equals(pq.read_table(cwd / "plain").select(t.column_names))
+
+
+def test_without_an_id_column_a_duplicate_names_its_representatives_row(dupfind, dump):
+    cwd, t = dump
+    t = t.drop_columns(["id"])
+    write(t, cwd / "d.parquet")
+    expected = cli_dataset(dupfind, cwd)
+    got = quietly(dp.dedup, t)
+    with_text = got.filter(pc.is_valid(got["text"]))
+    same = [c for c in ADDED if c != "dupfind_duplicate_of"]
+    assert with_text.select(same).equals(expected.select(same))
+    # The CLI names a row of a dump without ids `d.parquet:LINE` (LINE from 1); dedup by its
+    # row number from 0.
+    cli = [None if v is None else str(int(v.rsplit(":", 1)[1]) - 1)
+           for v in expected["dupfind_duplicate_of"].to_pylist()]
+    assert with_text["dupfind_duplicate_of"].to_pylist() == cli
+    rows = [int(v) for v in with_text["dupfind_duplicate_of"].to_pylist() if v is not None]
+    assert rows and all(got["dupfind_keep"][r].as_py() for r in rows)
+
+
+class Stream:
+    """An object that only speaks the Arrow PyCapsule stream interface."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.t.__arrow_c_stream__(requested_schema)
+
+
+def test_every_input_kind_returns_its_kind_with_the_same_columns(dump):
+    _, t = dump
+    t = t.select(["id", "text", "n", "score"])
+    ref = quietly(dp.dedup, t, id_column="id")
+    annotations = ref.select(ADDED)
+
+    reader = quietly(dp.dedup, pa.RecordBatchReader.from_batches(t.schema, t.to_batches()),
+                     id_column="id")
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.read_all().equals(ref)
+
+    assert quietly(dp.dedup, Stream(t), id_column="id").equals(ref)
+
+    df = t.to_pandas()
+    df.index = [f"r{i}" for i in range(len(df))]
+    out = quietly(dp.dedup, df, id_column="id")
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.index) == list(df.index)
+    assert list(out.columns) == list(df.columns) + ADDED
+    pd.testing.assert_frame_equal(out[list(df.columns)], df)
+    assert out["dupfind_keep"].tolist() == annotations["dupfind_keep"].to_pylist()
+    assert [None if pd.isna(v) else int(v) for v in out["dupfind_cluster"]] \
+        == annotations["dupfind_cluster"].to_pylist()
+    assert out["dupfind_duplicate_of"].tolist() == annotations["dupfind_duplicate_of"].to_pylist()
+
+    pl = pytest.importorskip("polars")
+    pdf = pl.from_arrow(t)
+    out = quietly(dp.dedup, pdf, id_column="id")
+    assert isinstance(out, pl.DataFrame)
+    assert out.columns == pdf.columns + ADDED
+    assert out.select(ADDED).to_arrow().equals(
+        pl.from_arrow(annotations).to_arrow())
+
+
+def test_a_hugging_face_dataset_when_installed(dump):
+    datasets = pytest.importorskip("datasets", reason="datasets is not in requirements.txt")
+    _, t = dump
+    t = t.select(["id", "text"])
+    ref = quietly(dp.dedup, t, id_column="id")
+    ds = datasets.Dataset(datasets.table.InMemoryTable(t))
+    out = quietly(dp.dedup, ds, id_column="id")
+    assert isinstance(out, datasets.Dataset)
+    assert out.column_names == ["id", "text"] + ADDED
+    for c in ADDED:
+        assert out[c] == ref[c].to_pylist()
+
+
+def test_a_null_text_is_warned_about_kept_and_unclustered(dump):
+    _, t = dump
+    with pytest.warns(dp.DupfindWarning) as caught:
+        got = dp.dedup(t, id_column="id")
+    messages = [str(w.message) for w in caught]
+    assert messages[0] == 'row 8: "text" is null'
+    # Ten rows, then how many more (as the CLI warns about a dump's bad lines).
+    assert messages[-1] == "6 more rows could not be read"
+    assert got["dupfind_keep"][8].as_py() is True
+    assert got["dupfind_cluster"][8].as_py() is None
+
+
+def test_empty_texts_and_a_table_of_nulls(tmp_path):
+    t = pa.table({"text": pa.array(["", "  ", None, "one two three four five six"] * 2)})
+    got = quietly(dp.dedup, t)
+    # The two copies of the one text with words are a cluster; the rest are kept alone.
+    assert got["dupfind_keep"].to_pylist() == [True] * 7 + [False]
+    assert got["dupfind_cluster_size"].to_pylist() == [None] * 3 + [2] + [None] * 3 + [2]
+    assert got["dupfind_duplicate_of"].to_pylist()[7] == "3"
+    nothing = quietly(dp.dedup, pa.table({"text": pa.array([None, None], pa.string())}))
+    assert nothing["dupfind_keep"].to_pylist() == [True, True]
+    empty = dp.dedup(pa.table({"text": pa.array([], pa.string())}))
+    assert empty.num_rows == 0 and empty.column_names == ["text"] + ADDED
+
+
+def test_a_text_column_that_is_not_text_is_the_clis_error(dupfind, tmp_path):
+    t = pa.table({"text": pa.array([1, 2, 3])})
+    pq.write_table(t, tmp_path / "d.parquet")
+    proc = subprocess.run([dupfind, "scan", "d.parquet"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert proc.returncode == 2
+    with pytest.raises(dp.DupfindError) as e:
+        dp.dedup(t)
+    # The CLI's warning for the whole dump, which dedup raises (nothing could be read).
+    assert proc.stderr == f"dupfind: warning: d.parquet: {e.value}\n"
+    assert "int64, not a string" in str(e.value)
+    with pytest.raises(ValueError, match="no column 'body'"):
+        dp.dedup(t, text_column="body")
+    with pytest.raises(TypeError, match="not list"):
+        dp.dedup([1, 2])
+
+
+# Each refused option of dedup, and the same flag given to the CLI.
+REFUSALS = [
+    ({"threshold": 1.5}, ["--threshold", "1.5"]),
+    ({"threshold": -0.1}, ["--threshold=-0.1"]),
+    ({"method": "lsh"}, ["--method", "lsh"]),
+    ({"shingle": "line"}, ["--shingle", "line"]),
+    ({"ngram": 0}, ["--ngram", "0"]),
+    ({"num_perm": 0}, ["--num-perm", "0"]),
+    ({"cluster": "loose"}, ["--cluster", "loose"]),
+    ({"keep": "best"}, ["--keep", "best"]),
+    ({"keep": "none", "keep_by": "n"}, ["--keep", "none", "--keep-by", "n"]),
+    ({"verify": "maybe"}, ["--verify", "maybe"]),
+    ({"method": "simhash", "verify": "edit"}, ["--method", "simhash", "--verify", "edit"]),
+    ({"threads": 0}, ["--threads", "0"]),
+    ({"max_memory": "lots"}, ["--max-memory", "lots"]),
+    ({"max_memory": 1}, ["--max-memory", "1"]),
+    ({"seed": -1}, ["--seed=-1"]),
+]
+
+
+@pytest.mark.parametrize("options,flags", REFUSALS, ids=[str(o) for o, _ in REFUSALS])
+def test_a_refused_option_carries_the_clis_message(dupfind, dump, options, flags):
+    cwd, t = dump
+    proc = subprocess.run([dupfind, "scan", *flags, "d.parquet"], cwd=cwd, capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    with pytest.raises((ValueError, dp.DupfindError)) as e:
+        quietly(dp.dedup, t, id_column="id", **options)
+    message = str(e.value)
+    assert message, options
+    assert message in proc.stderr, (message, proc.stderr)
+
+
+def test_the_same_answers_whatever_the_thread_count(dump):
+    _, t = dump
+    one = quietly(dp.dedup, t, id_column="id", threads=1)
+    two = quietly(dp.dedup, t, id_column="id", threads=2)
+    assert one.equals(two)
+    texts = [s for s in t["text"].to_pylist() if s is not None]
+    assert np.array_equal(dp.signatures(texts, threads=1),
+                          dp.signatures(texts, threads=2))
+
+
+def test_scan_is_the_clis_report(dupfind, docs, scan):
+    for options, kwargs in [([], {}),
+                            (["--num-perm", "64", "--cluster", "components", "--keep", "newest"],
+                             {"num_perm": 64, "cluster": "components", "keep": "newest"}),
+                            (["--method", "simhash"], {"method": "simhash"})]:
+        _, out = scan(["--format", "json", *options])
+        assert dp.scan(docs, quiet=True, **kwargs) == json.loads(out)
+    with pytest.raises(ValueError, match="invalid value 'x' for '--threshold"):
+        dp.scan(docs, threshold="x")
+    with pytest.raises(ValueError, match="returns the JSON report"):
+        dp.scan(docs, format="text")
+    with pytest.raises(dp.DupfindError, match="--threshold"):
+        dp.scan(docs, method="simhash", threshold=0.5)
+
+
+def test_jaccard_is_what_the_report_verifies(dupfind, tmp_path):
+    a = " ".join(f"w{i}" for i in range(200))
+    b = a.replace("w50 ", "x50 ").replace("w120 ", "x120 ")
+    (tmp_path / "a.txt").write_text(a)
+    (tmp_path / "b.txt").write_text(b)
+    report = dp.scan(tmp_path, threshold=0.5)
+    [pair] = report["clusters"][0]["duplicates"]
+    assert dp.jaccard(a, b) == pytest.approx(pair["similarity"], abs=1e-3)
+    assert dp.jaccard(a, a) == 1.0
+    assert dp.jaccard(a, "nothing in common at all here") == 0.0
+    # 2 changed words touch 10 five-word shingles of 196: 186 shared of 206.
+    assert dp.jaccard(a, b) == pytest.approx(186 / 206)
+    # Tokens are lowercased, and whitespace only separates them.
+    assert dp.jaccard("One two THREE four five", "one  two three\nfour five") == 1.0
+    assert dp.jaccard("abcdef", "abcdeg", shingle="char", ngram=3) == pytest.approx(3 / 5)
+
+
+def test_signatures_estimate_jaccard():
+    a = " ".join(f"w{i}" for i in range(400))
+    b = a.replace("w100 ", "x100 ")
+    s = dp.signatures([a, b, a, ""], num_perm=256)
+    assert s.dtype == np.uint32 and s.shape == (4, 256)
+    assert np.array_equal(s[0], s[2])
+    assert (s[3] == np.iinfo(np.uint32).max).all()
+    estimate = (s[0] == s[1]).mean()
+    assert abs(estimate - dp.jaccard(a, b)) < 0.1
+    assert not np.array_equal(dp.signatures([a], seed=1), dp.signatures([a]))
+    with pytest.raises((ValueError, dp.DupfindError), match="--num-perm"):
+        dp.signatures([a], num_perm=0)
+    with pytest.raises(ValueError, match="--shingle"):
+        dp.signatures([a], shingle="line")
+
+
+def test_ctrl_c_interrupts_a_scan_that_cannot_end(tmp_path):
+    """`scan('-')` reads standard input to its end, which the test holds open: only
+    KeyboardInterrupt can end the call."""
+    code = ("import dupfind, sys\n"
+            "print('ready', flush=True)\n"
+            "try:\n"
+            "    dupfind.scan('-')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        proc.stdin.write(b"some text that is never finished ")
+        proc.stdin.flush()
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline() == b"interrupted\n"
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.stdin.close()
+
+
+def commands(tmp_path):
+    """Runs of the CLI: a scan with warnings and errors, a usage error, other commands."""
+    (tmp_path / "docs").mkdir()
+    text = " ".join(f"w{i}" for i in range(100))
+    (tmp_path / "docs" / "a.txt").write_text(text)
+    (tmp_path / "docs" / "b.txt").write_text(text.replace("w7 ", "x7 "))
+    (tmp_path / "docs" / "c.txt").write_text(text)
+    (tmp_path / "docs" / "d.jsonl").write_text('{"text": "x"}\nnot json\n')
+    return [
+        ["scan", "docs"],
+        ["scan", "--format", "text", "--color", "never", "docs"],
+        ["scan", "--threshold", "2", "docs"],
+        ["scan", "missing"],
+        ["scan", "--bogus"],
+        ["docs"],
+        ["explain", "--threshold", "0.7"],
+        ["--version"],
+        ["scan", "--help"],
+    ]
+
+
+def test_the_installed_command_is_the_binary(dupfind, tmp_path):
+    command = dp.command()
+    assert command and os.path.dirname(command) == os.path.dirname(sys.executable)
+    for args in commands(tmp_path):
+        ours = subprocess.run([command, *args], cwd=tmp_path, capture_output=True)
+        theirs = subprocess.run([dupfind, *args], cwd=tmp_path, capture_output=True)
+        assert (ours.returncode, ours.stdout, ours.stderr.replace(command.encode(), b"dupfind")) \
+            == (theirs.returncode, theirs.stdout,
+                theirs.stderr.replace(dupfind.encode(), b"dupfind")), args
+    # A closed pipe ends the command quietly, as it ends the binary.
+    big = tmp_path / "big"
+    big.mkdir()
+    # A report far larger than a pipe's buffer: 1,500 members of 20 clusters.
+    for i in range(1500):
+        (big / f"{i:04}.txt").write_text(" ".join(f"w{i % 20}x{j}" for j in range(60)))
+    for binary in (command, dupfind):
+        proc = subprocess.Popen([binary, "scan", "big"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.read(10)
+        proc.stdout.close()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stderr.read() == b""
+
+
+def test_the_spark_driver_finds_the_installed_command(monkeypatch):
+    sys.path.insert(0, os.path.join(ROOT, "contrib", "spark"))
+    import dupfind_spark
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert dupfind_spark.find_binary(None) == dp.command()
