@@ -63,6 +63,7 @@ mod scan;
 mod sink;
 mod sketch;
 mod stages;
+mod store;
 mod token;
 mod varint;
 mod verify;

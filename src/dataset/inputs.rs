@@ -87,7 +87,7 @@ fn kind(f: &FileEntry, jsonl: &JsonlOptions, prefix: Option<&str>) -> Result<Kin
         }
         return Ok(Kind::File);
     }
-    let Ok(file) = crate::input::read::open_nonblocking(&f.path) else {
+    let Ok(file) = crate::input::source::Source::open(&f.path, f.size) else {
         return Ok(Kind::Unreadable);
     };
     if !parquet::starts_with_magic(&file).unwrap_or(false) {

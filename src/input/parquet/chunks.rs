@@ -5,17 +5,18 @@
 //! empty reads for minutes (found by the `parquet` fuzz target). Pages never need bytes past
 //! the end, so a well-formed file reads as before.
 
-use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
+use std::io::{BufReader, ErrorKind, Read};
 
 use parquet::file::reader::{ChunkReader, Length};
 
+use crate::input::source::{Source, SourceRead};
+
 /// A Parquet file for reading pages ([`super::ParquetDump`]'s readers).
-pub struct Pages(pub File);
+pub struct Pages(pub Source);
 
 impl Length for Pages {
     fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |m| m.len())
+        self.0.len().unwrap_or(0)
     }
 }
 
@@ -23,9 +24,8 @@ impl ChunkReader for Pages {
     type T = BufReader<EndIsError>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let mut file = self.0.try_clone()?;
-        file.seek(SeekFrom::Start(start))?;
-        Ok(BufReader::new(EndIsError(file)))
+        let read = self.0.try_clone()?.reader_from(start)?;
+        Ok(BufReader::new(EndIsError(read)))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
@@ -33,8 +33,35 @@ impl ChunkReader for Pages {
     }
 }
 
+impl Length for Source {
+    fn len(&self) -> u64 {
+        Source::len(self).unwrap_or(0)
+    }
+}
+
+/// The footer's reader ([`parquet::arrow::arrow_reader::ArrowReaderMetadata::load`]): a file
+/// as the crate reads one; an object by range requests.
+impl ChunkReader for Source {
+    type T = BufReader<EndIsError>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Pages(self.try_clone()?).get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        match self {
+            Source::File(f) => f.get_bytes(start, length),
+            Source::Object(_) => {
+                let mut buf = vec![0; length];
+                self.read_exact_at(&mut buf, start)?;
+                Ok(buf.into())
+            }
+        }
+    }
+}
+
 /// A file whose reads at its end fail.
-pub struct EndIsError(File);
+pub struct EndIsError(SourceRead);
 
 impl Read for EndIsError {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -52,11 +79,11 @@ impl Read for EndIsError {
 /// one reading its pages: it reads at an offset, never moving the cursor the file shares with
 /// its clones (a seek there would move the other reader's too), and a read at its end fails
 /// as [`EndIsError`]'s does.
-pub struct Positioned(pub File);
+pub struct Positioned(pub Source);
 
 impl Length for Positioned {
     fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |m| m.len())
+        self.0.len().unwrap_or(0)
     }
 }
 
@@ -80,16 +107,13 @@ impl ChunkReader for Positioned {
 
 /// A reader of a file from an offset on, by positioned reads.
 pub struct At {
-    file: File,
+    file: Source,
     at: u64,
 }
 
 impl Read for At {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(&self.file, buf, self.at)?;
-        #[cfg(windows)]
-        let n = std::os::windows::fs::FileExt::seek_read(&self.file, buf, self.at)?;
+        let n = self.file.read_at(buf, self.at)?;
         if n == 0 && !buf.is_empty() {
             return Err(std::io::Error::new(
                 ErrorKind::UnexpectedEof,
