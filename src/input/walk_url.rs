@@ -68,12 +68,13 @@ enum Judged {
 
 fn judge(opts: &WalkOptions, below: &Path) -> Judged {
     let depth = below.components().count();
-    if opts.max_depth.is_some_and(|max| depth > max) {
-        return Judged::Left;
-    }
     let bytes = below.as_os_str().as_encoded_bytes();
     let mut end = 0;
     for (i, c) in below.components().enumerate() {
+        // The entry at this depth: past --max-depth it is never seen, as walkdir never yields it.
+        if opts.max_depth.is_some_and(|max| i + 1 > max) {
+            return Judged::Left;
+        }
         let name = c.as_os_str().as_encoded_bytes();
         end += name.len() + usize::from(i > 0);
         let upto = Path::new(std::str::from_utf8(&bytes[..end]).unwrap_or(""));

@@ -185,18 +185,24 @@ fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
 /// What an object store's error means to the user: the cause first, then the store's own words.
 pub(super) fn reason(e: &object_store::Error) -> String {
     use object_store::Error as E;
+    const CHECK: &str = "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                         GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
     match e {
         E::NotFound { .. } => "no such object (deleted, or never written)".to_string(),
-        E::PermissionDenied { source, .. } => format!(
-            "access denied: check the credentials (AWS_ACCESS_KEY_ID and \
-             AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_KEY): \
-             {source}"
-        ),
-        E::Unauthenticated { source, .. } => format!(
-            "not authenticated: check the credentials (AWS_ACCESS_KEY_ID and \
-             AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_KEY): \
-             {source}"
-        ),
-        other => other.to_string(),
+        E::PermissionDenied { source, .. } | E::Unauthenticated { source, .. } => {
+            format!("access denied: {CHECK}: {source}")
+        }
+        // A listing's refusal comes as a generic error with the status in its words.
+        other => {
+            let words = other.to_string();
+            let refused = ["403 Forbidden", "401 Unauthorized"]
+                .iter()
+                .any(|s| words.contains(s));
+            if refused {
+                format!("access denied: {CHECK}: {words}")
+            } else {
+                words
+            }
+        }
     }
 }
