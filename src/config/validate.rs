@@ -261,7 +261,10 @@ fn walk_options(args: &ScanArgs, max_memory: u64) -> Result<WalkOptions> {
     let roots: Vec<_> = roots.into_iter().map(local).collect();
     let listed: Vec<_> = listed.into_iter().map(local).collect();
     // The dataset written is never read as input, even inside a root.
-    let skip_dirs = args.write_dataset.iter().map(|d| absolute_dir(d)).collect();
+    let skip_dirs = (args.write_dataset.iter())
+        .filter(|d| !crate::store::is_url(d))
+        .map(|d| absolute_dir(d))
+        .collect();
     Ok(WalkOptions {
         roots,
         follow_links: args.follow_links,

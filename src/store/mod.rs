@@ -12,11 +12,13 @@
 mod client;
 mod list;
 mod object;
+mod write;
 
 use std::path::{Path, PathBuf};
 
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
+pub use write::{any_below, upload};
 
 /// The schemes read through the object store, each followed by `://`.
 const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

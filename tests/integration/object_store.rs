@@ -319,3 +319,66 @@ fn an_index_refuses_urls_and_says_why() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
 }
+
+#[test]
+fn the_report_and_the_dataset_are_written_to_s3_whole() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus(&t);
+    s3.create_bucket("out");
+    let end = s3.endpoint();
+    let local = t.run(&["scan", "corpus", "--write-dataset", "ds"]);
+    assert_eq!(local.code(), 0, "{}", local.stderr);
+    let args = [
+        "scan",
+        "corpus",
+        "-o",
+        "s3://out/r/report.json",
+        "--write-dataset",
+        "s3://out/ds/",
+    ];
+    let r = scan(&s3, &t, &end, &args);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    let report = s3.get("out/r/report.json").expect("the report's object");
+    assert_eq!(String::from_utf8(report).unwrap(), local.stdout);
+    let parts = s3.keys("out", "ds/");
+    assert_eq!(parts, ["ds/part-00000.jsonl"]);
+    let part = s3.get("out/ds/part-00000.jsonl").unwrap();
+    assert_eq!(part, std::fs::read(t.join("ds/part-00000.jsonl")).unwrap());
+
+    // A part over 8 MiB goes up in parts, visible once the upload is completed.
+    let big = text(9300, 1_600_000);
+    assert!(big.len() > 9 << 20);
+    t.write("big/a.txt", &big);
+    let args_big = ["scan", "big", "--max-size", "64M", "--write-dataset"];
+    let r = scan(&s3, &t, &end, &[&args_big[..], &["s3://out/big"]].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let l = t.run(&[&args_big[..], &["big-ds"]].concat());
+    assert_eq!(l.code(), 0, "{}", l.stderr);
+    let part = s3.get("out/big/part-00000.jsonl").unwrap();
+    assert!(part == std::fs::read(t.join("big-ds/part-00000.jsonl")).unwrap());
+
+    // A dataset prefix that holds objects is refused before the scan, as a directory is.
+    let again = scan(&s3, &t, &end, &args);
+    assert_eq!(again.code(), 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("already holds objects"),
+        "{}",
+        again.stderr
+    );
+
+    // A write the store refuses leaves no object at all.
+    let (port, faults) = proxy(s3.port);
+    faults.refuse.store(true, Ordering::SeqCst);
+    let proxied = format!("http://127.0.0.1:{port}");
+    let r = scan(
+        &s3,
+        &t,
+        &proxied,
+        &["scan", "corpus", "-o", "s3://out/r2/report.json"],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("s3://out/r2/report.json"), "{}", r.stderr);
+    assert_eq!(s3.keys("out", "r2/"), Vec::<String>::new());
+}
