@@ -35,7 +35,7 @@ pub(super) fn stats() -> (u64, u64) {
 
 /// The runtime every request runs on: two worker threads drive the connections; the waiting is
 /// done by the scan's own threads.
-fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
+pub(super) fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     if let Some(rt) = RT.get() {
         return Ok(rt);

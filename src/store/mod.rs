@@ -12,12 +12,14 @@
 mod client;
 mod list;
 mod object;
+mod prefetch;
 mod write;
 
 use std::path::{Path, PathBuf};
 
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
+pub use prefetch::prefetch;
 pub use write::{any_below, upload};
 
 /// The schemes read through the object store, each followed by `://`.
