@@ -37,7 +37,7 @@ pub fn parquet(data: &[u8]) {
     let open = || {
         file.try_clone()
             .ok()
-            .and_then(|f| ParquetDump::open(f.into(), &opts).ok())
+            .and_then(|f| ParquetDump::open(f, &opts).ok())
     };
     let Some(dump) = open() else { return };
     let mut texts: BTreeMap<u64, (u32, String)> = BTreeMap::new();

@@ -171,6 +171,6 @@ mod tests {
         let mut w = ArrowWriter::try_new(file.try_clone().unwrap(), schema, None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        assert_eq!(check(&file), Ok(()));
+        assert_eq!(check(&Source::from(file)), Ok(()));
     }
 }

@@ -68,7 +68,8 @@ impl ParquetDump {
     /// Reads the footer of `file` and finds the columns `opts` names: the text column must be a
     /// string column (`string`, `large_string` or `string_view`); an id column that is missing
     /// gives no ids. The error names what is wrong and lists the columns there are.
-    pub fn open(file: Source, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+    pub fn open(file: impl Into<Source>, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+        let file: Source = file.into();
         // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
         // pyarrow stores a categorical column's strings as a dictionary there, and they are
         // strings all the same.

@@ -292,6 +292,7 @@ mod tests {
     use parquet::file::properties::{WriterProperties, WriterVersion};
 
     use super::*;
+    use std::fs::File;
 
     /// One text column of `texts` written to a temporary file with `props`.
     fn write(texts: Vec<String>, props: WriterProperties) -> File {
@@ -309,7 +310,7 @@ mod tests {
         .clone();
         let c = meta.row_group(0).column(0);
         let (start, len) = c.byte_range();
-        census(file, c, start, len).unwrap()
+        census(&Source::from(file.try_clone().unwrap()), c, start, len).unwrap()
     }
 
     fn props() -> parquet::file::properties::WriterPropertiesBuilder {
