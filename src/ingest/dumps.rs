@@ -496,7 +496,7 @@ pub(crate) fn open_dump(
     // by a range request each.
     let local = matches!(f, Source::File(_));
     let read = f
-        .reader_from(0)
+        .stream_from(0)
         .map_err(|e| crate::messages::io_reason(&e))?;
     let (compression, stream) =
         open_stream(read.take(size)).map_err(|e| crate::messages::io_reason(&e))?;

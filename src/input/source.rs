@@ -86,7 +86,19 @@ impl Source {
     }
 
     /// The bytes from `offset` on, read in order: a file from its cursor there, an object
-    /// streamed as its bytes arrive.
+    /// streamed as its bytes arrive, one GET to its end (a JSON Lines dump).
+    pub fn stream_from(self, offset: u64) -> std::io::Result<SourceRead> {
+        match self {
+            Source::Object(o) => o
+                .stream(offset)
+                .map(|s| SourceRead::Object(Box::new(s)))
+                .map_err(std::io::Error::other),
+            file => file.reader_from(offset),
+        }
+    }
+
+    /// The bytes from `offset` on, read in order: a file from its cursor there, an object by
+    /// its range reads (a Parquet column chunk's pages: only the ranges it wants are fetched).
     pub fn reader_from(self, offset: u64) -> std::io::Result<SourceRead> {
         match self {
             Source::File(mut f) => {
@@ -94,17 +106,15 @@ impl Source {
                 f.seek(std::io::SeekFrom::Start(offset))?;
                 Ok(SourceRead::File(f))
             }
-            Source::Object(o) => o
-                .stream(offset)
-                .map(|s| SourceRead::Object(Box::new(s)))
-                .map_err(std::io::Error::other),
+            Source::Object(o) => Ok(SourceRead::Ranges(o, offset)),
         }
     }
 
-    /// The ranges (offset, length) about to be read: an object fetches no more than these.
-    pub fn want(&self, ranges: &[(u64, u64)]) {
+    /// The ranges (offset, length) about to be read, whole or (`headers`) only their page
+    /// headers: an object fetches no more than these.
+    pub fn want(&self, ranges: &[(u64, u64)], headers: bool) {
         if let Source::Object(o) = self {
-            o.want(ranges);
+            o.want(ranges, headers);
         }
     }
 }
@@ -113,6 +123,8 @@ impl Source {
 pub enum SourceRead {
     File(File),
     Object(Box<crate::store::StreamRead>),
+    /// An object read at this offset on, by its range reads.
+    Ranges(Object, u64),
 }
 
 impl Read for SourceRead {
@@ -120,6 +132,11 @@ impl Read for SourceRead {
         match self {
             SourceRead::File(f) => f.read(buf),
             SourceRead::Object(o) => o.read(buf),
+            SourceRead::Ranges(o, at) => {
+                let n = o.read_at(buf, *at)?;
+                *at += n as u64;
+                Ok(n)
+            }
         }
     }
 }

@@ -46,6 +46,9 @@ struct Cache {
     windows: Vec<(u64, Bytes)>,
     /// Ranges (start, end) the reader will read, sorted: a window stops at the end of its own.
     wanted: Vec<(u64, u64)>,
+    /// How much of a wanted range a miss fetches: [`WINDOW`] when the ranges are read whole,
+    /// [`TAIL`] when only their page headers are.
+    window: u64,
 }
 
 impl std::fmt::Debug for Object {
@@ -85,13 +88,15 @@ impl Object {
 
     /// The ranges (start, length) a reader is about to read: a window that misses stops at the
     /// end of the range it starts in, so that nothing between them is fetched.
-    pub fn want(&self, ranges: &[(u64, u64)]) {
+    /// `headers`: only their page headers are read (a small window at each), not the whole.
+    pub fn want(&self, ranges: &[(u64, u64)], headers: bool) {
         if let Ok(mut c) = self.inner.cache.lock() {
             c.wanted = ranges
                 .iter()
                 .map(|&(s, l)| (s, s.saturating_add(l)))
                 .collect();
             c.wanted.sort_unstable();
+            c.window = if headers { TAIL } else { WINDOW };
         }
     }
 
@@ -133,7 +138,7 @@ impl Object {
                 .find(|&&(s, e)| s <= offset && offset < e)
                 .map(|&(_, e)| e);
             let end = match wanted_end {
-                Some(e) => e.min(offset.saturating_add(WINDOW.max(len))),
+                Some(e) => e.min(offset.saturating_add(c.window.max(len))),
                 None => offset.saturating_add(WINDOW.min(TAIL).max(len)),
             };
             let end = end.min(size);

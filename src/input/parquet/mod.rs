@@ -230,8 +230,9 @@ impl ParquetDump {
             .iter()
             .map(|&l| chunk_range(rg.column(l), file_len))
             .collect::<Result<Vec<_>, String>>()?;
-        // An object fetches these column chunks and nothing between them.
-        self.file.want(&ranges);
+        // The census reads only page headers: an object fetches a small window at each (a
+        // small chunk whole, which the decoding then finds fetched).
+        self.file.want(&ranges, true);
         let mut chunks = Vec::with_capacity(leaves.len());
         for &l in leaves {
             let c = rg.column(l);
@@ -248,6 +249,9 @@ impl ParquetDump {
                 .map_err(|e| format!("column \"{}\": {e}", name()))?;
             chunks.push(chunk);
         }
+        // The decoding reads the column chunks whole: an object fetches them, and nothing
+        // between them, in windows.
+        self.file.want(&ranges, false);
         let batch = pages::batch_rows(&chunks, rg.num_rows().max(0) as u64)?;
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {
