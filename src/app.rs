@@ -105,10 +105,14 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
     let out = pool.install(|| scan::scan(&cfg))?;
-    match out.pending {
+    let delivered = match out.pending {
         None => deliver::deliver(&out.report, out.code, &cfg),
         Some(pending) => deliver::deliver_then_commit(&out.report, out.code, &cfg, pending),
+    };
+    if let Some(note) = crate::store::stats_note() {
+        eprintln!("dupfind: {note}");
     }
+    delivered
 }
 
 /// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its

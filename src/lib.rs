@@ -20,6 +20,8 @@
 //! conclude            verify → cluster → records: the one call `scan` and `stage verify` share
 //! report/             clusters → records → JSON, JSON Lines or text on stdout
 //! stages/             the same stages as separate processes over Parquet (dupfind stage …)
+//! store/              URLs (s3://, gs://, az://, http(s)://) under the readers and writers:
+//!                     listings, GETs, range reads, whole-object writes (object_store)
 //! act/                a JSON report → its duplicates removed, moved or hard-linked, each
 //!                     checked unchanged first (dupfind remove, move, link)
 //! ```
@@ -65,6 +67,7 @@ mod scan;
 mod sink;
 mod sketch;
 mod stages;
+mod store;
 mod token;
 mod varint;
 mod verify;

@@ -50,6 +50,9 @@ mod memory;
 /// `--normalize`'s steps.
 #[path = "integration/normalize.rs"]
 mod normalize;
+/// URLs: a real S3 server (moto) on loopback, its dumps and faults.
+#[path = "integration/object_store.rs"]
+mod object_store;
 /// The report: schema, snapshots, params, JSON Lines, file names.
 #[path = "integration/output.rs"]
 mod output;

@@ -45,6 +45,48 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "COLUMNS",
         "The width --help wraps to when it is not a terminal's.",
     ),
+    (
+        "AWS_ACCESS_KEY_ID",
+        "With AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN: the credentials of s3:// URLs \
+         (without them, the instance's or container's role).",
+    ),
+    ("AWS_SECRET_ACCESS_KEY", "See AWS_ACCESS_KEY_ID."),
+    ("AWS_SESSION_TOKEN", "See AWS_ACCESS_KEY_ID."),
+    (
+        "AWS_REGION",
+        "The region of s3:// URLs (else AWS_DEFAULT_REGION, else us-east-1).",
+    ),
+    ("AWS_DEFAULT_REGION", "See AWS_REGION."),
+    (
+        "AWS_ENDPOINT_URL",
+        "Another S3-compatible server for s3:// URLs (AWS_ENDPOINT_URL_S3 first); plain http is \
+         allowed when named here.",
+    ),
+    ("AWS_ENDPOINT_URL_S3", "See AWS_ENDPOINT_URL."),
+    (
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "A service account's JSON key, for gs:// URLs.",
+    ),
+    (
+        "AZURE_STORAGE_ACCOUNT_NAME",
+        "With AZURE_STORAGE_ACCOUNT_KEY: the account and key of az://, abfs:// and abfss:// URLs.",
+    ),
+    (
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "See AZURE_STORAGE_ACCOUNT_NAME.",
+    ),
+    (
+        "AZURE_STORAGE_ENDPOINT",
+        "Another Azure-compatible server (Azurite); plain http is allowed when named here.",
+    ),
+    (
+        "DUPFIND_STORE_TIMEOUT",
+        "Seconds one request to an object store may take, retries included (default: 60).",
+    ),
+    (
+        "DUPFIND_STORE_STATS",
+        "When set, a scan ends with the object store requests made and bytes fetched, on stderr.",
+    ),
 ];
 
 /// Examples of `dupfind scan`: the command and what it does.

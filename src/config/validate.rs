@@ -2,6 +2,7 @@
 //! The only place that reads clap's types.
 
 use std::io::IsTerminal;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -255,8 +256,15 @@ fn walk_options(args: &ScanArgs, max_memory: u64) -> Result<WalkOptions> {
             .cloned()
             .collect()
     };
+    // A `file://` URL is the local path it names, walked as any other.
+    let local = |p: std::path::PathBuf| crate::store::local_path(&p).unwrap_or(p);
+    let roots: Vec<_> = roots.into_iter().map(local).collect();
+    let listed: Vec<_> = listed.into_iter().map(local).collect();
     // The dataset written is never read as input, even inside a root.
-    let skip_dirs = args.write_dataset.iter().map(|d| absolute_dir(d)).collect();
+    let skip_dirs = (args.write_dataset.iter())
+        .filter(|d| !crate::store::is_url(d))
+        .map(|d| absolute_dir(d))
+        .collect();
     Ok(WalkOptions {
         roots,
         follow_links: args.follow_links,
@@ -341,6 +349,32 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
     })
 }
 
+/// An index stays on a local disk, and holds local files only: it is committed by renaming its
+/// manifest into place under a lock, which an object store has neither of, and it checks each
+/// file again by its inode and times, which an object has not.
+fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Result<()> {
+    crate::store::refuse_url(
+        index,
+        &format!("{what}'s index"),
+        "an index is committed by an atomic rename under a lock, which object stores do not \
+         offer",
+    )?;
+    if let Some(url) = walk
+        .roots
+        .iter()
+        .chain(&walk.listed)
+        .find(|p| crate::store::is_url(p))
+    {
+        bail!(
+            "{} cannot go into an index ({what}): an index holds local files, which it checks \
+             again by inode and times and rereads by path; scan URLs without --against, or copy \
+             them to a local disk first",
+            url.display()
+        );
+    }
+    Ok(())
+}
+
 impl Config {
     /// Refuses to write a binary report to a terminal (checked by the command that writes the
     /// report: a stage that does not is free to run at one).
@@ -361,6 +395,7 @@ impl Config {
         if cfg.stdin {
             bail!("`-` (standard input) cannot go into an index: it has no path to check again");
         }
+        refuse_urls_with_index(&args.index, &cfg.walk, "index build")?;
         // The index is not read as input, even when it lies below a root. It stores every
         // file's size, inode and time, and compares them before reading: the walk takes them.
         cfg.walk.skip_dirs.push(absolute_dir(&args.index));
@@ -386,6 +421,7 @@ impl Config {
                      that an index could hold"
                 );
             }
+            refuse_urls_with_index(&dir, &cfg.walk, "--against")?;
             cfg.walk.skip_dirs.push(absolute_dir(&dir));
             cfg.walk.defer_metadata = false;
             cfg.against = Some(IndexUse {

@@ -17,6 +17,19 @@ use crate::messages::display_path;
 /// Refuses `dir` when it holds a dataset already (a `part-*.jsonl` or `part-*.parquet` file):
 /// nothing of it is overwritten.
 pub fn refuse_existing(dir: &Path) -> Result<()> {
+    if crate::store::is_url(dir) {
+        let url = dir.to_string_lossy();
+        let held = crate::store::any_below(&url)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("--write-dataset: listing {url}"))?;
+        if held {
+            bail!(
+                "--write-dataset: {url} already holds objects; nothing was written. Remove \
+                 them, or write the dataset to another prefix"
+            );
+        }
+        return Ok(());
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -87,7 +100,7 @@ fn kind(f: &FileEntry, jsonl: &JsonlOptions, prefix: Option<&str>) -> Result<Kin
         }
         return Ok(Kind::File);
     }
-    let Ok(file) = crate::input::read::open_nonblocking(&f.path) else {
+    let Ok(file) = crate::input::source::Source::open(&f.path, f.size) else {
         return Ok(Kind::Unreadable);
     };
     if !parquet::starts_with_magic(&file).unwrap_or(false) {

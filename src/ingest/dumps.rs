@@ -4,7 +4,6 @@
 //! texts of its records made readable again for verification ([`spill_records`]).
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use crate::input::decompress::{decoder_cost, open_stream, Compression};
 use crate::input::field_value::FieldValue;
 use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line, RawLine};
 use crate::input::parquet::{self, ParquetDump, Row};
+use crate::input::source::Source;
 use crate::input::spill::InDumps;
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, escape_controls};
@@ -58,7 +58,17 @@ impl Ingest<'_> {
             Opened::Jsonl(_, true) => 0,
             _ => decoder_cost(Compression::Zstd).max(decoder_cost(Compression::Lz4)),
         };
-        let _pinned = match self.engine.budget.pin(decoder + 3 * BATCH_BYTES as u64) {
+        // An object's read windows (a Parquet dump's ranges; a stream holds one chunk).
+        let windows = if crate::store::is_url(&file.path) {
+            crate::store::Object::buffered()
+        } else {
+            0
+        };
+        let _pinned = match self
+            .engine
+            .budget
+            .pin(decoder + windows + 3 * BATCH_BYTES as u64)
+        {
             Ok(g) => g,
             Err(over) => {
                 let reason = over.reason();
@@ -491,17 +501,27 @@ pub(crate) fn open_dump(
     // Read as far as the size the walk saw: a dump still being appended to would otherwise be
     // read for as long as it grows (the rest is for the next run; [`Ingest::dump`] says so).
     let size = file.record.as_ref().map_or(file.size, |r| r.file_size);
+    // An object's records are read again by streaming it (as a compressed dump's are), never
+    // by a range request each.
+    let local = matches!(f, Source::File(_));
+    let read = f
+        .stream_from(0)
+        .map_err(|e| crate::messages::io_reason(&e))?;
     let (compression, stream) =
-        open_stream(f.take(size)).map_err(|e| crate::messages::io_reason(&e))?;
+        open_stream(read.take(size)).map_err(|e| crate::messages::io_reason(&e))?;
     Ok((
         JsonlReader::new(stream, jsonl.clone()),
-        compression == Compression::None,
+        local && compression == Compression::None,
     ))
 }
 
 /// Opens a dump, checking it is still the file the walk saw: never blocking on a FIFO put in
 /// its place, and refusing anything but a regular file.
-fn open_dump_file(file: &FileEntry) -> Result<File, String> {
+fn open_dump_file(file: &FileEntry) -> Result<Source, String> {
+    if crate::store::is_url(&file.path) {
+        let size = file.record.as_ref().map_or(file.size, |r| r.file_size);
+        return Source::object(&file.path, size);
+    }
     let io = |e: std::io::Error| crate::messages::io_reason(&e);
     let f = crate::input::read::open_nonblocking(&file.path).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
@@ -511,7 +531,7 @@ fn open_dump_file(file: &FileEntry) -> Result<File, String> {
     if file.id != (0, 0) && crate::input::walk::inode(&meta) != file.id {
         return Err("file was replaced during the scan".into());
     }
-    Ok(f)
+    Ok(Source::File(f))
 }
 
 /// Makes the texts of the dump records among `wanted` (document ids) readable again through
@@ -558,7 +578,10 @@ pub fn spill_records(
         match r.at {
             Some((offset, len)) => {
                 let dump = *opened.entry(first).or_insert_with(|| {
-                    let file = open_dump_file(&entries[first as usize]).ok()?;
+                    // Only a plain dump on disk has its records' offsets (`open_dump`).
+                    let Source::File(file) = open_dump_file(&entries[first as usize]).ok()? else {
+                        return None;
+                    };
                     direct.dumps.push(file);
                     Some(direct.dumps.len() as u32 - 1)
                 });

@@ -15,8 +15,8 @@ use crate::budget::{self, Budget, Grant};
 use crate::ingest::set_cache::SetCache;
 use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
 use crate::input::read::{
-    decode, is_binary, read_file, sniffs_binary, Decoded, FileMeta, ReadFailure, Residency,
-    SizeLimits,
+    decode, is_binary, read_file, read_object, sniffs_binary, Decoded, FileMeta, ReadFailure,
+    Residency, SizeLimits,
 };
 use crate::input::readahead::Readahead;
 use crate::input::spill::Spill;
@@ -383,13 +383,17 @@ impl<'a> DocWorker<'a> {
         let over = |o: budget::OverBudget| {
             ReadFailure::Error(if again { o.reason_again() } else { o.reason() })
         };
-        let residency = read_file(
-            &file.path,
-            file.id,
-            self.engine.limits,
-            &mut self.buf,
-            &mut self.meta,
-        )?;
+        let residency = if crate::store::is_url(&file.path) {
+            read_object(file, self.engine.limits, &mut self.buf, &mut self.meta)?
+        } else {
+            read_file(
+                &file.path,
+                file.id,
+                self.engine.limits,
+                &mut self.buf,
+                &mut self.meta,
+            )?
+        };
         self.waited = residency == Residency::NotCached;
         let format = sniff(&self.buf[..self.buf.len().min(4)]);
         if format == Compression::None {

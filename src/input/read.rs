@@ -224,6 +224,42 @@ pub fn read_file(
 
 /// Reads a file of a pseudo filesystem from its start to its end, whatever size it declared,
 /// bounded by the size limit; `meta` then gives the size read.
+/// Reads the object at the URL `file.path` into `buf`, one GET, as [`read_file`] reads a file:
+/// within the size limits (the listing's size is checked before anything is fetched), and an
+/// object whose size changed since it was listed is an error.
+pub fn read_object(
+    file: &crate::input::walk::FileEntry,
+    limits: SizeLimits,
+    buf: &mut Vec<u8>,
+    meta: &mut Option<FileMeta>,
+) -> Result<Residency, ReadFailure> {
+    let size = file.size;
+    *meta = Some(FileMeta {
+        size,
+        id: (0, 0),
+        modified: file.modified,
+        changed: None,
+        linked: false,
+        links: 1,
+        disk: size,
+    });
+    if size < limits.min {
+        return Err(ReadFailure::TooShort);
+    }
+    if size > limits.max {
+        return Err(ReadFailure::TooLarge(size));
+    }
+    let url = file
+        .path
+        .to_str()
+        .ok_or(ReadFailure::Error("a URL must be UTF-8".into()))?;
+    let object = crate::store::Object::listed(url, size).map_err(ReadFailure::Error)?;
+    object
+        .read_whole(limits.max, buf)
+        .map_err(ReadFailure::Error)?;
+    Ok(Residency::NotCached)
+}
+
 fn read_pseudo(
     file: &File,
     limits: SizeLimits,

@@ -76,6 +76,9 @@ impl Readahead {
 /// the file's own read reports them.
 #[cfg(target_os = "linux")]
 fn advise(path: &Path) {
+    if crate::store::is_url(path) {
+        return prefetch(path);
+    }
     // Opened as the reader opens it: a FIFO must not hang the scan here either.
     if let Ok(file) = crate::input::read::open_nonblocking(path) {
         // `None`: to the end of the file, whatever its size now.
@@ -84,7 +87,18 @@ fn advise(path: &Path) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise(_path: &Path) {}
+fn advise(path: &Path) {
+    if crate::store::is_url(path) {
+        prefetch(path);
+    }
+}
+
+/// An object's GET started ahead of its read (`crate::store::prefetch`).
+fn prefetch(path: &Path) {
+    if let Some(url) = path.to_str() {
+        crate::store::prefetch(url);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -256,7 +256,12 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
     let mut canonical_roots = Vec::new();
     let mut out = Walked::default();
     let mut roots = Vec::new();
+    let mut urls = Vec::new();
     for path in opts.roots.iter().chain(&opts.listed) {
+        if crate::store::is_url(path) {
+            urls.push(path);
+            continue;
+        }
         let checked = std::fs::metadata(path)
             .map_err(|e| crate::messages::io_reason(&e))
             .and_then(|meta| check_root_type(&meta).map(|()| meta.is_dir()));
@@ -296,6 +301,18 @@ pub fn walk(opts: &WalkOptions, msgs: &Messages) -> Result<Walked> {
         w.walk_root(root, &canonical_roots, (listed, parallel), rules);
     }
     admit_pending(&mut w, opts, roots_count > 1, defer);
+    if !urls.is_empty() {
+        let several = roots_count > 0 || urls.len() > 1;
+        for url in &urls {
+            crate::input::walk_url::walk_url(url, opts, msgs, &mut w.out);
+        }
+        if several {
+            // Documents are numbered in path order whatever the order of the roots, as
+            // `admit_pending` numbers a disk's; a key listed under two roots is one document.
+            w.out.files.sort_by(|a, b| a.path.cmp(&b.path));
+            w.out.files.dedup_by(|a, b| a.path == b.path);
+        }
+    }
     if opts.include.is_some() && w.out.files_seen == 0 {
         msgs.warn("--include matched no file below the roots");
     }

@@ -311,6 +311,7 @@ impl CheckedParquet {
             .with_context(|| format!("opening {}", display_path(path)))?;
         // Before the crate decodes the footer, which is not yet known to be the producer's: the
         // parquet crate reserves what its schema declares (16 GiB for 2³¹ children in 47 bytes).
+        let file = crate::input::source::Source::from(file);
         crate::input::parquet::footer::check(&file)
             .map_err(anyhow::Error::msg)
             .with_context(damaged)?;

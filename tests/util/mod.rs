@@ -16,6 +16,7 @@ use dupfind::api::mix64;
 use serde_json::Value;
 
 mod fixtures;
+pub mod s3;
 pub mod schema;
 
 pub use fixtures::{assert_families, assert_well_formed_clusters, chain, families};

@@ -8,20 +8,21 @@
 //! [`Print`] hashes one column chunk from the bytes the pages are decoded from, so that the
 //! chunk can later be told unchanged from its raw bytes alone ([`print_of`]).
 
-use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read, Seek, SeekFrom};
+use std::io::{BufReader, ErrorKind, Read};
 use std::sync::{Arc, Mutex};
 
 use parquet::file::reader::{ChunkReader, Length};
 use xxhash_rust::xxh3::Xxh3Default;
 
+use crate::input::source::{Source, SourceRead};
+
 /// A Parquet file for reading pages ([`super::ParquetDump`]'s readers), the bytes read of one
 /// column chunk hashed when `print` is given.
-pub struct Pages(pub File, pub Option<Arc<Print>>);
+pub struct Pages(pub Source, pub Option<Arc<Print>>);
 
 impl Length for Pages {
     fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |m| m.len())
+        self.0.len().unwrap_or(0)
     }
 }
 
@@ -29,12 +30,11 @@ impl ChunkReader for Pages {
     type T = Printed<BufReader<EndIsError>>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let mut file = self.0.try_clone()?;
-        file.seek(SeekFrom::Start(start))?;
+        let read = self.0.try_clone()?.reader_from(start)?;
         // Hashed above the buffer: what the page header's decoder takes, not what the buffer
         // reads ahead.
         Ok(Printed {
-            read: BufReader::new(EndIsError(file)),
+            read: BufReader::new(EndIsError(read)),
             at: start,
             print: self.1.clone(),
         })
@@ -46,6 +46,33 @@ impl ChunkReader for Pages {
             print.feed(start, &bytes);
         }
         Ok(bytes)
+    }
+}
+
+impl Length for Source {
+    fn len(&self) -> u64 {
+        Source::len(self).unwrap_or(0)
+    }
+}
+
+/// The footer's reader ([`parquet::arrow::arrow_reader::ArrowReaderMetadata::load`]): a file
+/// as the crate reads one; an object by range requests.
+impl ChunkReader for Source {
+    type T = Printed<BufReader<EndIsError>>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Pages(self.try_clone()?, None).get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        match self {
+            Source::File(f) => f.get_bytes(start, length),
+            Source::Object(_) => {
+                let mut buf = vec![0; length];
+                self.read_exact_at(&mut buf, start)?;
+                Ok(buf.into())
+            }
+        }
     }
 }
 
@@ -155,7 +182,7 @@ impl<R: Read> Read for Printed<R> {
 }
 
 /// A file whose reads at its end fail.
-pub struct EndIsError(File);
+pub struct EndIsError(SourceRead);
 
 impl Read for EndIsError {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -173,11 +200,11 @@ impl Read for EndIsError {
 /// one reading its pages: it reads at an offset, never moving the cursor the file shares with
 /// its clones (a seek there would move the other reader's too), and a read at its end fails
 /// as [`EndIsError`]'s does.
-pub struct Positioned(pub File);
+pub struct Positioned(pub Source);
 
 impl Length for Positioned {
     fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |m| m.len())
+        self.0.len().unwrap_or(0)
     }
 }
 
@@ -201,16 +228,13 @@ impl ChunkReader for Positioned {
 
 /// A reader of a file from an offset on, by positioned reads.
 pub struct At {
-    file: File,
+    file: Source,
     at: u64,
 }
 
 impl Read for At {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        #[cfg(unix)]
-        let n = std::os::unix::fs::FileExt::read_at(&self.file, buf, self.at)?;
-        #[cfg(windows)]
-        let n = std::os::windows::fs::FileExt::seek_read(&self.file, buf, self.at)?;
+        let n = self.file.read_at(buf, self.at)?;
         if n == 0 && !buf.is_empty() {
             return Err(std::io::Error::new(
                 ErrorKind::UnexpectedEof,

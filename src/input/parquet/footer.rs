@@ -8,33 +8,28 @@
 //! Thrift's compact protocol, and a count that the elements after it cannot hold is refused.
 //! Only the schema (field 2 of `FileMetaData`) is read; the rest is left to the crate.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use crate::input::source::Source;
 
 use super::thrift::{Compact, I32, LIST, STRUCT};
 
 /// Reads the footer of `file` and checks its schema's child counts; the error says what is
 /// wrong. A file too short for a footer, or one whose footer the schema cannot be found in, is
 /// left to the crate, which names the damage itself.
-pub fn check(file: &File) -> Result<(), String> {
-    let mut f = file;
-    let len = f.metadata().map_err(|e| e.to_string())?.len();
+pub fn check(file: &Source) -> Result<(), String> {
+    let len = file.len().map_err(|e| e.to_string())?;
     if len < 12 {
         return Ok(());
     }
     let mut tail = [0u8; 8];
-    f.seek(SeekFrom::Start(len - 8))
-        .and_then(|_| f.read_exact(&mut tail))
+    file.read_exact_at(&mut tail, len - 8)
         .map_err(|e| e.to_string())?;
     let meta_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
     if &tail[4..] != b"PAR1" || meta_len > len - 8 {
         return Ok(());
     }
     let mut meta = vec![0u8; meta_len as usize];
-    f.seek(SeekFrom::Start(len - 8 - meta_len))
-        .and_then(|_| f.read_exact(&mut meta))
+    file.read_exact_at(&mut meta, len - 8 - meta_len)
         .map_err(|e| e.to_string())?;
-    f.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     check_schema(&meta).map_err(|e| format!("not a readable Parquet file: corrupt footer: {e}"))
 }
 
@@ -176,6 +171,6 @@ mod tests {
         let mut w = ArrowWriter::try_new(file.try_clone().unwrap(), schema, None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        assert_eq!(check(&file), Ok(()));
+        assert_eq!(check(&Source::from(file)), Ok(()));
     }
 }

@@ -19,7 +19,6 @@ mod rows;
 mod thrift;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,36 +32,20 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
+use crate::input::source::Source;
 pub use rows::{RawGroup, Row, RowBatch, Rows, Texts, WholeRows};
 
 /// The four bytes a Parquet file starts (and ends) with.
 pub const MAGIC: &[u8; 4] = b"PAR1";
 
 /// True when `file` starts with [`MAGIC`]. Read at offset 0 without moving the file's cursor.
-pub fn starts_with_magic(file: &File) -> std::io::Result<bool> {
+pub fn starts_with_magic(file: &Source) -> std::io::Result<bool> {
     let mut head = [0u8; 4];
-    match read_at(file, &mut head, 0) {
+    match file.read_exact_at(&mut head, 0) {
         Ok(()) => Ok(&head == MAGIC),
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
         Err(e) => Err(e),
     }
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = file.try_clone()?;
-    let at = f.stream_position()?;
-    f.seek(SeekFrom::Start(offset))?;
-    let read = f.read_exact(buf);
-    f.seek(SeekFrom::Start(at))?;
-    read
 }
 
 /// What a reading of a row group's text column chunk saw, to tell later from the chunk's raw
@@ -91,7 +74,7 @@ pub type TextPrints = HashMap<PathBuf, Vec<TextPrint>>;
 
 /// An open Parquet dump whose text (and id) columns were found.
 pub struct ParquetDump {
-    file: File,
+    file: Source,
     meta: ArrowReaderMetadata,
     /// Path to the text column, and the same dotted (for messages).
     text: Vec<String>,
@@ -111,7 +94,8 @@ impl ParquetDump {
     /// Reads the footer of `file` and finds the columns `opts` names: the text column must be a
     /// string column (`string`, `large_string` or `string_view`); an id column that is missing
     /// gives no ids. The error names what is wrong and lists the columns there are.
-    pub fn open(file: File, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+    pub fn open(file: impl Into<Source>, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+        let file: Source = file.into();
         // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
         // pyarrow stores a categorical column's strings as a dictionary there, and they are
         // strings all the same.
@@ -202,7 +186,7 @@ impl ParquetDump {
         let [leaf] = self.text_leaves[..] else {
             return None;
         };
-        let file_len = self.file.metadata().ok()?.len();
+        let file_len = self.file.len().ok()?;
         chunk_range(self.meta.metadata().row_group(group).column(leaf), file_len).ok()
     }
 
@@ -300,7 +284,14 @@ impl ParquetDump {
             }
         };
         let rg = self.meta.metadata().row_group(group);
-        let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
+        let file_len = self.file.len().map_err(|e| e.to_string())?;
+        let ranges = leaves
+            .iter()
+            .map(|&l| chunk_range(rg.column(l), file_len))
+            .collect::<Result<Vec<_>, String>>()?;
+        // The census reads only page headers: an object fetches a small window at each (a
+        // small chunk whole, which the decoding then finds fetched).
+        self.file.want(&ranges, true);
         let mut chunks = Vec::with_capacity(leaves.len());
         for &l in leaves {
             let c = rg.column(l);
@@ -317,6 +308,9 @@ impl ParquetDump {
                 .map_err(|e| format!("column \"{}\": {e}", name()))?;
             chunks.push(chunk);
         }
+        // The decoding reads the column chunks whole: an object fetches them, and nothing
+        // between them, in windows.
+        self.file.want(&ranges, false);
         let batch = pages::batch_rows(&chunks, rg.num_rows().max(0) as u64)?;
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {

@@ -13,7 +13,7 @@
 //! need more than a decoder may hold under `--max-memory` is not decoded: the error says how
 //! much it needs.
 
-use std::fs::File;
+use crate::input::source::Source;
 use std::sync::Arc;
 
 use parquet::basic::Type as Physical;
@@ -87,7 +87,12 @@ fn allowance() -> u64 {
 /// lie in `file`, and for a byte-array column whose pages index a dictionary, the dictionary's
 /// longest entry. A dictionary page larger than a reader may hold is an error before anything
 /// is decompressed.
-pub fn census(file: &File, c: &ColumnChunkMetaData, start: u64, len: u64) -> Result<Chunk, String> {
+pub fn census(
+    file: &Source,
+    c: &ColumnChunkMetaData,
+    start: u64,
+    len: u64,
+) -> Result<Chunk, String> {
     let mut chunk = Chunk::default();
     let (mut indexed, mut at, end) = (false, start, start + len);
     let mut buf = Vec::new();
@@ -187,7 +192,7 @@ fn fixed_width(c: &ColumnChunkMetaData) -> u64 {
 
 /// The longest entry of the chunk's dictionary (PLAIN byte arrays: a 4-byte length and the
 /// bytes), decoded by the crate as its reader will decode it; 0 when the chunk has none.
-fn longest_entry(file: &File, c: &ColumnChunkMetaData) -> Result<u64, String> {
+fn longest_entry(file: &Source, c: &ColumnChunkMetaData) -> Result<u64, String> {
     let file = file.try_clone().map_err(|e| e.to_string())?;
     let pages = Arc::new(super::chunks::Pages(file, None));
     super::guarded(|| {
@@ -219,12 +224,12 @@ struct Header {
 
 /// The page header at `at` (before `end`) and its length, read into `buf`: a few KB first, more
 /// while it is cut short, up to [`MAX_HEADER`].
-fn header_at(file: &File, at: u64, end: u64, buf: &mut Vec<u8>) -> Result<(Header, u64), String> {
+fn header_at(file: &Source, at: u64, end: u64, buf: &mut Vec<u8>) -> Result<(Header, u64), String> {
     let mut want = HEADER_READ;
     loop {
         let n = want.min(end - at);
         buf.resize(n as usize, 0);
-        super::read_at(file, buf, at).map_err(|e| e.to_string())?;
+        file.read_exact_at(buf, at).map_err(|e| e.to_string())?;
         let mut r = Compact::new(buf, "page header");
         match r.page_header() {
             Ok(h) => return Ok((h, r.used() as u64)),
@@ -287,6 +292,7 @@ mod tests {
     use parquet::file::properties::{WriterProperties, WriterVersion};
 
     use super::*;
+    use std::fs::File;
 
     /// One text column of `texts` written to a temporary file with `props`.
     fn write(texts: Vec<String>, props: WriterProperties) -> File {
@@ -304,7 +310,7 @@ mod tests {
         .clone();
         let c = meta.row_group(0).column(0);
         let (start, len) = c.byte_range();
-        census(file, c, start, len).unwrap()
+        census(&Source::from(file.try_clone().unwrap()), c, start, len).unwrap()
     }
 
     fn props() -> parquet::file::properties::WriterPropertiesBuilder {

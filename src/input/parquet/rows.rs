@@ -483,7 +483,7 @@ impl WholeRows {
 
     /// Row group `group`'s column chunks, their places in the file checked.
     pub fn raw_group(&self, group: usize) -> Result<RawGroup, String> {
-        let file_len = self.dump.file.metadata().map_err(|e| e.to_string())?.len();
+        let file_len = self.dump.file.len().map_err(|e| e.to_string())?;
         let rg = self.dump.meta.metadata().row_group(group);
         for c in rg.columns() {
             super::chunk_range(c, file_len)?;

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
+use std::fs::File;
 use std::io::{Seek, Write};
 use std::sync::Arc;
 
@@ -171,13 +172,13 @@ fn an_unusable_id_column_is_an_error_and_a_missing_one_gives_no_ids() {
 fn a_file_that_is_not_parquet_or_lost_its_footer_is_an_error() {
     let mut file = tempfile::tempfile().unwrap();
     file.write_all(b"PAR1 and then nothing").unwrap();
-    assert!(starts_with_magic(&file).unwrap());
+    assert!(starts_with_magic(&Source::from(file.try_clone().unwrap())).unwrap());
     let err = ParquetDump::open(file, &opts("text", "id", 100))
         .err()
         .unwrap();
     assert!(err.starts_with("not a readable Parquet file: "), "{err}");
     let empty = tempfile::tempfile().unwrap();
-    assert!(!starts_with_magic(&empty).unwrap());
+    assert!(!starts_with_magic(&Source::from(empty)).unwrap());
 }
 
 #[test]

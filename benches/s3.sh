@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Object store benchmark: `dupfind scan` of the 10k benchmark corpus over S3 on loopback (moto,
+# started here) against the same files on local disk; and a Parquet dump of it on S3, its bytes
+# fetched against its size. Prints the throughput ratio (target: at least 0.5x), the requests
+# per document and the bytes fetched (DUPFIND_STORE_STATS).
+#
+#   benches/s3.sh                          the corpus of benches/bench.sh (target/bench/corpus-10000)
+#   benches/s3.sh --corpus DIR --runs 3    another corpus; best of R interleaved runs
+#
+# Needs a Python with moto[server] and boto3: DUPFIND_TEST_PYTHON, else target/python-venv
+# (.ci/venv makes it). The build is taken from $CARGO_TARGET_DIR when it is set. moto is a
+# single Python process: it, not dupfind, bounds the requests a second here, so the ratio is a
+# floor for a real store, whose latency is higher but which serves requests in parallel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+corpus=target/bench/corpus-10000 runs=3 threads=2
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --corpus) corpus=$2; shift 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        --threads) threads=$2; shift 2 ;;
+        *) echo "s3.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+bin="${CARGO_TARGET_DIR:-target}/release/dupfind"
+py="${DUPFIND_TEST_PYTHON:-target/python-venv/bin/python}"
+if ! "$py" -c 'import moto.server, boto3' 2> /dev/null; then
+    echo "s3.sh: no Python with moto[server] at $py (set DUPFIND_TEST_PYTHON, or run .ci/venv)" >&2
+    exit 2
+fi
+[ -x "$bin" ] || cargo build --release --locked
+[ -d "$corpus" ] || { echo "s3.sh: no corpus at $corpus (benches/bench.sh makes it)" >&2; exit 2; }
+
+work=$(mktemp -d)
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$py" -m moto.server -H 127.0.0.1 -p "$port" > "$work/moto.log" 2>&1 &
+moto=$!
+trap 'kill $moto 2> /dev/null; rm -rf "$work"' EXIT
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
+export AWS_REGION=us-east-1
+for _ in $(seq 100); do
+    "$py" -c "import socket; socket.create_connection(('127.0.0.1', $port))" 2> /dev/null && break
+    sleep 0.1
+done
+
+# The Parquet dump: the corpus as a dataset of one Parquet file (path and text columns, and the
+# annotations, which a scan does not read).
+"$bin" scan -q "$corpus" --write-dataset "$work/pq" --dataset-format parquet --annotate > /dev/null
+"$py" - "$corpus" "$work/pq" <<'PY'
+import boto3, os, sys
+from concurrent.futures import ThreadPoolExecutor
+s3 = boto3.client("s3")
+s3.create_bucket(Bucket="bench")
+def put(args):
+    path, key = args
+    s3.upload_file(path, "bench", key)
+jobs = []
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(root, f)
+        jobs.append((p, "corpus/" + os.path.relpath(p, sys.argv[1])))
+for f in os.listdir(sys.argv[2]):
+    jobs.append((os.path.join(sys.argv[2], f), "pq/" + f))
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(put, jobs))
+PY
+
+docs=$(find "$corpus" -type f | wc -l)
+best() { sort -n | head -1; }
+seconds() { # ARGS → wall seconds of one run; its stdout to $work/out, stderr to $work/err
+    local start end
+    start=$(date +%s.%N)
+    DUPFIND_STORE_STATS=1 "$bin" scan -j "$threads" "$@" > "$work/out" 2> "$work/err"
+    end=$(date +%s.%N)
+    echo "$end - $start" | bc
+}
+local_t=() s3_t=()
+for _ in $(seq "$runs"); do
+    local_t+=("$(seconds "$corpus")")
+    cp "$work/out" "$work/local.json"
+    s3_t+=("$(seconds s3://bench/corpus/)")
+    cp "$work/err" "$work/s3.err"
+    cp "$work/out" "$work/s3.json"
+done
+lt=$(printf '%s\n' "${local_t[@]}" | best)
+st=$(printf '%s\n' "${s3_t[@]}" | best)
+# The same clusters, the paths but for their prefix.
+clusters() { jq -c "[.clusters[] | [.members[].path | sub(\"^$2\"; \"\")]]" "$1"; }
+same=no
+if [ "$(clusters "$work/local.json" "$corpus/")" = "$(clusters "$work/s3.json" "s3://bench/corpus/")" ]; then
+    same=yes
+fi
+requests=$(sed -n 's/.*object store: \([0-9]*\) requests.*/\1/p' "$work/s3.err")
+echo "corpus: $corpus ($docs documents), -j $threads, best of $runs"
+echo "local disk:  $lt s"
+echo "S3 (moto):   $st s   ratio $(echo "scale=3; $lt / $st" | bc)x   requests/document $(echo "scale=2; $requests / $docs" | bc)   same clusters: $same"
+
+pq=$(ls "$work/pq")
+size=$(stat -c %s "$work/pq/$pq")
+seconds --text-field text "s3://bench/pq/$pq" > /dev/null
+fetched=$(sed -n 's/.*requests, \([0-9]*\) bytes fetched.*/\1/p' "$work/err")
+preq=$(sed -n 's/.*object store: \([0-9]*\) requests.*/\1/p' "$work/err")
+echo "Parquet dump: $size bytes, $fetched fetched ($(echo "scale=3; $fetched / $size" | bc) of it) in $preq requests"

@@ -1,0 +1,208 @@
+//! The clients: one store per bucket (container, host), built from the standard environment as
+//! the official CLIs read it, and the runtime their requests run on.
+//!
+//! The scan's threads are rayon's and synchronous; a request is a future. Each thread waits for
+//! its own request on a small runtime shared by all ([`block_on`]), so at most one request per
+//! scan thread is in flight (plus the listing's): concurrency is bounded by `--threads`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+
+/// How long one request may take, retries included, unless `DUPFIND_STORE_TIMEOUT` (seconds)
+/// says otherwise: past it, the error is reported rather than retried again, so a store that
+/// keeps failing never hangs a scan.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a request and the bytes it brought (for [`super::stats_note`]).
+pub(super) fn count(requests: u64, bytes: u64) {
+    REQUESTS.fetch_add(requests, Ordering::Relaxed);
+    BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+pub(super) fn stats() -> (u64, u64) {
+    (
+        REQUESTS.load(Ordering::Relaxed),
+        BYTES.load(Ordering::Relaxed),
+    )
+}
+
+/// The runtime every request runs on: two worker threads drive the connections; the waiting is
+/// done by the scan's own threads.
+pub(super) fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("dupfind-store")
+        .enable_all()
+        .build()?;
+    Ok(RT.get_or_init(|| rt))
+}
+
+/// Runs `fut` to its end on the store's runtime, from a thread outside it.
+pub(super) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output, String> {
+    let rt = runtime().map_err(|e| format!("cannot start the object store's runtime: {e}"))?;
+    Ok(rt.block_on(fut))
+}
+
+/// The deadline of one request, retries included.
+fn deadline() -> Duration {
+    std::env::var("DUPFIND_STORE_TIMEOUT")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(DEADLINE, Duration::from_secs_f64)
+}
+
+fn retry() -> RetryConfig {
+    let deadline = deadline();
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5).min(deadline),
+            base: 2.0,
+        },
+        max_retries: 10,
+        retry_timeout: deadline,
+    }
+}
+
+fn client_options() -> ClientOptions {
+    let deadline = deadline();
+    ClientOptions::new()
+        .with_connect_timeout(Duration::from_secs(5).min(deadline))
+        .with_timeout(Duration::from_secs(30).min(deadline))
+}
+
+/// A store's URL split: the store's part (`s3://bucket`) and the key below it.
+pub(super) struct Parsed {
+    pub base: String,
+    pub key: object_store::path::Path,
+}
+
+/// Splits `url` into its store and key.
+pub(super) fn parse(url: &str) -> Result<Parsed, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    let host = parsed.host_str().unwrap_or("");
+    if host.is_empty() {
+        return Err(
+            "a URL of an object store names its bucket or container: s3://BUCKET/KEY".into(),
+        );
+    }
+    let base = match parsed.port() {
+        Some(port) => format!("{}://{}{host}:{port}", parsed.scheme(), userinfo(&parsed)),
+        None => format!("{}://{}{host}", parsed.scheme(), userinfo(&parsed)),
+    };
+    let key = object_store::path::Path::from_url_path(parsed.path())
+        .map_err(|e| format!("not a key of an object store: {e}"))?;
+    Ok(Parsed { base, key })
+}
+
+/// `user@` of an `abfss://container@account…` URL, which names the container.
+fn userinfo(url: &url::Url) -> String {
+    match url.username() {
+        "" => String::new(),
+        user => format!("{user}@"),
+    }
+}
+
+/// The store of `base` (`s3://bucket`), built once and shared.
+pub(super) fn store(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    static STORES: Mutex<Option<HashMap<String, Arc<dyn ObjectStore>>>> = Mutex::new(None);
+    let mut stores = STORES
+        .lock()
+        .map_err(|_| "the object store's clients were poisoned by a panic".to_string())?;
+    let stores = stores.get_or_insert_with(HashMap::new);
+    if let Some(s) = stores.get(base) {
+        return Ok(Arc::clone(s));
+    }
+    let built = build(base)?;
+    stores.insert(base.to_string(), Arc::clone(&built));
+    Ok(built)
+}
+
+fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    let scheme = base.split("://").next().unwrap_or("").to_ascii_lowercase();
+    let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme.as_str() {
+        "s3" | "s3a" => {
+            let mut b = object_store::aws::AmazonS3Builder::from_env()
+                .with_url(base)
+                .with_retry(retry())
+                .with_client_options(client_options());
+            // The CLI's fallback region; AWS_REGION, read by from_env, wins.
+            if std::env::var_os("AWS_REGION").is_none() {
+                if let Ok(region) = std::env::var("AWS_DEFAULT_REGION") {
+                    b = b.with_region(region);
+                }
+            }
+            // A plain-http endpoint (a local S3-compatible server) is allowed because it was
+            // named; https stays the default everywhere else.
+            let endpoint = std::env::var("AWS_ENDPOINT_URL_S3")
+                .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
+                .unwrap_or_default();
+            if endpoint.starts_with("http://") {
+                b = b.with_allow_http(true);
+            }
+            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
+            .with_url(base)
+            .with_retry(retry())
+            .with_client_options(client_options())
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+        "az" | "abfs" | "abfss" => {
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(base)
+                .with_retry(retry())
+                .with_client_options(client_options());
+            let endpoint = std::env::var("AZURE_STORAGE_ENDPOINT").unwrap_or_default();
+            if endpoint.starts_with("http://") {
+                b = b.with_allow_http(true);
+            }
+            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }
+        "http" | "https" => object_store::http::HttpBuilder::new()
+            .with_url(base)
+            .with_retry(retry())
+            .with_client_options(client_options().with_allow_http(scheme == "http"))
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+        other => return Err(format!("{other}:// is not a scheme dupfind reads")),
+    };
+    built.map_err(|e| format!("cannot set up the client of {base}: {e}"))
+}
+
+/// What an object store's error means to the user: the cause first, then the store's own words.
+pub(super) fn reason(e: &object_store::Error) -> String {
+    use object_store::Error as E;
+    const CHECK: &str = "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                         GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
+    match e {
+        E::NotFound { .. } => "no such object (deleted, or never written)".to_string(),
+        E::PermissionDenied { source, .. } | E::Unauthenticated { source, .. } => {
+            format!("access denied: {CHECK}: {source}")
+        }
+        // A listing's refusal comes as a generic error with the status in its words.
+        other => {
+            let words = other.to_string();
+            let refused = ["403 Forbidden", "401 Unauthorized"]
+                .iter()
+                .any(|s| words.contains(s));
+            if refused {
+                format!("access denied: {CHECK}: {words}")
+            } else {
+                words
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! One object: its bytes by range requests, whole, or streamed as they arrive.
+//!
+//! Range reads (a Parquet dump's footer, page headers and column chunks; a plain dump's records
+//! read again) go through a few cached windows: a read that misses fetches a window from its
+//! offset on, as far as the range the reader said it wants ([`Object::want`]: the column chunks
+//! it decodes) or [`WINDOW`] bytes, so that the page headers and pages read one after another
+//! cost one request, and no column that is not read is fetched. Near the end of the object the
+//! window reaches back to the footer's likely start.
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+
+use super::client;
+
+/// Bytes fetched at once by a range read that misses the windows: large enough that reading a
+/// column chunk page by page costs a request every few MB, small enough that [`WINDOWS`] of
+/// them stay a small part of any memory budget.
+pub const WINDOW: u64 = 4 << 20;
+/// Windows kept: one per column read side by side (the text, the id, `--keep-by`'s) and one
+/// for the footer.
+const WINDOWS: usize = 4;
+/// A miss this close to the end fetches the object's tail: the footer and its length.
+const TAIL: u64 = 64 << 10;
+
+/// An object of a store, by its URL: cloning shares its windows.
+#[derive(Clone)]
+pub struct Object {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    key: object_store::path::Path,
+    size: u64,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// (offset, bytes), the most recently used last.
+    windows: Vec<(u64, Bytes)>,
+    /// Ranges (start, end) the reader will read, sorted: a window stops at the end of its own.
+    wanted: Vec<(u64, u64)>,
+    /// How much of a wanted range a miss fetches: [`WINDOW`] when the ranges are read whole,
+    /// [`TAIL`] when only their page headers are.
+    window: u64,
+}
+
+impl std::fmt::Debug for Object {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Object({}, {} bytes)", self.inner.url, self.inner.size)
+    }
+}
+
+impl Object {
+    /// The object at `url` whose size a listing gave: no request until it is read.
+    pub fn listed(url: &str, size: u64) -> Result<Object, String> {
+        let parsed = client::parse(url)?;
+        let store = client::store(&parsed.base)?;
+        Ok(Object::with(url, store, parsed.key, size))
+    }
+
+    fn with(
+        url: &str,
+        store: Arc<dyn ObjectStore>,
+        key: object_store::path::Path,
+        size: u64,
+    ) -> Object {
+        Object {
+            inner: Arc::new(Inner {
+                url: url.to_string(),
+                store,
+                key,
+                size,
+                cache: Mutex::new(Cache::default()),
+            }),
+        }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// The ranges (start, length) a reader is about to read: a window that misses stops at the
+    /// end of the range it starts in, so that nothing between them is fetched.
+    /// `headers`: only their page headers are read (a small window at each), not the whole.
+    pub fn want(&self, ranges: &[(u64, u64)], headers: bool) {
+        if let Ok(mut c) = self.inner.cache.lock() {
+            c.wanted = ranges
+                .iter()
+                .map(|&(s, l)| (s, s.saturating_add(l)))
+                .collect();
+            c.wanted.sort_unstable();
+            c.window = if headers { TAIL } else { WINDOW };
+        }
+    }
+
+    /// The most memory the windows hold at once.
+    pub const fn buffered() -> u64 {
+        WINDOW * WINDOWS as u64
+    }
+
+    /// Reads at `offset` into `buf`; 0 at the end.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        if offset >= self.inner.size || buf.is_empty() {
+            return Ok(0);
+        }
+        let window = self.window(offset, buf.len() as u64)?;
+        let (start, bytes) = window;
+        let from = (offset - start) as usize;
+        let n = (bytes.len() - from).min(buf.len());
+        buf[..n].copy_from_slice(&bytes[from..from + n]);
+        Ok(n)
+    }
+
+    /// A window holding `offset`, from the cache or fetched.
+    fn window(&self, offset: u64, len: u64) -> std::io::Result<(u64, Bytes)> {
+        let size = self.inner.size;
+        let (start, end) = {
+            let mut c = self.inner.cache.lock().map_err(|_| poisoned())?;
+            let hit = c
+                .windows
+                .iter()
+                .position(|(s, b)| *s <= offset && offset < s + b.len() as u64);
+            if let Some(i) = hit {
+                let w = c.windows.remove(i);
+                c.windows.push(w.clone());
+                return Ok(w);
+            }
+            let wanted_end = c
+                .wanted
+                .iter()
+                .find(|&&(s, e)| s <= offset && offset < e)
+                .map(|&(_, e)| e);
+            let end = match wanted_end {
+                Some(e) => e.min(offset.saturating_add(c.window.max(len))),
+                None => offset.saturating_add(WINDOW.min(TAIL).max(len)),
+            };
+            let end = end.min(size);
+            if size - offset <= TAIL && wanted_end.is_none() {
+                (size.saturating_sub(TAIL).min(offset), size)
+            } else {
+                (offset, end)
+            }
+        };
+        let bytes = self.get_range(start, end)?;
+        let mut c = self.inner.cache.lock().map_err(|_| poisoned())?;
+        if c.windows.len() >= WINDOWS {
+            c.windows.remove(0);
+        }
+        c.windows.push((start, bytes.clone()));
+        Ok((start, bytes))
+    }
+
+    /// Bytes `start..end`, one request; an object shorter than they reach is an error.
+    fn get_range(&self, start: u64, end: u64) -> std::io::Result<Bytes> {
+        let i = &self.inner;
+        let got = client::block_on(i.store.get_range(&i.key, start..end)).map_err(other)?;
+        client::count(1, end - start);
+        let bytes = got.map_err(|e| other(client::reason(&e)))?;
+        if (bytes.len() as u64) < end - start {
+            return Err(other(format!(
+                "object is shorter ({} bytes read at {start}) than listed ({} bytes): changed \
+                 or truncated since",
+                bytes.len(),
+                i.size
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// The whole object into `buf` (one GET), refusing more than `max` bytes: a document.
+    pub fn read_whole(&self, max: u64, buf: &mut Vec<u8>) -> Result<(), String> {
+        buf.clear();
+        if let Some(bytes) = super::prefetch::take(&self.inner.url) {
+            if bytes.len() as u64 == self.inner.size {
+                buf.extend_from_slice(&bytes);
+                return Ok(());
+            }
+        }
+        let mut stream = self.stream(0)?;
+        let limit = max.saturating_add(1);
+        (&mut stream)
+            .take(limit)
+            .read_to_end(buf)
+            .map_err(|e| e.to_string())?;
+        if buf.len() as u64 > max {
+            return Err(format!(
+                "object grew past --max-size {max} since it was listed"
+            ));
+        }
+        if buf.len() as u64 != self.inner.size {
+            return Err(format!(
+                "object changed since it was listed ({} bytes then, {} now)",
+                self.inner.size,
+                buf.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The object from `from` to its listed size, streamed: its bytes are handed on as they
+    /// arrive, never held whole. A window already fetched at `from` (the magic bytes' read)
+    /// is handed on first and not fetched again.
+    pub fn stream(&self, from: u64) -> Result<StreamRead, String> {
+        let head = self
+            .inner
+            .cache
+            .lock()
+            .ok()
+            .and_then(|c| {
+                c.windows
+                    .iter()
+                    .find(|(s, b)| *s <= from && from < s + b.len() as u64)
+                    .map(|(s, b)| b.slice((from - s) as usize..))
+            })
+            .unwrap_or_default();
+        Ok(StreamRead {
+            object: self.clone(),
+            at: from + head.len() as u64,
+            current: head,
+            body: None,
+        })
+    }
+}
+
+/// An object read from an offset to its end, one streamed GET.
+pub struct StreamRead {
+    object: Object,
+    /// The offset of the first byte after `current`.
+    at: u64,
+    current: Bytes,
+    body: Option<futures::stream::BoxStream<'static, object_store::Result<Bytes>>>,
+}
+
+impl Read for StreamRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let size = self.object.inner.size;
+        while self.current.is_empty() {
+            if self.at >= size {
+                return Ok(0);
+            }
+            if self.body.is_none() {
+                let i = &self.object.inner;
+                let opts = GetOptions::new().with_range(Some(GetRange::Bounded(self.at..size)));
+                let got = client::block_on(i.store.get_opts(&i.key, opts)).map_err(other)?;
+                client::count(1, 0);
+                let got = got.map_err(|e| other(client::reason(&e)))?;
+                if got.meta.size != size {
+                    return Err(other(format!(
+                        "object changed since it was listed ({size} bytes then, {} now)",
+                        got.meta.size
+                    )));
+                }
+                self.body = Some(got.into_stream());
+            }
+            let Some(body) = self.body.as_mut() else {
+                return Ok(0);
+            };
+            match client::block_on(body.next()).map_err(other)? {
+                Some(Ok(bytes)) => {
+                    client::count(0, bytes.len() as u64);
+                    self.at += bytes.len() as u64;
+                    self.current = bytes;
+                }
+                Some(Err(e)) => return Err(other(client::reason(&e))),
+                None => {
+                    return Err(other(format!(
+                        "object ended at {} of its {size} bytes: truncated, or the connection \
+                         was cut",
+                        self.at
+                    )))
+                }
+            }
+        }
+        let n = self.current.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current = self.current.slice(n..);
+        Ok(n)
+    }
+}
+
+fn other(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> std::io::Error {
+    std::io::Error::other(e)
+}
+
+fn poisoned() -> std::io::Error {
+    other("an object's cache was poisoned by a panic")
+}
