@@ -16,14 +16,15 @@
 # of 10,000 rows, snappy. The target (issue 27): writing the dataset costs at most 10 % of the
 # scan's time, and its memory is bounded by a row group, not by the dataset.
 #
-# Where the time goes (perf, 2026-11-28; the scan alone ~2.7 s CPU): every page of this dump
-# loses rows (a quarter of the documents are duplicates), so no row group is copied and the text
-# column is decoded once (snappy, ~0.4 s; the scan decodes it twice, to sign and to verify) and
-# compressed again (zstd 1, ~0.8-1 s; snappy and LZ4 are no faster on this text, and worse
-# ratios). --annotate copies every row group raw, its cost the one decode of the text that checks
-# each row still hashes as it did (~0.4 s). JSON Lines: that decode, arrow-json escaping the text
-# and 380 MB written. So 10 % is out of reach for these three as they are: only checking a row
-# group by its text chunk's raw bytes, hashed during the scan, would leave --annotate a copy.
+# Where the time goes (perf, 2026-11-28, docs/performance.md): every page of this dump loses
+# rows (a quarter of the documents are duplicates), so no row group is copied: the text column
+# is decoded once (snappy, ~24 % of the scan's CPU) and compressed again (zstd 1, the writer's
+# thread ~43 %; snappy and LZ4 are no faster on this text, and worse ratios), on two threads.
+# --annotate copies every row group raw, checked by its text chunk's hash taken by the scan
+# (+10 %: writing 230 MB). JSON Lines: the decode (on a thread of its own), arrow-json escaping
+# the text and 380 MB written (+26 % CPU, +16 % on the longer of its two threads). So 10 % is
+# met by --annotate only: a Parquet dataset without the duplicates re-encodes every row group
+# that loses a row, at zstd as the issue asks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -14,7 +14,10 @@
 //!
 //! The inputs are read a second time, in input order, each dump streamed once; a document whose
 //! content no longer hashes as it did when it was scanned is not written and is an error of the
-//! run, like a file that changed during the scan.
+//! run, like a file that changed during the scan. A Parquet row group copied whole is checked
+//! by its text column chunk's raw bytes, hashed by the scan as it decoded them ([`TextPrint`]),
+//! rather than by decoding the texts again: on the benchmark dump, with `--annotate`, that
+//! decoding was most of what the dataset cost (docs/performance.md).
 
 mod annotate;
 mod inputs;
@@ -30,7 +33,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::config::{Config, DatasetFormat};
 use crate::ingest::worker::{DocWorker, Engine};
-use crate::input::parquet::{ParquetDump, RawGroup, RowBatch, WholeRows};
+use crate::input::parquet::{ParquetDump, RawGroup, RowBatch, TextPrint, TextPrints, WholeRows};
 use crate::input::read::{decode, Decoded};
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
@@ -77,10 +80,12 @@ pub struct Written {
     pub errors: Vec<InputError>,
 }
 
-/// How the documents are written: the added columns' prefix with `--annotate`.
+/// How the documents are written: the added columns' prefix with `--annotate`, and the prints
+/// of the Parquet dumps' row groups as the scan read them.
 struct Writing<'a> {
     cfg: &'a Config,
     annotate: Option<&'a str>,
+    prints: &'a TextPrints,
 }
 
 impl Writing<'_> {
@@ -92,7 +97,8 @@ impl Writing<'_> {
 
 /// Writes shard `shard`'s part of the dataset (a scan is shard 0) to `dir` in `format`: `docs`
 /// (in input order; a dump's records one after another), but the duplicates, each file
-/// atomically.
+/// atomically. A Parquet dump's row group whose text column chunk has the print it had when
+/// the group was read (`prints`, by dump) holds the texts read, without decoding it again.
 pub fn write(
     dir: &Path,
     shard: u32,
@@ -100,11 +106,13 @@ pub fn write(
     docs: &[DatasetDoc],
     cfg: &Config,
     engine: &Engine,
+    prints: &TextPrints,
 ) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
     let how = Writing {
         cfg,
         annotate: cfg.annotate.as_deref(),
+        prints,
     };
     let mut written = Written::default();
     let mut worker = DocWorker::new(engine);
@@ -236,7 +244,9 @@ impl DumpRows {
 
     /// The rows written, a decoded batch at a time: each batch cut to the rows of `docs`
     /// written and unchanged (with the added columns when annotating), passed to `emit`, which
-    /// writes them or says why it cannot (the rows' error).
+    /// writes them or says why it cannot (the rows' error). The batches are decoded on a thread
+    /// of their own while `emit` writes the one before (JSON Lines: on the 100k benchmark dump
+    /// decoding was about 60 % of the writing, the JSON and the writes the rest).
     fn write(
         self,
         docs: &[DatasetDoc],
@@ -246,20 +256,24 @@ impl DumpRows {
     ) -> Result<()> {
         let mut at = 0;
         let annotated = self.annotated.as_ref();
-        for batch in self.rows {
-            // A row group that fails ends the reading: the rows not reached are errors below.
-            let Ok(batch) = batch else { break };
-            write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
-        }
+        decoded_ahead(self.rows, |batches| -> Result<()> {
+            for batch in batches {
+                // A row group that fails ends the reading: the rows not reached are errors
+                // below.
+                let Ok(batch) = batch else { break };
+                write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
+            }
+            Ok(())
+        })?;
         unreached(&docs[at..], how, written);
         Ok(())
     }
 
     /// As [`DumpRows::write`], a row group at a time, each passed to `emit` as a piece: a group
-    /// whose rows are all written and unchanged (only the text column decoded to check them)
-    /// as the file has it, with the added columns' values when annotating, when `copies` (the
-    /// part's leading columns are described as the dump's); the others decoded whole and cut
-    /// as `write` cuts them.
+    /// whose rows are all written and unchanged ([`DumpRows::unchanged`]) as the file has it,
+    /// with the added columns' values when annotating, when `copies` (the part's leading
+    /// columns are described as the dump's); the others decoded whole and cut as `write` cuts
+    /// them.
     fn write_groups(
         self,
         docs: &[DatasetDoc],
@@ -282,7 +296,7 @@ impl DumpRows {
             let whole = copies
                 && group.len() as u64 == w[1] - w[0]
                 && !group.iter().any(|d| how.drops(d))
-                && self.unchanged(g, group);
+                && self.unchanged(g, group, how.prints.get(&docs[0].file.path));
             if let (true, Ok(raw)) = (whole, self.rows.raw_group(g)) {
                 let added = (self.annotated.as_ref()).map(|schema| {
                     let values: Vec<Annotation> =
@@ -310,8 +324,22 @@ impl DumpRows {
     }
 
     /// True when every row of row group `group` is one of `docs` (in order) with the text it
-    /// had when it was scanned.
-    fn unchanged(&self, group: usize, docs: &[DatasetDoc]) -> bool {
+    /// had when it was scanned: the group's text column chunk has the print it had then (one of
+    /// `prints`; the rows are then the documents, as many and numbered alike), else each row's
+    /// text, decoded, has its document's hash.
+    fn unchanged(
+        &self,
+        group: usize,
+        docs: &[DatasetDoc],
+        prints: Option<&Vec<TextPrint>>,
+    ) -> bool {
+        let then = prints.and_then(|p| {
+            let at = p.binary_search_by_key(&group, TextPrint::group).ok()?;
+            Some(p[at])
+        });
+        if then.is_some() && then == self.rows.text_print(group) {
+            return true;
+        }
         let Ok(batches) = self.rows.group(group, true) else {
             return false;
         };
@@ -332,6 +360,33 @@ impl DumpRows {
         }
         docs.next().is_none()
     }
+}
+
+/// Batches decoded and waiting for [`decoded_ahead`]'s consumer.
+const DECODED_AHEAD: usize = 2;
+
+/// Runs `take` on the items of `items`, which a thread of its own produces up to
+/// [`DECODED_AHEAD`] items ahead; it stops when `take` returns.
+fn decoded_ahead<I, R>(items: I, take: impl FnOnce(&mut dyn Iterator<Item = I::Item>) -> R) -> R
+where
+    I: Iterator + Send,
+    I::Item: Send,
+{
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(DECODED_AHEAD);
+        scope.spawn(move || {
+            for item in items {
+                if tx.send(item).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut received = rx.into_iter();
+        let taken = take(&mut received);
+        // Dropped before the thread is joined: a producer blocked on a full channel stops.
+        drop(received);
+        taken
+    })
 }
 
 /// Writes the rows of `batch` that are written (its documents: `docs` from `at` on, `at`
@@ -420,3 +475,6 @@ fn select<'d, 'a>(
     }
     (keep, kept)
 }
+
+#[cfg(test)]
+mod tests;

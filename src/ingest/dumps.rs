@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -112,12 +113,20 @@ impl Ingest<'_> {
                         dump.columns()
                     ))
                 });
-                stream(dump.rows(), Row::text_len, |rows| {
+                let prints = self.print_texts.then(Default::default);
+                let rows = match &prints {
+                    Some(prints) => dump.rows_printed(Arc::clone(prints)),
+                    None => dump.rows(),
+                };
+                stream(rows, Row::text_len, |rows| {
                     for row in rows {
                         self.take_row(file, row, &mut batch, &mut bad, out);
                     }
                     self.sketch_records(file, &mut batch, claims, workers, out, bottom)
                 });
+                if let Some(prints) = prints.and_then(|p| Arc::into_inner(p)?.into_inner().ok()) {
+                    out.prints.insert(file.path.clone(), prints);
+                }
             }
         }
         if bad.count > WARN_BAD_LINES {

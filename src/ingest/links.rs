@@ -123,6 +123,7 @@ mod tests {
             bad_lines: 0,
             empty_dumps: 0,
             over_budget: None,
+            prints: Default::default(),
         };
         let mut bottom = vec![10, 11, 12, 13];
         merge_links(&mut out, &mut bottom, &[0, 2, 3], 2, 1);

@@ -27,6 +27,7 @@ use crate::config::{Config, MethodConfig, Verify};
 use crate::ingest::set_cache::SetCache;
 use crate::ingest::worker::{Claims, DocResult, DocWorker, Engine, Outcome, Sketcher, StoredSets};
 use crate::input::jsonl::JsonlOptions;
+use crate::input::parquet::TextPrints;
 use crate::input::read::SizeLimits;
 use crate::input::walk::FileEntry;
 use crate::messages::{InputError, Messages};
@@ -88,6 +89,8 @@ pub struct Signed {
     pub corpus: Corpus,
     /// Counts and errors.
     pub summary: SignSummary,
+    /// The prints of the Parquet dumps' row groups, when the scan writes a dataset.
+    pub prints: TextPrints,
 }
 
 /// Signs `files`: reads, hashes, shingles and sketches every document in parallel (a dump's
@@ -124,6 +127,7 @@ pub fn sign(
         jsonl: &cfg.jsonl,
         cache: cache.as_ref(),
         msgs: &cfg.messages,
+        print_texts: cfg.dataset.is_some(),
     }
     .run(files);
     if let Some(reason) = ingested.over_budget {
@@ -144,6 +148,7 @@ pub fn sign(
             empty_dumps: ingested.empty_dumps,
             keep_seen: ingested.keep_seen,
         },
+        prints: ingested.prints,
     })
 }
 
@@ -208,6 +213,8 @@ pub struct Ingested {
     pub keep_seen: KeepSeen,
     /// The pass stopped: the documents' signatures alone would exceed the memory budget.
     pub over_budget: Option<String>,
+    /// With [`Ingest::print_texts`], the prints of the Parquet dumps' row groups.
+    pub prints: TextPrints,
 }
 
 /// How the first pass runs.
@@ -224,6 +231,9 @@ pub struct Ingest<'a> {
     pub cache: Option<&'a SetCache>,
     /// Diagnostics.
     pub msgs: &'a Messages,
+    /// Take the [`TextPrint`](crate::input::parquet::TextPrint)s of the Parquet dumps' row
+    /// groups (`--write-dataset` copies a group whose print is unchanged without decoding it).
+    pub print_texts: bool,
 }
 
 impl Ingest<'_> {
@@ -248,6 +258,7 @@ impl Ingest<'_> {
             empty_dumps: 0,
             keep_seen: KeepSeen::default(),
             over_budget: None,
+            prints: TextPrints::default(),
         };
         // Known before anything is read for plain files; a dump's records are checked as they
         // come (`Ingest::dump`).

@@ -88,7 +88,15 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
     if let (Some(dir), Some(format)) = (&cfg.dataset, dataset_format) {
         let to = (dir.as_path(), format);
-        late_errors.extend(write_dataset(cfg, &engine, &corpus, &found, &clusters, to)?);
+        let clustered = (found.as_slice(), clusters.as_slice());
+        late_errors.extend(write_dataset(
+            cfg,
+            &engine,
+            &corpus,
+            clustered,
+            &signed.prints,
+            to,
+        )?);
     }
     let (updated, pending) = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
@@ -125,8 +133,8 @@ fn write_dataset(
     cfg: &Config,
     engine: &crate::ingest::worker::Engine,
     corpus: &Corpus,
-    found: &[cluster::Found],
-    clusters: &[report::ClusterOut],
+    (found, clusters): (&[cluster::Found], &[report::ClusterOut]),
+    prints: &crate::input::parquet::TextPrints,
     (dir, format): (&std::path::Path, crate::config::DatasetFormat),
 ) -> Result<Vec<crate::messages::InputError>> {
     use crate::dataset::{self, DatasetDoc, Fate};
@@ -145,7 +153,7 @@ fn write_dataset(
             fate: marks[d].map(|m| Fate::of(m, clusters)),
         })
         .collect();
-    Ok(dataset::write(dir, 0, format, &docs, cfg, engine)?.errors)
+    Ok(dataset::write(dir, 0, format, &docs, cfg, engine, prints)?.errors)
 }
 
 #[cfg(test)]

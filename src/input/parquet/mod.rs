@@ -18,9 +18,11 @@ mod pages;
 mod rows;
 mod thrift;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
@@ -62,6 +64,30 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     f.seek(SeekFrom::Start(at))?;
     read
 }
+
+/// What a reading of a row group's text column chunk saw, to tell later from the chunk's raw
+/// bytes alone, without decoding them, that the group's texts are those read
+/// ([`WholeRows::text_print`]): the group, where its rows are, the chunk's codec and the hash of
+/// its bytes. The same bytes in the same codec decode to the same texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextPrint {
+    group: usize,
+    /// Rows before the group, and in it (as the footer says: rows are numbered by it).
+    first: u64,
+    rows: u64,
+    codec: Codec,
+    hash: u128,
+}
+
+impl TextPrint {
+    /// The row group it is of.
+    pub fn group(&self) -> usize {
+        self.group
+    }
+}
+
+/// The prints of the row groups the first pass read whole, by dump.
+pub type TextPrints = HashMap<PathBuf, Vec<TextPrint>>;
 
 /// An open Parquet dump whose text (and id) columns were found.
 pub struct ParquetDump {
@@ -161,7 +187,38 @@ impl ParquetDump {
 
     /// Every row, in order: a document, a bad row, or the failure that ended the reading.
     pub fn rows(self) -> Rows {
-        Rows::new(self)
+        Rows::new(self, None)
+    }
+
+    /// As [`ParquetDump::rows`], and the [`TextPrint`] of each row group read whole added to
+    /// `prints` (in order) as its reading ends.
+    pub fn rows_printed(self, prints: Arc<std::sync::Mutex<Vec<TextPrint>>>) -> Rows {
+        Rows::new(self, Some(prints))
+    }
+
+    /// Where row group `group`'s text column chunk lies (start, length), when the text is a
+    /// single leaf column and the footer places it in the file.
+    fn text_chunk(&self, group: usize) -> Option<(u64, u64)> {
+        let [leaf] = self.text_leaves[..] else {
+            return None;
+        };
+        let file_len = self.file.metadata().ok()?.len();
+        chunk_range(self.meta.metadata().row_group(group).column(leaf), file_len).ok()
+    }
+
+    /// Row group `group`'s print with `hash`, its chunk's hash; `first` rows come before it.
+    fn text_print(&self, group: usize, first: u64, hash: u128) -> Option<TextPrint> {
+        let [leaf] = self.text_leaves[..] else {
+            return None;
+        };
+        let rg = self.meta.metadata().row_group(group);
+        Some(TextPrint {
+            group,
+            first,
+            rows: rg.num_rows().max(0) as u64,
+            codec: rg.column(leaf).compression(),
+            hash,
+        })
     }
 
     /// Every row with all its columns, a decoded batch at a time, for writing the rows out again
@@ -225,11 +282,13 @@ impl ParquetDump {
 
     /// A reader of row group `group` (of the `leaves` asked for), a batch of about
     /// [`pages::DECODE_BYTES`] decoded at a time, of the rows `selection` picks.
+    /// With `print`, the bytes read of the chunk it is of are hashed.
     fn reader(
         &self,
         group: usize,
         leaves: Leaves,
         selection: Option<RowSelection>,
+        print: Option<Arc<chunks::Print>>,
     ) -> Result<ParquetRecordBatchReader, String> {
         let every: Vec<usize>;
         let leaves = match leaves {
@@ -262,7 +321,7 @@ impl ParquetDump {
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {
             let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                chunks::Pages(file),
+                chunks::Pages(file, print),
                 self.meta.clone(),
             )
             .with_projection(ProjectionMask::leaves(

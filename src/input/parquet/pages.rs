@@ -189,7 +189,7 @@ fn fixed_width(c: &ColumnChunkMetaData) -> u64 {
 /// bytes), decoded by the crate as its reader will decode it; 0 when the chunk has none.
 fn longest_entry(file: &File, c: &ColumnChunkMetaData) -> Result<u64, String> {
     let file = file.try_clone().map_err(|e| e.to_string())?;
-    let pages = Arc::new(super::chunks::Pages(file));
+    let pages = Arc::new(super::chunks::Pages(file, None));
     super::guarded(|| {
         let mut reader = SerializedPageReader::new(pages, c, 0, None).map_err(|e| e.to_string())?;
         let page = reader.get_next_page().map_err(|e| e.to_string())?;

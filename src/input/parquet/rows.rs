@@ -4,6 +4,7 @@
 //! parquet crate) ends the reading with the row group and the rows read before it.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
@@ -12,7 +13,8 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::writer::SerializedRowGroupWriter;
 use parquet::schema::types::SchemaDescriptor;
 
-use super::{columns, guarded, Leaves, ParquetDump};
+use super::chunks::{print_of, Positioned, Print};
+use super::{columns, guarded, Leaves, ParquetDump, TextPrint};
 use crate::input::field_value::FieldValue;
 
 /// One row of a Parquet dump.
@@ -52,10 +54,13 @@ pub struct Rows {
     line: u64,
     queue: VecDeque<Row>,
     done: bool,
+    /// Where the row groups' prints go, and the print of the one being read.
+    prints: Option<Arc<Mutex<Vec<TextPrint>>>>,
+    print: Option<Arc<Print>>,
 }
 
 impl Rows {
-    pub(super) fn new(dump: ParquetDump) -> Rows {
+    pub(super) fn new(dump: ParquetDump, prints: Option<Arc<Mutex<Vec<TextPrint>>>>) -> Rows {
         Rows {
             starts: dump.group_starts(),
             dump,
@@ -64,6 +69,20 @@ impl Rows {
             line: 0,
             queue: VecDeque::new(),
             done: false,
+            prints,
+            print: None,
+        }
+    }
+
+    /// Adds the print of the row group just read whole, if it has one.
+    fn printed(&mut self) {
+        let (Some(prints), Some(print)) = (&self.prints, self.print.take()) else {
+            return;
+        };
+        let first = self.starts[self.group];
+        let print = (print.digest()).and_then(|h| self.dump.text_print(self.group, first, h));
+        if let (Some(print), Ok(mut prints)) = (print, prints.lock()) {
+            prints.push(print);
         }
     }
 
@@ -77,13 +96,21 @@ impl Rows {
             // Numbered by the footer, so that a row group that ended early cannot shift the
             // numbers of the rows after it.
             self.line = self.starts[self.group];
-            self.reader = Some(self.dump.reader(self.group, Leaves::TextAndId, None)?);
+            self.print = (self.prints.as_ref())
+                .and_then(|_| self.dump.text_chunk(self.group))
+                .map(|(start, len)| Print::new(start, len));
+            let print = self.print.clone();
+            self.reader = Some(
+                self.dump
+                    .reader(self.group, Leaves::TextAndId, None, print)?,
+            );
             return Ok(());
         };
         match guarded(|| reader.next().transpose().map_err(super::reason))? {
             Some(batch) => self.take(&batch),
             None => {
                 self.reader = None;
+                self.printed();
                 self.group += 1;
                 Ok(())
             }
@@ -219,7 +246,7 @@ impl Texts {
         let selection = RowSelection::from(selectors);
         let reader = self
             .dump
-            .reader(group, Leaves::Text, Some(selection))
+            .reader(group, Leaves::Text, Some(selection), None)
             .ok()?;
         let docs: Vec<u32> = rows.into_iter().map(|(_, d)| d).collect();
         Some((reader, docs.into_iter()))
@@ -329,7 +356,7 @@ impl WholeRows {
                     return Ok(None);
                 }
                 self.line = self.starts[self.group] + 1;
-                self.reader = Some(self.dump.reader(self.group, Leaves::Every, None)?);
+                self.reader = Some(self.dump.reader(self.group, Leaves::Every, None, None)?);
                 continue;
             };
             let Some(batch) = guarded(|| reader.next().transpose().map_err(super::reason))? else {
@@ -436,9 +463,22 @@ impl WholeRows {
         };
         Ok(GroupRows {
             dump: &self.dump,
-            reader: self.dump.reader(group, leaves, None)?,
+            reader: self.dump.reader(group, leaves, None, None)?,
             line: self.dump.group_starts()[group] + 1,
         })
+    }
+
+    /// Row group `group`'s [`TextPrint`] as the file is now, from its text column chunk's raw
+    /// bytes; None when it has none or the chunk cannot be read.
+    pub fn text_print(&self, group: usize) -> Option<TextPrint> {
+        let (start, len) = self.dump.text_chunk(group)?;
+        let file = Positioned(self.dump.file.try_clone().ok()?);
+        let hash = print_of(
+            parquet::file::reader::ChunkReader::get_read(&file, start).ok()?,
+            len,
+        );
+        let first = *self.starts.get(group)?;
+        self.dump.text_print(group, first, hash.ok()?)
     }
 
     /// Row group `group`'s column chunks, their places in the file checked.
@@ -449,9 +489,7 @@ impl WholeRows {
             super::chunk_range(c, file_len)?;
         }
         Ok(RawGroup {
-            pages: super::chunks::Positioned(
-                self.dump.file.try_clone().map_err(|e| e.to_string())?,
-            ),
+            pages: Positioned(self.dump.file.try_clone().map_err(|e| e.to_string())?),
             group: rg.clone(),
         })
     }

@@ -221,7 +221,7 @@ fn a_batch_of_dictionary_rows_is_sized_by_the_text_they_decode_to() {
         .set_compression(Compression::ZSTD(Default::default()))
         .build();
     let dump = ParquetDump::open(written(&batch, props), &opts("text", "id", 1 << 20)).unwrap();
-    let mut reader = dump.reader(0, Leaves::TextAndId, None).unwrap();
+    let mut reader = dump.reader(0, Leaves::TextAndId, None, None).unwrap();
     // Two rows, a mebibyte of text: the footer's sizes made it all 200 at once.
     assert_eq!(reader.next().unwrap().unwrap().num_rows(), 2);
     let rows: Vec<Row> = dump.rows().collect();
@@ -249,4 +249,53 @@ fn lz4_brotli_and_lzo_pages_are_not_read() {
         unread_codec(Codec::BROTLI(Default::default())),
         Some("Brotli")
     );
+}
+
+#[test]
+fn a_row_groups_print_taken_while_reading_is_that_of_its_text_chunks_bytes() {
+    // Pages of two rows, the id column's pages read between the text's, a dictionary page
+    // first or none: what the reader took of the text chunk hashes as the chunk's raw bytes.
+    let make = |fifth: &str| {
+        let text = texts(&[Some("t1"), Some("t2"), Some("t3"), Some("t4"), Some(fifth)]);
+        let id: ArrayRef = Arc::new(Int64Array::from(vec![10, 11, 12, 13, 14]));
+        RecordBatch::try_from_iter([("id", id), ("text", text)]).unwrap()
+    };
+    for dictionary in [true, false] {
+        let props = || {
+            WriterProperties::builder()
+                .set_max_row_group_row_count(Some(3))
+                .set_data_page_row_count_limit(2)
+                .set_write_batch_size(2)
+                .set_dictionary_enabled(dictionary)
+                .set_compression(Compression::SNAPPY)
+                .build()
+        };
+        let file = written(&make("t5"), props());
+        let prints = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let dump = ParquetDump::open(file.try_clone().unwrap(), &opts("text", "id", 100));
+        assert_eq!(dump.unwrap().rows_printed(Arc::clone(&prints)).count(), 5);
+        let prints = prints.lock().unwrap().clone();
+        assert_eq!(
+            prints.iter().map(TextPrint::group).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        let now = ParquetDump::open(file, &opts("text", "id", 100)).unwrap();
+        let now = now.whole_rows(true);
+        assert_eq!(
+            now.text_print(0),
+            Some(prints[0]),
+            "dictionary {dictionary}"
+        );
+        assert_eq!(
+            now.text_print(1),
+            Some(prints[1]),
+            "dictionary {dictionary}"
+        );
+        // Row 5's text changed, its length kept: the second group's print changes.
+        let changed = written(&make("T5"), props());
+        let changed = ParquetDump::open(changed, &opts("text", "id", 100)).unwrap();
+        let changed = changed.whole_rows(true);
+        assert_eq!(changed.text_print(0), Some(prints[0]));
+        assert_ne!(changed.text_print(1), Some(prints[1]));
+    }
 }
