@@ -129,6 +129,14 @@ pub fn stat(p: &Place) -> Result<Stat, Fault> {
     rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW).map_err(fault)
 }
 
+/// The status of the file the name is a symbolic link to, when it is one (`scan -L` lists a
+/// followed link to a file it read as another name of that file).
+pub fn symlink_target(p: &Place) -> Option<Stat> {
+    let st = stat(p).ok()?;
+    let link = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink;
+    link.then(|| rustix::fs::statat(&p.dir, &p.name, AtFlags::empty()).ok())?
+}
+
 /// The (device, inode) of a status.
 #[allow(clippy::unnecessary_cast)] // the field types differ between targets
 pub fn id(st: &Stat) -> (u64, u64) {
@@ -396,21 +404,21 @@ fn rename_noreplace(p: &Place, dir: &OwnedFd, name: &OsString) -> Result<(), Err
 
 /// Copies `raw` (the name's bytes, checked) to a file created exclusively as `name` in `dir`,
 /// with the name's permissions and times; Err(None) when `name` exists.
+///
+/// The bytes are written to a file with no name (`O_TMPFILE`; where the file system has none, a
+/// hidden `.NAME.dupfind-partial`) and linked as `name` only once complete, so that a move killed
+/// midway (Ctrl-C) never leaves part of a file under the name a second move would refuse to
+/// overwrite.
 fn copy_to(p: &Place, dir: &OwnedFd, name: &OsString, raw: &[u8]) -> Result<(), Option<Why>> {
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
     let st = rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW)
         .map_err(|e| Some(reason(e)))?;
     // Its read, write and execute bits, as `mv` keeps them; never set-id or sticky.
     let mode = Mode::from_bits_truncate(st.st_mode & 0o777);
-    let fd = match rustix::fs::openat(dir, name, flags, mode) {
-        Ok(fd) => fd,
-        Err(Errno::EXIST) => return Err(None),
-        Err(e) => return Err(Some(reason(e))),
-    };
+    let (fd, partial) = unnamed(dir, name, mode).map_err(|e| Some(reason(e)))?;
+    let mut f = std::fs::File::from(fd);
     let io = |e: std::io::Error| Some(crate::messages::io_reason(&e));
     let written = (|| {
-        rustix::fs::fchmod(&fd, mode).map_err(|e| Some(reason(e)))?;
-        let mut f = std::fs::File::from(fd);
+        rustix::fs::fchmod(&f, mode).map_err(|e| Some(reason(e)))?;
         std::io::Write::write_all(&mut f, raw).map_err(io)?;
         // Its times, as `mv` keeps them: `--keep oldest` reads the modification time, so a file
         // moved back from the attic must still be as old as it was.
@@ -432,11 +440,55 @@ fn copy_to(p: &Place, dir: &OwnedFd, name: &OsString, raw: &[u8]) -> Result<(), 
         f.set_times(times).map_err(io)?;
         f.sync_all().map_err(io)
     })();
-    if written.is_err() {
-        // Best effort: a partial copy is no copy.
-        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+    let linked = written.and_then(|()| {
+        let made = match &partial {
+            Some(tmp) => rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()),
+            None => {
+                use std::os::fd::AsRawFd;
+                let own = format!("/proc/self/fd/{}", f.as_raw_fd());
+                rustix::fs::linkat(CWD, own.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+            }
+        };
+        made.map_err(|e| match e {
+            Errno::EXIST => None,
+            e => Some(reason(e)),
+        })
+    });
+    if let Some(tmp) = &partial {
+        // Best effort: linked as `name` or not, the hidden name goes.
+        let _ = rustix::fs::unlinkat(dir, tmp, AtFlags::empty());
     }
-    written
+    linked
+}
+
+/// A new file in `dir` for the copy that becomes `name`: with no name where the file system
+/// allows (and /proc, through which it is linked, is there), else a hidden one, which a
+/// killed move leaves behind but never under `name`.
+fn unnamed(
+    dir: &OwnedFd,
+    name: &OsString,
+    mode: Mode,
+) -> Result<(OwnedFd, Option<OsString>), Errno> {
+    if Path::new("/proc/self/fd").is_dir() {
+        let flags = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC;
+        match rustix::fs::openat(dir, ".", flags, mode) {
+            Ok(fd) => return Ok((fd, None)),
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut tmp = OsString::from(".");
+    tmp.push(name);
+    tmp.push(".dupfind-partial");
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    match rustix::fs::openat(dir, &tmp, flags, mode) {
+        // Left by a move killed before: nothing else makes this name.
+        Err(Errno::EXIST) => {
+            rustix::fs::unlinkat(dir, &tmp, AtFlags::empty())?;
+            rustix::fs::openat(dir, &tmp, flags, mode).map(|fd| (fd, Some(tmp)))
+        }
+        r => r.map(|fd| (fd, Some(tmp))),
+    }
 }
 
 /// Replaces the name by a hard link to `target` (inode `target_id`): linked under a temporary

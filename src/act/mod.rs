@@ -110,6 +110,9 @@ enum Problem {
 struct Checked {
     /// Its path as the report gives it.
     path: PathBuf,
+    /// The names acted on, and where each is: its hard links. A symbolic link that `scan -L`
+    /// followed to it is left as it is, as `rm` and `mv` leave a link to what they remove.
+    names: Vec<PathBuf>,
     places: Vec<fs::Place>,
     id: (u64, u64),
     raw: Vec<u8>,
@@ -124,6 +127,8 @@ struct Done {
     freed: u64,
     /// Moved to another file system by a copy.
     copied: bool,
+    /// The names acted on.
+    names: u64,
 }
 
 /// Runs the command; the action lines go to `out`.
@@ -162,7 +167,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
             match outcome {
                 Ok(done) => {
                     tally.files += 1;
-                    tally.names += m.names.len() as u64;
+                    tally.names += done.names;
                     tally.freed += done.freed;
                     tally.copied += u64::from(done.copied);
                 }
@@ -246,6 +251,7 @@ fn indexed(rep: &Member) -> Result<Checked, Problem> {
     }
     Ok(Checked {
         path: rep.names[0].clone(),
+        names: vec![rep.names[0].clone()],
         places: vec![place],
         id,
         raw,
@@ -283,8 +289,13 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
         return Err(Problem::Skipped(Skip::Changed, format!("{subject} {why}")));
     }
     let id = fs::id(&st);
+    let mut names = vec![m.names[0].clone()];
+    let mut hard = vec![true];
     for (p, name) in places.iter().zip(&m.names).skip(1) {
-        let same = fs::stat(p).is_ok_and(|s| fs::id(&s) == id);
+        let (same, link) = match fs::symlink_target(p) {
+            Some(target) => (fs::id(&target) == id, true),
+            None => (fs::stat(p).is_ok_and(|s| fs::id(&s) == id), false),
+        };
         if !same {
             let why = format!(
                 "{subject}: its other name {} no longer leads to it",
@@ -292,15 +303,22 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
             );
             return Err(Problem::Skipped(Skip::Changed, why));
         }
+        hard.push(!link);
+        if !link {
+            names.push(name.clone());
+        }
     }
+    let mut hard = hard.into_iter();
+    places.retain(|_| hard.next().unwrap_or(false));
     let (raw, now) = fs::read(&places[0], id, m.bytes).map_err(|f| fault(subject, f))?;
     if now != *hash {
         let why = format!("{subject} has other content than when scanned");
         return Err(Problem::Skipped(Skip::Changed, why));
     }
-    let all_names = file.links as usize == m.names.len();
+    let all_names = file.links as usize == names.len();
     Ok(Checked {
         path: m.names[0].clone(),
+        names,
         places,
         id,
         raw,
@@ -328,10 +346,11 @@ fn act(
     let done = |freed| Done {
         freed,
         copied: false,
+        names: c.names.len() as u64,
     };
     match (&opts.action, rep) {
         (Action::Remove, _) => {
-            for (place, name) in c.places.iter().zip(&m.names) {
+            for (place, name) in c.places.iter().zip(&c.names) {
                 if !opts.dry_run {
                     fs::remove(place, c.id)
                         .map_err(|why| Problem::Failed(format!("not removed: {why}")))?;
@@ -345,7 +364,7 @@ fn act(
             let mut steps = Vec::new();
             let moved = fs::move_file(&c.places, c.id, &dests, &c.raw, opts.dry_run, &mut steps);
             // What was done is printed also when the rest failed.
-            for l in move_lines(&steps, &m.names, &dests) {
+            for l in move_lines(&steps, &c.names, &dests) {
                 line(out, l)?;
             }
             moved.map_err(|why| Problem::Failed(format!("not moved: {why}")))?;
@@ -353,6 +372,7 @@ fn act(
             Ok(Done {
                 freed: if copied { c.frees } else { 0 },
                 copied,
+                names: c.names.len() as u64,
             })
         }
         (Action::Link, Some(r)) => {
@@ -370,7 +390,7 @@ fn act(
                         .into(),
                 ));
             }
-            for (place, name) in c.places.iter().zip(&m.names) {
+            for (place, name) in c.places.iter().zip(&c.names) {
                 if !opts.dry_run {
                     fs::link_to(place, c.id, &r.places[0], r.id)
                         .map_err(|why| Problem::Failed(format!("not linked: {why}")))?;

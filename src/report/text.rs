@@ -128,7 +128,7 @@ fn write_cluster(
 fn aliases(m: &MemberOut, paint: Paint, out: &mut dyn Write) -> io::Result<()> {
     for alias in m.more.as_ref().map_or(&[][..], |x| &x.aliases[..]) {
         let also = paint.on(DIM, "also");
-        writeln!(out, "        {also} {} (hard link)", escape_controls(alias))?;
+        writeln!(out, "        {also} {} (same file)", escape_controls(alias))?;
     }
     Ok(())
 }

@@ -429,6 +429,59 @@ impl Drop for OtherFs {
     }
 }
 
+#[test]
+fn a_move_to_another_file_system_interrupted_midway_leaves_no_part_of_a_file() {
+    // Review finding: Ctrl-C while a large file was copied left the copy's first megabytes under
+    // the final name, which a second move then refused to overwrite.
+    let t = TestDir::new();
+    let Some(attic) = OtherFs::attic(&t, "interrupted") else {
+        return;
+    };
+    let body: String = text(11, 2_000).repeat(1 + (40 << 20) / 12_000);
+    t.write("r/keep.txt", &body);
+    make_old(&t, "r/keep.txt");
+    t.write("r/dup.txt", &body);
+    scan_into(&t, &["--max-size", "100M", "r"]);
+    let mut child = t
+        .command(&["move", "--to", attic.0.to_str().unwrap(), "report.json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The destination's directory is made just before the copy starts.
+    let started = std::time::Instant::now();
+    while !attic.0.exists() && started.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    send_interrupt(child.id());
+    let _ = child.wait().unwrap();
+    let moved = attic.0.join("dup.txt");
+    match fs::read(&moved) {
+        Ok(bytes) => {
+            assert_eq!(
+                bytes.len(),
+                body.len(),
+                "a part of the file under its final name"
+            );
+            assert!(bytes == body.as_bytes());
+        }
+        Err(_) => assert!(exists(&t, "r/dup.txt"), "the file is in neither place"),
+    }
+    let hidden: Vec<_> = fs::read_dir(&attic.0)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(hidden.iter().all(|n| n == "dup.txt"), "{hidden:?}");
+}
+
+/// Sends SIGINT to `pid`, as Ctrl-C does.
+fn send_interrupt(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// `copies(1)` with a second name for the duplicate: `r/sub/dup-0.txt` and `r/sub/also.txt`.
 fn copies_hard_linked() -> TestDir {
     let (t, _) = copies(1);
@@ -620,7 +673,7 @@ fn the_text_report_names_every_hard_link_remove_would_remove() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stdout.contains(
-            "  dup   r/sub/also.txt  1.000 exact\n        also r/sub/dup-0.txt (hard link)\n"
+            "  dup   r/sub/also.txt  1.000 exact\n        also r/sub/dup-0.txt (same file)\n"
         ),
         "{}",
         r.stdout
@@ -632,6 +685,32 @@ fn the_text_report_names_every_hard_link_remove_would_remove() {
             .contains("rm -- 'r/sub/also.txt'\nrm -- 'r/sub/dup-0.txt'\n"),
         "{}",
         rm.stdout
+    );
+}
+
+#[test]
+fn a_symbolic_link_followed_by_scan_l_is_left_as_it_is_and_stops_nothing() {
+    // Review finding: `scan -L` lists a link followed to a file it read as another name of that
+    // file, and remove then skipped the cluster ("no longer leads to it") though nothing changed.
+    let (t, _) = copies(2);
+    symlink("keep.txt", t.join("r/sym-keep.txt")).unwrap();
+    symlink("dup-1.txt", t.join("r/sub/sym-dup.txt")).unwrap();
+    scan_into(&t, &["-L", "r"]);
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "rm -- 'r/near.txt'\nrm -- 'r/sub/dup-0.txt'\nrm -- 'r/sub/dup-1.txt'\n"
+    );
+    assert!(
+        r.stderr.contains("removed 3 files (3 names)"),
+        "{}",
+        r.stderr
+    );
+    assert!(exists(&t, "r/keep.txt") && exists(&t, "r/sym-keep.txt"));
+    assert!(
+        exists(&t, "r/sub/sym-dup.txt"),
+        "the link is left, as rm leaves it"
     );
 }
 
