@@ -186,8 +186,11 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
     }
-    out.flush()?;
+    // What was done is said also when its list could not be written (a full disk behind
+    // stdout): the files are gone either way.
+    let flushed = out.flush();
     eprintln!("dupfind: {}", summary(opts, &tally));
+    flushed?;
     let skipped: u64 = tally.skipped.iter().sum();
     Ok(if skipped + tally.failed > 0 {
         ExitCode::Error

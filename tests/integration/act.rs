@@ -482,6 +482,26 @@ fn send_interrupt(pid: u32) {
     assert!(status.success());
 }
 
+#[test]
+fn the_summary_is_printed_when_the_list_of_actions_cannot_be_written() {
+    // Review finding: `remove r.json > /dev/full` removed every duplicate and said only "No space
+    // left on device".
+    let (t, _) = copies(2);
+    let full = fs::File::options().write(true).open("/dev/full").unwrap();
+    let out = t
+        .command(&["remove", "report.json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("dupfind: removed 3 files (3 names)"),
+        "{stderr}"
+    );
+    assert!(!exists(&t, "r/sub/dup-0.txt") && exists(&t, "r/keep.txt"));
+}
+
 /// `copies(1)` with a second name for the duplicate: `r/sub/dup-0.txt` and `r/sub/also.txt`.
 fn copies_hard_linked() -> TestDir {
     let (t, _) = copies(1);
