@@ -178,6 +178,9 @@ aws_secret_access_key = fromconfig
         let e = resolve("nope", true, CREDENTIALS, CONFIG).unwrap_err();
         assert!(e.contains("profile nope"), "{e}");
         let e = resolve("sso", true, CREDENTIALS, CONFIG).unwrap_err();
-        assert!(e.contains("sso_session") && e.contains("export-credentials"), "{e}");
+        assert!(
+            e.contains("sso_session") && e.contains("export-credentials"),
+            "{e}"
+        );
     }
 }

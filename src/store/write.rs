@@ -62,14 +62,18 @@ fn read_part(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
 pub fn check_writable(url: &str, object: bool) -> Result<bool, String> {
     let parsed = client::parse(url)?;
     if parsed.base.starts_with("http") {
-        return Err("an http(s):// URL is read only: write to s3://, gs:// or az://, or a \
+        return Err(
+            "an http(s):// URL is read only: write to s3://, gs:// or az://, or a \
                     local file"
-            .into());
+                .into(),
+        );
     }
     if object && (parsed.key.as_ref().is_empty() || url.ends_with('/')) {
-        return Err("names a prefix, not an object: add the object's name, as in \
+        return Err(
+            "names a prefix, not an object: add the object's name, as in \
                     s3://BUCKET/PREFIX/report.json"
-            .into());
+                .into(),
+        );
     }
     any_below(url)
 }

@@ -492,3 +492,73 @@ fn an_output_url_is_checked_before_the_scan() {
     );
     assert!(!r.stderr.contains("<?xml"), "{}", r.stderr);
 }
+
+#[test]
+fn a_staged_dataset_goes_to_s3_and_an_index_refuses_url_inputs() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus(&t);
+    s3.create_bucket("out");
+    s3.put_dir(&t.join("corpus"), "out/corpus/");
+    let end = s3.endpoint();
+    let local = t.run(&["scan", "corpus", "--write-dataset", "ds"]);
+    assert_eq!(local.code(), 0, "{}", local.stderr);
+    let run = |args: &[&str]| {
+        let r = scan(&s3, &t, &end, args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    run(&[
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--shards",
+        "1",
+        "--parts",
+        "1",
+        "corpus",
+        "--write-dataset",
+        "s3://out/sds/",
+    ]);
+    for stage in [
+        &["sign", "--shard", "0/1"][..],
+        &["group", "--part", "0/1"],
+        &["components"],
+        &["route", "--shard", "0/1"],
+        &["verify", "--part", "0/1"],
+        &["dataset", "--shard", "0/1"],
+    ] {
+        run(&[&["stage", stage[0], "--work", "w"][..], &stage[1..]].concat());
+    }
+    let report = run(&["stage", "report", "--work", "w"]);
+    assert_eq!(report.stdout, local.stdout);
+    assert_eq!(s3.keys("out", "sds/"), ["sds/part-00000.jsonl"]);
+    assert_eq!(
+        s3.get("out/sds/part-00000.jsonl").unwrap(),
+        std::fs::read(t.join("ds/part-00000.jsonl")).unwrap()
+    );
+    // Nothing written to a local directory named after the URL.
+    assert!(!t.join("s3:").exists());
+
+    // --against in the staged pipeline refuses URL inputs, as scan does.
+    let b = t.run(&["index", "build", "-q", "--index", "idx", "corpus"]);
+    assert_eq!(b.code(), 0, "{}", b.stderr);
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &[
+            "stage",
+            "init",
+            "--work",
+            "w2",
+            "--against",
+            "idx",
+            "s3://out/corpus/",
+        ],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
+    assert!(!t.join("w2/run.json").exists());
+}
