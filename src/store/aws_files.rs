@@ -123,6 +123,7 @@ fn sections(text: &str) -> HashMap<String, HashMap<String, String>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
