@@ -21,8 +21,9 @@
 # is decoded once (snappy, ~24 % of the scan's CPU) and compressed again (zstd 1, the writer's
 # thread ~43 %; snappy and LZ4 are no faster on this text, and worse ratios), on two threads.
 # --annotate copies every row group raw, checked by its text chunk's hash taken by the scan
-# (+10 %: writing 230 MB). JSON Lines: the decode (on a thread of its own), arrow-json escaping
-# the text and 380 MB written (+26 % CPU, +16 % on the longer of its two threads). So 10 % is
+# (+10 %: writing 230 MB). JSON Lines: the decode (on a thread of its own), escaping
+# the text and 397 MB written (+26 % CPU before its own string escaper; callgrind on the 10k
+# dump: +32.9 % of the scan's instructions before, +22.6 % after). So 10 % is
 # met by --annotate only: a Parquet dataset without the duplicates re-encodes every row group
 # that loses a row, at zstd as the issue asks.
 set -euo pipefail
