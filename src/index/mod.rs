@@ -33,6 +33,7 @@ pub mod open;
 mod paths;
 pub mod prune;
 pub mod segment;
+mod shard;
 pub mod staged;
 pub mod store;
 mod sweep;
@@ -122,26 +123,38 @@ pub fn update(
     } else {
         update::update(joined, &new, index.prune, &mut errors)
     };
+    updated(cfg, &index.dir, joined.generation(), prepared, errors)
+}
+
+/// What preparing an update of the index in `dir`, opened at `generation`, came to, for the
+/// report (`scan`'s and `stage report`'s): the generation written, or the failure as an error
+/// of the run (the report is still printed, with exit status 2, and the index is as it was);
+/// `errors` are the new documents left out.
+pub(crate) fn updated(
+    cfg: &Config,
+    dir: &std::path::Path,
+    generation: u64,
+    prepared: Result<update::Prepared>,
+    mut errors: Vec<InputError>,
+) -> (Option<Updated>, Option<Pending>) {
     let (written, pending) = match prepared {
         Ok(Prepared::Pending(p)) => (Some(p.generation), Some(p)),
         Ok(Prepared::Unchanged) => {
             cfg.messages.tell(&format!(
-                "index {}: nothing new, changed or removed; nothing written (generation {})",
-                display_path(&index.dir),
-                joined.generation()
+                "index {}: nothing new, changed or removed; nothing written (generation \
+                 {generation})",
+                display_path(dir),
             ));
             (None, None)
         }
-        // The scan itself is complete: its report is still printed, the failure is an error of
-        // the run (exit 2), and the index is as it was.
         Err(e) => {
             let reason = format!(
                 "index not updated: cannot update index {}: {e:#}",
-                display_path(&index.dir)
+                display_path(dir)
             );
-            crate::messages::error(&format!("{}: {reason}", display_path(&index.dir)));
+            crate::messages::error(&format!("{}: {reason}", display_path(dir)));
             errors.push(InputError {
-                path: index.dir.clone(),
+                path: dir.to_path_buf(),
                 line: None,
                 error: reason,
             });

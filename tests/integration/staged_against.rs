@@ -1,11 +1,13 @@
 //! The staged pipeline `--against` an index: the report, stderr and exit status of
 //! `scan --against` at any number of shards and partitions (indexed documents unchanged, changed,
 //! gone, copied and near-copied by new ones), and an index that changed since `stage init`
-//! refused by every stage that opens it.
+//! refused by every stage that opens it. With `--update`, the index afterwards is the one
+//! `scan --against --update` leaves, file for file, committed once by `stage report`.
 
 use std::fs;
+use std::path::Path;
 
-use super::staged::{assert_same_as_scan, corpus, local_driver};
+use super::staged::{assert_same_as_scan, corpus, first_difference, local_driver, staged};
 use super::util::{edit, text, TestDir};
 
 /// The staged test corpus indexed, then a night's changes: new near-copies and an exact copy of
@@ -51,6 +53,259 @@ fn staged_against_an_index_equals_scan_against_it_at_any_layout() {
     assert!(index["unchanged_files"].as_u64().unwrap() > 0, "{index}");
 }
 
+/// The files of index `dir`, by name, with their bytes.
+fn index_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Puts `files` back as index `dir`, whatever it holds now.
+fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
+    if dir.exists() {
+        fs::remove_dir_all(dir).unwrap();
+    }
+    fs::create_dir(dir).unwrap();
+    for (name, bytes) in files {
+        fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+/// Asserts that two indexes hold the same files, byte for byte.
+fn assert_same_index(what: &str, want: &[(String, Vec<u8>)], got: &[(String, Vec<u8>)]) {
+    let names = |f: &[(String, Vec<u8>)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(want), names(got), "{what}: the index's files");
+    for ((name, a), (_, b)) in want.iter().zip(got) {
+        assert!(a == b, "{what}: {name} differs");
+    }
+}
+
+/// [`indexed_then_changed`], with a new dump whose records go into the index too (one a
+/// near-copy of an indexed document).
+fn indexed_then_changed_with_a_dump(t: &TestDir) {
+    indexed_then_changed(t);
+    let fam = fs::read_to_string(t.join("c/d3/fam3-0.txt")).unwrap();
+    let mut dump = String::new();
+    for (i, body) in [edit(&fam, &[3]), text(5000, 220), text(5001, 220)]
+        .iter()
+        .enumerate()
+    {
+        dump += &serde_json::json!({"id": format!("r{i}"), "text": body}).to_string();
+        dump.push('\n');
+    }
+    t.write("c/d6/records.jsonl", dump);
+}
+
+#[test]
+fn staged_update_reports_and_leaves_the_index_as_scan_update_at_any_layout() {
+    let t = TestDir::new();
+    indexed_then_changed_with_a_dump(&t);
+    let idx = t.join("idx");
+    let before = index_files(&idx);
+    for prune in [false, true] {
+        let mut args = vec!["--against", "idx", "--update", "c"];
+        if prune {
+            args.insert(3, "--prune");
+        }
+        let scan = t.run(&[&["scan"][..], &args].concat());
+        assert_eq!(scan.code(), 0, "{args:?}: {}", scan.stderr);
+        assert_eq!(scan.json()["stats"]["index"]["updated_generation"], 2);
+        let want = index_files(&idx);
+        assert_ne!(want, before, "the scan updated the index");
+        for (shards, parts) in [(1, 1), (2, 3), (3, 2)] {
+            restore(&idx, &before);
+            let work = format!("w-{prune}-{shards}-{parts}");
+            let r = staged(&t, &work, shards, parts, &args);
+            let at = format!("{args:?} at {shards}x{parts}");
+            assert_eq!(r.code(), scan.code(), "{at}: {}", r.stderr);
+            assert!(
+                r.stdout == scan.stdout,
+                "{at}: the report differs from scan's\n{}",
+                first_difference(&scan.stdout, &r.stdout)
+            );
+            assert!(
+                r.stderr == scan.stderr,
+                "{at}: the stages' stderr differs from scan's\n{}",
+                first_difference(&scan.stderr, &r.stderr)
+            );
+            assert_same_index(&at, &want, &index_files(&idx));
+        }
+        // And the index then answers as scan's does: nothing is left to read.
+        let again = t.run(&["scan", "-q", "--against", "idx", "c"]);
+        let stats = &again.json()["stats"];
+        assert_eq!(stats["documents"], 0, "{stats}");
+        restore(&idx, &before);
+    }
+}
+
+#[test]
+fn a_staged_update_is_committed_once_by_a_delivered_report_and_never_by_a_stopped_run() {
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let idx = t.join("idx");
+    let before = index_files(&idx);
+    let args = ["-q", "--against", "idx", "--update", "--prune", "c"];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let want = index_files(&idx);
+    restore(&idx, &before);
+    // Every stage but the report: the index is as it was (the new documents wait in the work
+    // directory).
+    let init = [
+        &["stage", "init", "--work", "w", "--shards", "2"][..],
+        &args,
+    ]
+    .concat();
+    assert_eq!(t.run(&init).code(), 0);
+    for stage in [
+        &["sign", "--shard", "0/2"][..],
+        &["sign", "--shard", "1/2"],
+        &["attach"],
+        &["group", "--part", "0/1"],
+        &["components"],
+        &["route", "--shard", "0/2"],
+        &["route", "--shard", "1/2"],
+        &["verify", "--part", "0/1"],
+    ] {
+        let r = t.run(&[&["stage"][..], stage, &["--work", "w"]].concat());
+        assert_eq!(r.code(), 0, "{stage:?}: {}", r.stderr);
+    }
+    assert_same_index("before the report", &before, &index_files(&idx));
+    // A report that cannot be delivered (a full disk) commits nothing.
+    let mut cmd = t.command(&["stage", "report", "--work", "w"]);
+    cmd.stdout(fs::File::options().write(true).open("/dev/full").unwrap());
+    let lost = super::util::run_command(cmd);
+    assert_eq!(lost.code(), 2, "{}", lost.stderr);
+    assert!(
+        lost.stderr.contains("the index was not updated"),
+        "{}",
+        lost.stderr
+    );
+    assert_same_index("after an undelivered report", &before, &index_files(&idx));
+    // Delivered, it commits: the index scan leaves.
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, scan.stdout);
+    assert_same_index("after the report", &want, &index_files(&idx));
+    // Run again, the report commits nothing a second time, and says why.
+    let again = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(again.code(), 2);
+    assert!(again.stdout.is_empty());
+    assert!(
+        again
+            .stderr
+            .contains("this run's report already added its documents to index idx"),
+        "{}",
+        again.stderr
+    );
+    assert_same_index("after a second report", &want, &index_files(&idx));
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert!(
+        status
+            .stdout
+            .contains("index       updated by this run's report: generation 2"),
+        "{}",
+        status.stdout
+    );
+}
+
+#[test]
+fn a_staged_update_of_an_index_changed_since_init_commits_nothing() {
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "-q",
+        "--against",
+        "idx",
+        "--update",
+        "c",
+    ];
+    assert_eq!(t.run(&init).code(), 0);
+    for stage in [
+        &["sign", "--shard", "0/1"][..],
+        &["attach"],
+        &["group", "--part", "0/1"],
+        &["components"],
+        &["route", "--shard", "0/1"],
+        &["verify", "--part", "0/1"],
+    ] {
+        let r = t.run(&[&["stage"][..], stage, &["--work", "w"]].concat());
+        assert_eq!(r.code(), 0, "{stage:?}: {}", r.stderr);
+    }
+    // Another run commits first.
+    t.write("other/late.txt", text(4000, 200));
+    let r = t.run(&["scan", "-q", "--against", "idx", "--update", "other"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let theirs = index_files(&t.join("idx"));
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert!(
+        status.stdout.contains(
+            "index       stale: index idx changed since `stage init` (generation 2, the run \
+             compared with 1)"
+        ),
+        "{}",
+        status.stdout
+    );
+    let r = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(r.code(), 2);
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr.contains("index idx changed since `stage init`"),
+        "{}",
+        r.stderr
+    );
+    assert_same_index(
+        "after the refused report",
+        &theirs,
+        &index_files(&t.join("idx")),
+    );
+}
+
+#[test]
+fn the_local_driver_passes_update_and_prune_on() {
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let idx = t.join("idx");
+    let before = index_files(&idx);
+    let scan = t.run(&["scan", "--against", "idx", "--update", "--prune", "c"]);
+    let want = index_files(&idx);
+    restore(&idx, &before);
+    let bin = super::util::bin();
+    let args = [
+        "--shards",
+        "3",
+        "--parts",
+        "2",
+        "--jobs",
+        "1",
+        "--work",
+        "w",
+        "--dupfind",
+        bin,
+        "--against",
+        "idx",
+        "--update",
+        "--prune",
+        "c",
+    ];
+    let r = local_driver(&t, &args);
+    assert_eq!(r.code(), scan.code(), "{}", r.stderr);
+    assert_eq!(r.stdout, scan.stdout);
+    assert_eq!(r.stderr, scan.stderr);
+    assert_same_index("run-local.sh", &want, &index_files(&idx));
+}
+
 #[test]
 fn the_local_driver_runs_attach_for_a_run_against_an_index() {
     let t = TestDir::new();
@@ -63,23 +318,29 @@ fn the_local_driver_runs_attach_for_a_run_against_an_index() {
         "2",
         "--work",
         "w",
+        "--jobs",
+        "1",
         "--dupfind",
         bin,
-        "-q",
         "--against",
         "idx",
         "c",
     ];
     let r = local_driver(&t, &args);
-    assert_eq!(r.code(), 0, "{}", r.stderr);
-    assert_eq!(
-        r.stdout,
-        t.run(&["scan", "-q", "--against", "idx", "c"]).stdout
+    let scan = t.run(&["scan", "--against", "idx", "c"]);
+    assert_eq!(r.code(), scan.code(), "{}", r.stderr);
+    assert_eq!(r.stdout, scan.stdout);
+    // Parity includes stderr (the note on the indexed documents whose files are gone).
+    assert!(
+        scan.stderr.contains("whose files are gone"),
+        "{}",
+        scan.stderr
     );
+    assert_eq!(r.stderr, scan.stderr);
 }
 
 #[test]
-fn an_index_changed_since_init_is_refused_and_update_is_not_staged_yet() {
+fn an_index_changed_since_init_is_refused_and_named_stale() {
     let t = TestDir::new();
     indexed_then_changed(&t);
     let init = [
@@ -116,20 +377,13 @@ fn an_index_changed_since_init_is_refused_and_update_is_not_staged_yet() {
         );
     }
     assert!(!t.join("w/attach/summary.json").exists());
-    // --update is `scan`'s alone for now, refused before anything is written.
-    let r = t.run(&[
-        "stage",
-        "init",
-        "--work",
-        "u",
-        "--against",
-        "idx",
-        "--update",
-        "--prune",
-        "c",
-    ]);
-    assert_eq!(r.code(), 2);
-    let want = "run `dupfind scan --against idx --update --prune`";
-    assert!(r.stderr.contains(want), "{}", r.stderr);
-    assert!(!t.join("u").exists());
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert!(
+        status.stdout.contains(
+            "index       stale: index idx changed since `stage init` (generation 2, the run \
+             compared with 1): start a new run"
+        ),
+        "{}",
+        status.stdout
+    );
 }
