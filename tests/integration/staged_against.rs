@@ -146,6 +146,58 @@ fn staged_update_reports_and_leaves_the_index_as_scan_update_at_any_layout() {
 }
 
 #[test]
+fn staged_update_with_a_dictionary_per_shard_holds_the_documents_scan_update_holds() {
+    let t = TestDir::new();
+    // An index without a dictionary (too little text to train one), then more than a megabyte
+    // of new text in each of two shards: each shard trains its own, where `scan` trains one.
+    t.write("old/a.txt", text(1, 300));
+    let r = t.run(&["index", "build", "--index", "idx", "-q", "old"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    for d in 0..2 {
+        for i in 0..40u64 {
+            t.write(
+                format!("new/d{d}/n{i:02}.txt"),
+                text(100 + 40 * d + i, 6000),
+            );
+        }
+    }
+    let before = index_files(&t.join("idx"));
+    let args = ["-q", "--against", "idx", "--update", "new"];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    let info = |t: &TestDir| {
+        let mut v = t.run(&["index", "info", "--index", "idx"]).json();
+        for s in v["segments"].as_array_mut().unwrap() {
+            s.as_object_mut()
+                .unwrap()
+                .retain(|k, _| k != "bytes" && k != "table_bytes");
+        }
+        v.as_object_mut().unwrap().remove("bytes");
+        v
+    };
+    let want = info(&t);
+    // What the index answers for near-copies of new documents from both shards.
+    for (i, seed) in [(0, 100), (1, 139), (2, 141)] {
+        t.write(
+            format!("probe/p{i}.txt"),
+            edit(&text(seed, 6000), &[9, 400]),
+        );
+    }
+    let probe = ["scan", "-q", "--against", "idx", "probe"];
+    let answer = t.run(&probe).stdout;
+    assert!(
+        answer.contains("n00.txt") && answer.contains("d1/n01.txt"),
+        "{answer}"
+    );
+    restore(&t.join("idx"), &before);
+    let r = staged(&t, "w", 2, 2, &args);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, scan.stdout);
+    assert_eq!(info(&t), want);
+    assert_eq!(t.run(&probe).stdout, answer);
+}
+
+#[test]
 fn a_staged_update_is_committed_once_by_a_delivered_report_and_never_by_a_stopped_run() {
     let t = TestDir::new();
     indexed_then_changed(&t);
