@@ -7,8 +7,10 @@
 use std::fs;
 use std::path::Path;
 
-use super::staged::{assert_same_as_scan, corpus, first_difference, local_driver, staged};
-use super::util::{edit, text, TestDir};
+use super::staged::{
+    assert_same_as_scan, assert_same_run, corpus, local_driver, staged, stages_before_report,
+};
+use super::util::{edit, text, Run, TestDir};
 
 /// The staged test corpus indexed, then a night's changes: new near-copies and an exact copy of
 /// indexed documents, a new family of its own, an indexed file edited (it supersedes its
@@ -78,6 +80,19 @@ fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
 }
 
+/// Runs `scan` with `args`, which update index `idx`; returns its run and the index's files
+/// after it, and puts the index back as it was.
+fn scan_update(t: &TestDir, args: &[&str]) -> (Run, Vec<(String, Vec<u8>)>) {
+    let idx = t.join("idx");
+    let before = index_files(&idx);
+    let scan = t.run(&[&["scan"][..], args].concat());
+    assert_eq!(scan.code(), 0, "{args:?}: {}", scan.stderr);
+    let after = index_files(&idx);
+    assert_ne!(after, before, "the scan updated the index");
+    restore(&idx, &before);
+    (scan, after)
+}
+
 /// Asserts that two indexes hold the same files, byte for byte.
 fn assert_same_index(what: &str, want: &[(String, Vec<u8>)], got: &[(String, Vec<u8>)]) {
     let names = |f: &[(String, Vec<u8>)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
@@ -114,27 +129,14 @@ fn staged_update_reports_and_leaves_the_index_as_scan_update_at_any_layout() {
         if prune {
             args.insert(3, "--prune");
         }
-        let scan = t.run(&[&["scan"][..], &args].concat());
-        assert_eq!(scan.code(), 0, "{args:?}: {}", scan.stderr);
+        let (scan, want) = scan_update(&t, &args);
         assert_eq!(scan.json()["stats"]["index"]["updated_generation"], 2);
-        let want = index_files(&idx);
-        assert_ne!(want, before, "the scan updated the index");
         for (shards, parts) in [(1, 1), (2, 3), (3, 2)] {
             restore(&idx, &before);
             let work = format!("w-{prune}-{shards}-{parts}");
             let r = staged(&t, &work, shards, parts, &args);
             let at = format!("{args:?} at {shards}x{parts}");
-            assert_eq!(r.code(), scan.code(), "{at}: {}", r.stderr);
-            assert!(
-                r.stdout == scan.stdout,
-                "{at}: the report differs from scan's\n{}",
-                first_difference(&scan.stdout, &r.stdout)
-            );
-            assert!(
-                r.stderr == scan.stderr,
-                "{at}: the stages' stderr differs from scan's\n{}",
-                first_difference(&scan.stderr, &r.stderr)
-            );
+            assert_same_run(&scan, &r, &at);
             assert_same_index(&at, &want, &index_files(&idx));
         }
         // And the index then answers as scan's does: nothing is left to read.
@@ -204,31 +206,10 @@ fn a_staged_update_is_committed_once_by_a_delivered_report_and_never_by_a_stoppe
     let idx = t.join("idx");
     let before = index_files(&idx);
     let args = ["-q", "--against", "idx", "--update", "--prune", "c"];
-    let scan = t.run(&[&["scan"][..], &args].concat());
-    assert_eq!(scan.code(), 0, "{}", scan.stderr);
-    let want = index_files(&idx);
-    restore(&idx, &before);
+    let (scan, want) = scan_update(&t, &args);
     // Every stage but the report: the index is as it was (the new documents wait in the work
     // directory).
-    let init = [
-        &["stage", "init", "--work", "w", "--shards", "2"][..],
-        &args,
-    ]
-    .concat();
-    assert_eq!(t.run(&init).code(), 0);
-    for stage in [
-        &["sign", "--shard", "0/2"][..],
-        &["sign", "--shard", "1/2"],
-        &["attach"],
-        &["group", "--part", "0/1"],
-        &["components"],
-        &["route", "--shard", "0/2"],
-        &["route", "--shard", "1/2"],
-        &["verify", "--part", "0/1"],
-    ] {
-        let r = t.run(&[&["stage"][..], stage, &["--work", "w"]].concat());
-        assert_eq!(r.code(), 0, "{stage:?}: {}", r.stderr);
-    }
+    stages_before_report(&t, "w", (2, 1), &args);
     assert_same_index("before the report", &before, &index_files(&idx));
     // A report that cannot be delivered (a full disk) commits nothing.
     let mut cmd = t.command(&["stage", "report", "--work", "w"]);
@@ -272,29 +253,12 @@ fn a_staged_update_is_committed_once_by_a_delivered_report_and_never_by_a_stoppe
 fn a_staged_update_of_an_index_changed_since_init_commits_nothing() {
     let t = TestDir::new();
     indexed_then_changed(&t);
-    let init = [
-        "stage",
-        "init",
-        "--work",
+    stages_before_report(
+        &t,
         "w",
-        "-q",
-        "--against",
-        "idx",
-        "--update",
-        "c",
-    ];
-    assert_eq!(t.run(&init).code(), 0);
-    for stage in [
-        &["sign", "--shard", "0/1"][..],
-        &["attach"],
-        &["group", "--part", "0/1"],
-        &["components"],
-        &["route", "--shard", "0/1"],
-        &["verify", "--part", "0/1"],
-    ] {
-        let r = t.run(&[&["stage"][..], stage, &["--work", "w"]].concat());
-        assert_eq!(r.code(), 0, "{stage:?}: {}", r.stderr);
-    }
+        (1, 1),
+        &["-q", "--against", "idx", "--update", "c"],
+    );
     // Another run commits first.
     t.write("other/late.txt", text(4000, 200));
     let r = t.run(&["scan", "-q", "--against", "idx", "--update", "other"]);
@@ -329,10 +293,7 @@ fn the_local_driver_passes_update_and_prune_on() {
     let t = TestDir::new();
     indexed_then_changed(&t);
     let idx = t.join("idx");
-    let before = index_files(&idx);
-    let scan = t.run(&["scan", "--against", "idx", "--update", "--prune", "c"]);
-    let want = index_files(&idx);
-    restore(&idx, &before);
+    let (scan, want) = scan_update(&t, &["--against", "idx", "--update", "--prune", "c"]);
     let bin = super::util::bin();
     let args = [
         "--shards",
