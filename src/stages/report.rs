@@ -104,6 +104,15 @@ pub fn report(
     for e in all {
         errors.push(ErrorRec::to_input_error(e)?);
     }
+    let mut streams = Vec::with_capacity(parts.len());
+    for v in &parts {
+        let s = super::records::read_clusters(work, &v.lineage, v.part)?;
+        streams.push(Box::new(s) as super::records::RecStream);
+    }
+    let count: u64 = parts.iter().map(|v| v.clusters).sum();
+    let count = usize::try_from(count)?;
+    let clusters = report::Clusters::streamed(count, super::records::merged(streams));
+    let found_any = !clusters.is_empty();
     // With --update: the next generation, written now (under the index's lock, held until it
     // is committed or dropped) so that the report can say which, as `scan --update`'s does.
     let (mut updated, mut commit) = (None, None);
@@ -115,15 +124,6 @@ pub fn report(
         }
         commit = c;
     }
-    let mut streams = Vec::with_capacity(parts.len());
-    for v in &parts {
-        let s = super::records::read_clusters(work, &v.lineage, v.part)?;
-        streams.push(Box::new(s) as super::records::RecStream);
-    }
-    let count: u64 = parts.iter().map(|v| v.clusters).sum();
-    let count = usize::try_from(count)?;
-    let clusters = report::Clusters::streamed(count, super::records::merged(streams));
-    let found_any = !clusters.is_empty();
     let mut stats = counts.stats();
     stats.index = plan.against.as_ref().map(|a| report::IndexStats {
         generation: a.generation,
