@@ -101,10 +101,7 @@ pub fn write(new: &NewDocs, inherited: Option<Vec<u8>>, out: &Output) -> Result<
     })
 }
 
-fn i128_le(v: i128) -> [u8; 16] {
-    v.to_le_bytes()
-}
-
+/// `rows` as a batch, `dict` on the first.
 fn to_batch(rows: &[Row], dict: Option<Vec<u8>>) -> Result<arrow_array::RecordBatch> {
     let n = rows.len();
     let mut path = BinaryBuilder::new();
@@ -129,8 +126,8 @@ fn to_batch(rows: &[Row], dict: Option<Vec<u8>>) -> Result<arrow_array::RecordBa
         path.append_value(&e.path);
         line.append_option(e.line.map(|l| l as i64));
         record_id.append_option(e.id.as_deref());
-        mtime.append_value(i128_le(e.mtime_ns));
-        ctime.append_value(i128_le(e.ctime_ns));
+        mtime.append_value(e.mtime_ns.to_le_bytes());
+        ctime.append_value(e.ctime_ns.to_le_bytes());
         signature.append_value(u32s_le(&e.signature));
         kind.append_value(i32::from(r.kind.code()));
         zstd_dict.append_value(r.zstd_dict);

@@ -22,7 +22,7 @@ use super::dir::IndexDir;
 use super::join::{self, IndexedSets};
 use super::open::{DocRef, Opened};
 use super::segment::write::{Plan, SegmentWriter, Written};
-use super::update::{inherited_dict, update_staged, Prepared};
+use super::update::{inherited_dict, reported, update_staged, Prepared};
 
 /// The index, as the staged pipeline reaches it.
 pub struct Staged;
@@ -165,7 +165,7 @@ impl IndexSide for Staged {
             let removed = (&superseded, &recorded.walked);
             update_staged(&index, removed, pin.prune, documents, write, &cfg.messages)
         })();
-        let (updated, pending) = super::updated(cfg, &dir, pin.generation, prepared, failed);
+        let (updated, pending) = reported(cfg, &dir, pin.generation, prepared, failed);
         let commit = pending.map(|p| Box::new(move || p.commit()) as Commit);
         (updated, commit)
     }

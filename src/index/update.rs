@@ -13,6 +13,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use crate::config::Config;
 use crate::index::add::{write_segment, NewDocs};
 use crate::index::commit::{tombstones, Locked, Pending};
 use crate::index::compact::{auto_pick, merge_into};
@@ -23,7 +24,8 @@ use crate::index::open::{DocRef, Opened};
 use crate::index::segment::write::{Plan, Written};
 use crate::index::sweep::tidy;
 use crate::index::upgrade::upgrade_with;
-use crate::messages::{InputError, Messages};
+use crate::messages::{display_path, InputError, Messages};
+use crate::report::Updated;
 
 /// What preparing an update came to.
 pub enum Prepared {
@@ -146,4 +148,42 @@ fn next_generation(
         merge_into(&mut w, index, &picks, removed)?;
     }
     w.finish()
+}
+
+/// What preparing an update of the index in `dir`, opened at `generation`, came to, for the
+/// report (`scan`'s and `stage report`'s): the generation written, or the failure as an error
+/// of the run (the report is still printed, with exit status 2, and the index is as it was);
+/// `errors` are the new documents left out.
+pub fn reported(
+    cfg: &Config,
+    dir: &std::path::Path,
+    generation: u64,
+    prepared: Result<Prepared>,
+    mut errors: Vec<InputError>,
+) -> (Option<Updated>, Option<Pending>) {
+    let (written, pending) = match prepared {
+        Ok(Prepared::Pending(p)) => (Some(p.generation), Some(p)),
+        Ok(Prepared::Unchanged) => {
+            cfg.messages.tell(&format!(
+                "index {}: nothing new, changed or removed; nothing written (generation \
+                 {generation})",
+                display_path(dir),
+            ));
+            (None, None)
+        }
+        Err(e) => {
+            let reason = format!(
+                "index not updated: cannot update index {}: {e:#}",
+                display_path(dir)
+            );
+            crate::messages::error(&format!("{}: {reason}", display_path(dir)));
+            errors.push(InputError {
+                path: dir.to_path_buf(),
+                line: None,
+                error: reason,
+            });
+            (None, None)
+        }
+    };
+    (Some(Updated { written, errors }), pending)
 }
