@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::util::{
-    self, chain, families, run_command, snapshot, text, wait_guarded, words, TestDir,
+    self, bin, chain, families, run_command, snapshot, text, wait_guarded, wait_in_syscall, words,
+    TestDir,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -226,6 +227,37 @@ fn interrupt_exits_130_with_empty_or_complete_output() {
         // The scan may finish before the signal on a fast machine: then the output is whole.
         0 => assert_eq!(r.json()["stats"]["documents"], 3000),
         code => panic!("exit {code}: {}", r.stderr),
+    }
+}
+
+#[test]
+fn ctrl_c_while_the_file_list_is_read_from_stdin_exits_130_as_while_stdin_is() {
+    // Review finding: `scan --files-from -` read its list before installing the handler, so a
+    // SIGINT ignored by the parent (a shell's `&`) stayed ignored there; `scan -` exited 130.
+    let t = TestDir::new();
+    for args in ["-", "--files-from -"] {
+        let script = format!("trap '' INT; exec \"$0\" scan {args}");
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", &script, bin()])
+            .current_dir(t.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = sh.spawn().unwrap();
+        // Blocked reading standard input: the list (or the document) never comes.
+        wait_in_syscall(child.id(), &[libc::SYS_read, libc::SYS_splice], 0);
+        // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
+        let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(killed, 0);
+        // Its input stays open: only the signal can end it.
+        let _stdin = child.stdin.take();
+        let r = wait_guarded(child);
+        assert_eq!(
+            (r.code(), r.stdout.as_str()),
+            (130, ""),
+            "scan {args}: {}",
+            r.stderr
+        );
     }
 }
 
