@@ -123,8 +123,8 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
     delivered
 }
 
-/// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its
-/// own (a lone `--bands` or `--rows` takes as many of the other as fit in K).
+/// The explainer's input from `dupfind explain`'s flags, as given (`explain` completes a lone
+/// `--bands` or `--rows` the way `scan` does, and says which was given).
 fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
     use crate::config::{DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD};
     Ok(match args.method {
@@ -132,12 +132,11 @@ fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
             if args.max_distance.is_some() {
                 anyhow::bail!("--max-distance applies to --method simhash");
             }
-            let num_perm = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
-            let banding = crate::config::given_banding(args.bands, args.rows, num_perm);
             explain::ExplainMethod::MinHash {
                 threshold: args.threshold.unwrap_or(DEFAULT_THRESHOLD),
-                num_perm,
-                banding,
+                num_perm: args.num_perm.unwrap_or(DEFAULT_NUM_PERM),
+                bands: args.bands,
+                rows: args.rows,
             }
         }
         cli::Method::Simhash => {

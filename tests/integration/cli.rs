@@ -366,6 +366,62 @@ fn completions_and_man_pages_come_from_the_same_definitions() {
 }
 
 #[test]
+fn explain_says_what_was_given_in_true_and_grammatical_words() {
+    // Review finding: `--rows 6` alone said the bands were "given"; `--bands 19 --rows 6` (the
+    // banding the threshold chooses) got a note that more values could be banded; `-t 1` said
+    // "1 bands".
+    let t = TestDir::new();
+    let line = |args: &[&str], start: &str| {
+        let r = t.run(&[&["explain"][..], args].concat());
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        let found = r.stdout.lines().find(|l| l.starts_with(start));
+        (found.unwrap_or_default().to_string(), r.stdout)
+    };
+    let (rows, out) = line(&["--rows", "6"], "banding");
+    assert_eq!(
+        rows,
+        "banding      21 bands × 6 rows, rows given, bands as many as fit in K"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (bands, out) = line(&["--bands", "20"], "banding");
+    assert_eq!(
+        bands,
+        "banding      20 bands × 6 rows, bands given, rows as many as fit in K"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (both, out) = line(&["--bands", "19", "--rows", "6"], "banding");
+    assert_eq!(
+        both,
+        "banding      19 bands × 6 rows, given, the banding the threshold chooses too"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (_, out) = line(&["-t", "0.9", "--bands", "19", "--rows", "6"], "banding");
+    assert!(
+        out.contains(
+            "note: 14 of 128 signature values are in no band (19 × 6 = 114), only in the \
+             similarity estimate: 21 bands of 6 rows would fit in K = 128\n"
+        ),
+        "{out}"
+    );
+    let (one, _) = line(&["-t", "1"], "banding");
+    assert_eq!(
+        one,
+        "banding      1 band × 128 rows, chosen from the threshold"
+    );
+    let (single, _) = line(&["--bands", "1", "--rows", "1", "-t", "1"], "banding");
+    assert_eq!(single, "banding      1 band × 1 row, given");
+    let r = t
+        .write("a.txt", "one document")
+        .run(&["scan", "-v", "-t", "1", "a.txt"]);
+    assert!(
+        r.stderr
+            .contains("threshold 1: 1 band × 128 rows of 128 signature values"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn explain_prints_the_curve_scan_uses() {
     let t = TestDir::new();
     let r = t.run(&["explain", "--format", "json"]);
