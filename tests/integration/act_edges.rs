@@ -313,3 +313,37 @@ fn dry_run_says_copy_where_the_run_copies_across_a_bind_mount() {
     );
     assert!(exists(&t, "r/attic/sub/dup-0.txt") && !exists(&t, "r/sub/dup-0.txt"));
 }
+
+#[test]
+fn paths_lists_the_duplicates_of_an_indexed_representative_that_remove_checks_first() {
+    // Review finding: documented, as docs/output.md says under Paths: the list checks nothing on
+    // disk, and remove leaves a cluster whose indexed representative no longer holds its content.
+    let t = TestDir::new();
+    let body = text(47, 400);
+    t.write("old/a.txt", &body).write("new/b.txt", &body);
+    make_old(&t, "old/a.txt");
+    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
+    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let scan = ["scan", "-q", "--against", "idx"];
+    let json = t.run(&[&scan[..], &["-o", "report.json", "new"]].concat());
+    assert_eq!(json.code(), 0, "{}", json.stderr);
+    t.write("old/a.txt", "rewritten since it was indexed");
+    let paths = t.run(&[&scan[..], &["--format", "paths", "new"]].concat());
+    assert_eq!(
+        (paths.code(), paths.stdout.as_str()),
+        (0, "new/b.txt\n"),
+        "{}",
+        paths.stderr
+    );
+    let r = t.run(&["remove", "report.json"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "new/b.txt: not acted on: its representative old/a.txt (indexed) has other content"
+        ),
+        "{}",
+        r.stderr
+    );
+    let doc = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/output.md")).unwrap();
+    assert!(doc.contains("are listed on the index's word that the copy kept exists"));
+}
