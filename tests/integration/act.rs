@@ -734,18 +734,26 @@ fn a_symbolic_link_followed_by_scan_l_is_left_as_it_is_and_stops_nothing() {
     );
 }
 
-#[test]
-fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+/// `old/a.txt` indexed in `idx`, and exact copies of it at `new` (paths below `new/`) scanned
+/// `--against idx` into `report`.
+pub(super) fn indexed_copies(seed: u64, new: &[&str], report: &str) -> (TestDir, String) {
     let t = TestDir::new();
-    let body = text(17, 400);
-    t.write("old/a.txt", &body)
-        .write("new/b.txt", &body)
-        .write("new/c.txt", &body);
+    let body = text(seed, 400);
+    t.write("old/a.txt", &body);
+    for name in new {
+        t.write(name, &body);
+    }
     make_old(&t, "old/a.txt");
     let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
     assert_eq!(built.code(), 0, "{}", built.stderr);
-    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", "report.json", "new"]);
+    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", report, "new"]);
     assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    (t, body)
+}
+
+#[test]
+fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+    let (t, body) = indexed_copies(17, &["new/b.txt", "new/c.txt"], "report.json");
     let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
     let rep = &report["clusters"][0]["representative"];
     assert_eq!(

@@ -6,7 +6,9 @@ use std::fs;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 
-use super::act::{copies, copies_hard_linked, exists, make_old, scan_into, send_interrupt};
+use super::act::{
+    copies, copies_hard_linked, exists, indexed_copies, make_old, scan_into, send_interrupt,
+};
 use super::util::{bin, run_command, text, wait_guarded, wait_in_syscall, TestDir};
 
 /// `keep.txt` in `a` (the oldest: the representative), and exact copies of it at the same
@@ -98,24 +100,7 @@ fn move_to_a_file_is_one_error_before_any_file_is_looked_at() {
 fn a_report_acted_on_from_another_directory_is_refused_alike_with_or_without_against() {
     // Review finding: from another directory a plain report's members were `gone` (status 2),
     // an --against report's `left alone` (status 0).
-    let t = TestDir::new();
-    let body = text(37, 400);
-    t.write("old/a.txt", &body)
-        .write("new/b.txt", &body)
-        .write("new/c.txt", &body);
-    make_old(&t, "old/a.txt");
-    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
-    assert_eq!(built.code(), 0, "{}", built.stderr);
-    let against = t.run(&[
-        "scan",
-        "-q",
-        "--against",
-        "idx",
-        "-o",
-        "against.json",
-        "new",
-    ]);
-    assert_eq!(against.code(), 0, "{}", against.stderr);
+    let (t, _) = indexed_copies(37, &["new/b.txt", "new/c.txt"], "against.json");
     scan_into(&t, &["old", "new"]);
     let elsewhere = TestDir::new();
     for report in ["report.json", "against.json"] {
@@ -318,15 +303,8 @@ fn dry_run_says_copy_where_the_run_copies_across_a_bind_mount() {
 fn paths_lists_the_duplicates_of_an_indexed_representative_that_remove_checks_first() {
     // Review finding: documented, as docs/output.md says under Paths: the list checks nothing on
     // disk, and remove leaves a cluster whose indexed representative no longer holds its content.
-    let t = TestDir::new();
-    let body = text(47, 400);
-    t.write("old/a.txt", &body).write("new/b.txt", &body);
-    make_old(&t, "old/a.txt");
-    let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
-    assert_eq!(built.code(), 0, "{}", built.stderr);
+    let (t, _) = indexed_copies(47, &["new/b.txt"], "report.json");
     let scan = ["scan", "-q", "--against", "idx"];
-    let json = t.run(&[&scan[..], &["-o", "report.json", "new"]].concat());
-    assert_eq!(json.code(), 0, "{}", json.stderr);
     t.write("old/a.txt", "rewritten since it was indexed");
     let paths = t.run(&[&scan[..], &["--format", "paths", "new"]].concat());
     assert_eq!(
