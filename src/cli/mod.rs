@@ -59,9 +59,12 @@ pub enum Command {
     /// a file had changed since the scan (skipped) or an action failed.
     Remove(ActArgs),
     /// Move the duplicates a JSON report lists to DIR, each at its path below its root
-    /// (`a/b.txt` scanned as `docs/a/b.txt` with root `docs` goes to `DIR/a/b.txt`), checked
+    /// (`a/b.txt` scanned as `docs/a/b.txt` with root `docs` goes to `DIR/a/b.txt`; with
+    /// several directory roots, below a subdirectory named after its root: `DIR/docs/a/b.txt`;
+    /// a file named on the command line or listed by --files-from to `DIR/NAME`), checked
     /// first as `remove` checks it. A file is never moved over one at its destination: that
-    /// one is reported and left, and the exit status is 2.
+    /// one is reported and left, and the exit status is 2; two names with one destination
+    /// are refused before anything is moved.
     Move(MoveArgs),
     /// Replace the exact copies a JSON report lists by hard links to their representative,
     /// atomically (linked under a temporary name in the same directory, renamed over it).

@@ -398,6 +398,37 @@ pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
 }
 
 #[test]
+fn the_local_driver_exits_with_the_status_of_a_failed_stage_task() {
+    // Review finding: a failed task ended the script with xargs' 123, not the stage's 2.
+    let t = TestDir::new();
+    corpus(&t);
+    // A dupfind whose `stage sign` fails (as one whose input went bad would), else the real one.
+    let fake = t.join("fake-dupfind");
+    fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$2\" = sign ] && {{ echo 'sign failed' >&2; exit 2; }}\nexec '{}' \"$@\"\n",
+            super::util::bin()
+        ),
+    )
+    .unwrap();
+    super::util::chmod(&fake, 0o755);
+    let args = [
+        "--shards",
+        "2",
+        "--work",
+        "w",
+        "--dupfind",
+        fake.to_str().unwrap(),
+        "-q",
+        "c",
+    ];
+    let r = local_driver(&t, &args);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("sign failed"), "{}", r.stderr);
+}
+
+#[test]
 fn the_local_driver_runs_every_stage_as_a_process() {
     let t = TestDir::new();
     corpus(&t);
