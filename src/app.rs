@@ -40,9 +40,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             cli::man::render(command.as_deref(), &mut out)?;
             write_stdout(&out)
         }
-        Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
+        // The handler first: `--files-from -` is read while the options are checked, and Ctrl-C
+        // there must end the run with 130 as it does while `scan -` reads standard input,
+        // whatever the disposition of SIGINT inherited (a shell's `&` ignores it).
+        Command::Scan(cmd) => {
+            interrupt::install();
+            run_scan(Config::for_scan(*cmd)?)
+        }
         Command::Stage(cmd) => crate::stages::run(cmd, &crate::index::staged::Staged),
-        Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
+        Command::Index(cli::IndexCommand::Build(args)) => {
+            interrupt::install();
+            run_scan(Config::for_build(*args)?)
+        }
         Command::Index(cmd) => run_index(cmd),
         Command::Remove(args) => run_act(crate::act::Action::Remove, args),
         Command::Link(args) => run_act(crate::act::Action::Link, args),
@@ -100,14 +109,15 @@ fn run_index(cmd: cli::IndexCommand) -> Result<ExitCode> {
 
 /// Scans (and, with an index, updates it), then writes the report.
 fn run_scan(cfg: Config) -> Result<ExitCode> {
-    interrupt::install();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
     let out = pool.install(|| scan::scan(&cfg))?;
     let delivered = match out.pending {
         None => deliver::deliver(&out.report, out.code, &cfg),
-        Some(pending) => deliver::deliver_then_commit(&out.report, out.code, &cfg, pending),
+        Some(pending) => {
+            deliver::deliver_then_commit(&out.report, out.code, &cfg, move || pending.commit())
+        }
     };
     if let Some(note) = crate::store::stats_note() {
         eprintln!("dupfind: {note}");
@@ -115,8 +125,8 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
     delivered
 }
 
-/// The explainer's input from `dupfind explain`'s flags, completed the way `scan` completes its
-/// own (a lone `--bands` or `--rows` takes as many of the other as fit in K).
+/// The explainer's input from `dupfind explain`'s flags, as given (`explain` completes a lone
+/// `--bands` or `--rows` the way `scan` does, and says which was given).
 fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
     use crate::config::{DEFAULT_MAX_DISTANCE, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD};
     Ok(match args.method {
@@ -124,12 +134,11 @@ fn explain_method(args: &cli::ExplainArgs) -> Result<explain::ExplainMethod> {
             if args.max_distance.is_some() {
                 anyhow::bail!("--max-distance applies to --method simhash");
             }
-            let num_perm = args.num_perm.unwrap_or(DEFAULT_NUM_PERM);
-            let banding = crate::config::given_banding(args.bands, args.rows, num_perm);
             explain::ExplainMethod::MinHash {
                 threshold: args.threshold.unwrap_or(DEFAULT_THRESHOLD),
-                num_perm,
-                banding,
+                num_perm: args.num_perm.unwrap_or(DEFAULT_NUM_PERM),
+                bands: args.bands,
+                rows: args.rows,
             }
         }
         cli::Method::Simhash => {

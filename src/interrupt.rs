@@ -3,7 +3,8 @@
 //! The report is written only after the scan, so an interrupt before writing exits at once from
 //! the signal handler's thread (nothing has reached stdout). Once writing has begun, the
 //! interrupt is only noted, and the run ends with 130 after the last byte, so a reader never
-//! sees half a JSON document.
+//! sees half a JSON document. `remove`, `move` and `link` begin their output when they begin to
+//! act: from there an interrupt is noted and they stop between two files.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

@@ -8,6 +8,9 @@ mod util;
 /// `dupfind remove`, `move` and `link`.
 #[path = "integration/act.rs"]
 mod act;
+/// `move`'s destinations, reports read elsewhere, Ctrl-C, a second `link`, large members.
+#[path = "integration/act_edges.rs"]
+mod act_edges;
 /// Usage errors, help, `--quiet`, progress, pipes, signals, stdin.
 #[path = "integration/cli.rs"]
 mod cli;

@@ -49,17 +49,23 @@ cores=$(nproc 2> /dev/null || echo 2)
 jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
+# The status of a failed task, for the run's own: xargs says only 123 ("some command failed").
+failed=$(mktemp "${TMPDIR:-/tmp}/run-local.XXXXXX")
+trap 'rm -f "$failed"' EXIT
+
 # One stage over indices 0..count-1, `jobs` processes of `threads` threads at a time; with
 # --resume only those that `stage status` finds not done (asked just before the stage runs, so
-# that a task made stale by one run again before it is run too). Any failure stops the run.
+# that a task made stale by one run again before it is run too). Any failure stops the run, with
+# the failed task's status (2, or 130 after Ctrl-C), as `dupfind scan` would end.
 each() { # stage flag count
     local stage=$1 flag=$2 count=$3
     if [ "$resume" = 0 ]; then
         seq 0 $((count - 1))
     else
         "$bin" stage status --work "$work" --todo "$stage"
-    fi | xargs -r -P "$jobs" -I{} \
-        "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads"
+    fi | xargs -r -P "$jobs" -I{} sh -c '"$@" || { s=$?; echo "$s" >> "$0"; exit "$s"; }' \
+        "$failed" "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads" \
+        || exit "$(head -n 1 "$failed" 2> /dev/null | grep . || echo 2)"
 }
 
 if [ "$resume" = 0 ] || [ ! -e "$work/run.json" ]; then
@@ -88,4 +94,6 @@ fi
 each route --shard "$shards"
 each verify --part "$parts"
 each dataset --shard "$shards"   # with --write-dataset; nothing to do otherwise
+rm -f "$failed"
+trap - EXIT
 exec "$bin" stage report --work "$work"

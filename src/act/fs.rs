@@ -15,9 +15,9 @@ use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, ResolveFlags, Stat, CWD};
 use rustix::io::Errno;
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::Xxh3Default;
 
-use crate::input::decompress::{open_stream, read_limited, sniff, Compression};
+use crate::input::decompress::{open_stream, sniff, Compression};
 use crate::report::FileOut;
 
 /// A name, reached beneath its root: its directory, opened, and its last component.
@@ -29,6 +29,8 @@ pub struct Place {
     /// The name's path below its root (its file name alone when it is its own root: a file
     /// named on the command line or listed by `--files-from`).
     pub below_root: PathBuf,
+    /// The index of its directory root in the report's `roots`; None when it is its own root.
+    pub root: Option<usize>,
 }
 
 /// Why a name cannot be acted on, in words for a warning.
@@ -59,39 +61,24 @@ fn fault(e: Errno) -> Fault {
     }
 }
 
-/// Reaches `path` beneath the longest of `roots` that holds it: a root holds it when the rest
-/// of it goes down only (`r/./../x` is not beneath `r`).
+/// Reaches `path` beneath its root ([`super::dest::locate`]).
 pub fn place(roots: &[PathBuf], path: &Path) -> Result<Place, Fault> {
-    let root = (roots.iter())
-        .filter_map(|r| {
-            let rest = path.strip_prefix(r).ok()?;
-            let down = (rest.components()).all(|c| matches!(c, Component::Normal(_)));
-            (down && !rest.as_os_str().is_empty()).then_some((r, rest))
-        })
-        .max_by_key(|(r, _)| r.components().count());
-    let (top, below) = match root {
-        Some((r, rest)) => (r.as_path(), rest),
-        None => {
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let name = path
-                .file_name()
-                .ok_or_else(|| Fault::Io("names no file".into()))?;
-            (parent.unwrap_or(Path::new(".")), Path::new(name))
-        }
-    };
-    let name = below
+    let at = super::dest::locate(roots, path).ok_or_else(|| Fault::Io("names no file".into()))?;
+    let name = at
+        .below
         .file_name()
         .ok_or_else(|| Fault::Io("names no file".into()))?
         .to_os_string();
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::openat(CWD, top, flags, Mode::empty()).map_err(fault)?;
-    if let Some(sub) = below.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let mut dir = rustix::fs::openat(CWD, at.top, flags, Mode::empty()).map_err(fault)?;
+    if let Some(sub) = at.below.parent().filter(|p| !p.as_os_str().is_empty()) {
         dir = beneath(&dir, sub)?;
     }
     Ok(Place {
         dir,
         name,
-        below_root: below.to_path_buf(),
+        below_root: at.below.to_path_buf(),
+        root: at.root,
     })
 }
 
@@ -176,9 +163,22 @@ pub fn differs(st: &Stat, f: &FileOut) -> Option<Why> {
     None
 }
 
-/// The file's bytes as stored, and the hash of its content as the scan hashed it (what a
-/// compressed file decompresses to, read up to `bytes`, the size the report gives it).
-pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<(Vec<u8>, u128), Fault> {
+/// Bytes read at a time when a file is hashed, copied or compared: a member of any size is
+/// checked, moved and linked in this much memory (and a decoder's window), not its size.
+const CHUNK: usize = 1 << 20;
+
+/// A file's hashes (XXH3-128): of its content as the scan hashed it (decompressed when
+/// compressed) and of its bytes as stored (the same for a file that is not compressed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hashes {
+    /// Of its content: the report's `content_hash`.
+    pub content: u128,
+    /// Of its bytes as stored: what a copy of it must have.
+    pub stored: u128,
+}
+
+/// Opens the name for reading, its link not followed, and checks it is still inode `expect`.
+fn open_checked(p: &Place, expect: (u64, u64)) -> Result<std::fs::File, Fault> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::openat(&p.dir, &p.name, flags | OFlags::NONBLOCK, Mode::empty())
         .map_err(fault)?;
@@ -187,21 +187,100 @@ pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<(Vec<u8>, u128)
             "was replaced since the scan (another inode)".into(),
         ));
     }
-    let io = |e: std::io::Error| Fault::Io(crate::messages::io_reason(&e));
-    let mut raw = Vec::new();
-    std::fs::File::from(fd).read_to_end(&mut raw).map_err(io)?;
-    if sniff(&raw[..raw.len().min(4)]) == Compression::None {
-        let hash = xxh3_128(&raw);
-        return Ok((raw, hash));
+    Ok(std::fs::File::from(fd))
+}
+
+/// Reads `from` into `buf` until it is full or the end: fewer bytes than `buf` holds only at
+/// the end, so that two files can be compared chunk by chunk.
+fn fill(from: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match from.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    let (_, mut stream) = open_stream(std::io::Cursor::new(raw.clone())).map_err(io)?;
-    let mut content = Vec::new();
-    if !read_limited(&mut stream, bytes, &mut content).map_err(io)? {
+    Ok(n)
+}
+
+/// Feeds everything `from` gives to `each`, [`CHUNK`] bytes at a time; the number of bytes.
+fn stream(
+    from: &mut dyn Read,
+    mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0;
+    loop {
+        let n = fill(from, &mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        each(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// The file's hashes, read in [`CHUNK`]s: its content as the scan hashed it (what a compressed
+/// file decompresses to, read up to `bytes`, the size the report gives it) and its bytes.
+pub fn read(p: &Place, expect: (u64, u64), bytes: u64) -> Result<Hashes, Fault> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_checked(p, expect)?;
+    let io = |e: std::io::Error| Fault::Io(crate::messages::io_reason(&e));
+    let mut head = Vec::with_capacity(4);
+    let mut stored = Xxh3Default::new();
+    stream(&mut file, |chunk| {
+        let want = 4 - head.len().min(4);
+        head.extend_from_slice(&chunk[..want.min(chunk.len())]);
+        stored.update(chunk);
+        Ok(())
+    })
+    .map_err(io)?;
+    let stored = stored.digest128();
+    if sniff(&head) == Compression::None {
+        return Ok(Hashes {
+            content: stored,
+            stored,
+        });
+    }
+    // Compressed: read again through the decoder, which holds its window, not the content.
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let (_, decoded) = open_stream(file).map_err(io)?;
+    let mut content = Xxh3Default::new();
+    let total = stream(&mut decoded.take(bytes.saturating_add(1)), |chunk| {
+        content.update(chunk);
+        Ok(())
+    })
+    .map_err(io)?;
+    if total > bytes {
         return Err(Fault::Changed(
             "was modified since the scan (it decompresses to more)".into(),
         ));
     }
-    Ok((raw, xxh3_128(&content)))
+    Ok(Hashes {
+        content: content.digest128(),
+        stored,
+    })
+}
+
+/// True when the files at `a` (inode `a_id`) and `b` (inode `b_id`) hold the same bytes,
+/// compared [`CHUNK`] by [`CHUNK`].
+pub fn same_bytes(a: &Place, a_id: (u64, u64), b: &Place, b_id: (u64, u64)) -> Result<bool, Why> {
+    let mut fa = open_checked(a, a_id).map_err(just_now)?;
+    let mut fb = open_checked(b, b_id).map_err(just_now)?;
+    let (mut ba, mut bb) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    let io = |e: std::io::Error| crate::messages::io_reason(&e);
+    loop {
+        let na = fill(&mut fa, &mut ba).map_err(io)?;
+        let nb = fill(&mut fb, &mut bb).map_err(io)?;
+        if ba[..na] != bb[..nb] {
+            return Ok(false);
+        }
+        if na == 0 {
+            return Ok(true);
+        }
+    }
 }
 
 /// Checks that the name still leads to inode `expect`, right before it is acted on.
@@ -209,9 +288,16 @@ fn still(p: &Place, expect: (u64, u64)) -> Result<(), Why> {
     match stat(p) {
         Ok(st) if id(&st) == expect => Ok(()),
         Ok(_) => Err("it was replaced just now (another inode)".into()),
-        Err(Fault::Gone) => Err("it is gone just now".into()),
-        Err(Fault::Changed(why) | Fault::Io(why)) => Err(why),
-        Err(Fault::OutOfRoot(how)) => Err(format!("it leads out of its root {how}")),
+        Err(f) => Err(just_now(f)),
+    }
+}
+
+/// A fault met right before acting, in words.
+fn just_now(f: Fault) -> Why {
+    match f {
+        Fault::Gone => "it is gone just now".into(),
+        Fault::Changed(why) | Fault::Io(why) => why,
+        Fault::OutOfRoot(how) => format!("it leads out of its root {how}"),
     }
 }
 
@@ -259,7 +345,7 @@ pub enum Step {
     Remove(usize),
 }
 
-/// Moves every name of one file (`places`, all inode `expect`, whose bytes are `raw`) to its
+/// Moves every name of one file (`places`, all inode `expect`, whose bytes hash to `stored`) to its
 /// destination in `dests`, never over an existing file; the steps taken go to `steps`, also
 /// when it fails midway. With `dry_run`, the steps it would take.
 ///
@@ -272,7 +358,7 @@ pub fn move_file(
     places: &[Place],
     expect: (u64, u64),
     dests: &[PathBuf],
-    raw: &[u8],
+    stored: u128,
     dry_run: bool,
     steps: &mut Vec<Step>,
 ) -> Result<(), Why> {
@@ -281,12 +367,13 @@ pub fn move_file(
     }
     if dry_run {
         for (i, d) in dests.iter().enumerate() {
-            let same_fs = nearest_device(d) == Some(expect.0);
+            let here = mount(&places[i].dir, &places[i].name, AtFlags::SYMLINK_NOFOLLOW);
+            let same_fs = here.is_some() && nearest_mount(d) == here;
             steps.push(placed(steps, i, same_fs));
         }
     } else {
         let mut made = Vec::new();
-        if let Err(why) = place_all(places, expect, dests, raw, steps, &mut made) {
+        if let Err(why) = place_all(places, expect, dests, stored, steps, &mut made) {
             undo(&made, steps);
             return Err(why);
         }
@@ -322,9 +409,31 @@ fn placed(steps: &[Step], i: usize, same_fs: bool) -> Step {
     }
 }
 
-/// The device of `path`, or of its nearest existing directory: where it would be made.
-fn nearest_device(path: &Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
+/// The mount a file is on (its id, Linux 5.8+; else its device): a rename reaches only the same
+/// mount. A bind mount is another mount of the same device, and renaming across it fails with
+/// EXDEV, so `--dry-run` tells a rename from a copy by the mount, not the device.
+#[derive(Debug, PartialEq, Eq)]
+enum Mount {
+    Id(u64),
+    Device(u64),
+}
+
+fn mount(
+    dir: impl std::os::fd::AsFd,
+    name: impl rustix::path::Arg,
+    flags: AtFlags,
+) -> Option<Mount> {
+    use rustix::fs::StatxFlags;
+    let st = rustix::fs::statx(dir, name, flags, StatxFlags::MNT_ID).ok()?;
+    Some(if st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+        Mount::Id(st.stx_mnt_id)
+    } else {
+        Mount::Device(rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor))
+    })
+}
+
+/// The mount of `path`'s nearest existing directory: where it would be made.
+fn nearest_mount(path: &Path) -> Option<Mount> {
     (path.ancestors().skip(1))
         .map(|a| {
             if a.as_os_str().is_empty() {
@@ -333,8 +442,7 @@ fn nearest_device(path: &Path) -> Option<u64> {
                 a
             }
         })
-        .find_map(|a| std::fs::metadata(a).ok())
-        .map(|m| m.dev())
+        .find_map(|a| mount(CWD, a, AtFlags::empty()))
 }
 
 /// Puts each name at its destination, renamed or (across file systems) copied or linked; the
@@ -343,7 +451,7 @@ fn place_all(
     places: &[Place],
     expect: (u64, u64),
     dests: &[PathBuf],
-    raw: &[u8],
+    stored: u128,
     steps: &mut Vec<Step>,
     made: &mut Vec<(OwnedFd, OsString)>,
 ) -> Result<(), Why> {
@@ -365,7 +473,8 @@ fn place_all(
                         link
                     }
                     _ => {
-                        copy_to(p, &dir, &name, raw).map_err(|e| e.unwrap_or_else(|| taken(to)))?;
+                        copy_to(p, expect, &dir, &name, stored)
+                            .map_err(|e| e.unwrap_or_else(|| taken(to)))?;
                         Step::Copy(i)
                     }
                 };
@@ -402,14 +511,21 @@ fn rename_noreplace(p: &Place, dir: &OwnedFd, name: &OsString) -> Result<(), Err
     }
 }
 
-/// Copies `raw` (the name's bytes, checked) to a file created exclusively as `name` in `dir`,
-/// with the name's permissions and times; Err(None) when `name` exists.
+/// Copies the name's bytes to a file created exclusively as `name` in `dir`, with the name's
+/// permissions and times; Err(None) when `name` exists. The bytes are streamed in [`CHUNK`]s and
+/// must hash to `stored`, as checked: a file written to since is not copied.
 ///
 /// The bytes are written to a file with no name (`O_TMPFILE`; where the file system has none, a
 /// hidden `.NAME.dupfind-partial`) and linked as `name` only once complete, so that a move killed
 /// midway (Ctrl-C) never leaves part of a file under the name a second move would refuse to
 /// overwrite.
-fn copy_to(p: &Place, dir: &OwnedFd, name: &OsString, raw: &[u8]) -> Result<(), Option<Why>> {
+fn copy_to(
+    p: &Place,
+    expect: (u64, u64),
+    dir: &OwnedFd,
+    name: &OsString,
+    stored: u128,
+) -> Result<(), Option<Why>> {
     let st = rustix::fs::statat(&p.dir, &p.name, AtFlags::SYMLINK_NOFOLLOW)
         .map_err(|e| Some(reason(e)))?;
     // Its read, write and execute bits, as `mv` keeps them; never set-id or sticky.
@@ -419,7 +535,16 @@ fn copy_to(p: &Place, dir: &OwnedFd, name: &OsString, raw: &[u8]) -> Result<(), 
     let io = |e: std::io::Error| Some(crate::messages::io_reason(&e));
     let written = (|| {
         rustix::fs::fchmod(&f, mode).map_err(|e| Some(reason(e)))?;
-        std::io::Write::write_all(&mut f, raw).map_err(io)?;
+        let mut from = open_checked(p, expect).map_err(|f| Some(just_now(f)))?;
+        let mut copied = Xxh3Default::new();
+        stream(&mut from, |chunk| {
+            copied.update(chunk);
+            std::io::Write::write_all(&mut f, chunk)
+        })
+        .map_err(io)?;
+        if copied.digest128() != stored {
+            return Err(Some("it was written to just now: not copied".into()));
+        }
         // Its times, as `mv` keeps them: `--keep oldest` reads the modification time, so a file
         // moved back from the attic must still be as old as it was.
         let time = |secs: i64, nanos: i64| {

@@ -17,7 +17,9 @@
 //! `--dry-run` what would be (every check is made, nothing is changed). stderr gets the
 //! warnings and a summary. The exit status is 2 when a file was skipped because it changed
 //! since the scan, or an action failed; members left alone by the rules above are only noted.
+//! Ctrl-C stops the run between two files, with the summary and status 130.
 
+pub mod dest;
 pub mod fs;
 pub mod report;
 
@@ -28,6 +30,7 @@ use anyhow::Result;
 
 use crate::exit::ExitCode;
 use crate::messages::{bytes_in_words, count, display_path};
+use crate::report::FileOut;
 use report::Member;
 
 /// What to do with each duplicate.
@@ -66,6 +69,10 @@ struct Tally {
     failed: u64,
     /// Left alone by rule (not a file this scan read, not an exact copy, …).
     left: u64,
+    /// Already a hard link to its representative (`link` run before).
+    already: u64,
+    /// Not looked at: Ctrl-C came first.
+    unvisited: u64,
 }
 
 /// Why a duplicate was skipped: it is not as the report describes it.
@@ -104,6 +111,8 @@ enum Problem {
     Failed(String),
     /// A rule leaves it alone.
     Left(String),
+    /// `link`: it is already its representative's file; nothing to do.
+    Already(String),
 }
 
 /// A member found as the report describes it.
@@ -115,7 +124,7 @@ struct Checked {
     names: Vec<PathBuf>,
     places: Vec<fs::Place>,
     id: (u64, u64),
-    raw: Vec<u8>,
+    hashes: fs::Hashes,
     /// The bytes freed once every name is gone: its bytes on disk, when the names the report
     /// lists are all it has.
     frees: u64,
@@ -132,12 +141,37 @@ struct Done {
 }
 
 /// Runs the command; the action lines go to `out`.
+///
+/// Ctrl-C stops it between two files (a file's names are all acted on, or none), with the
+/// summary of what was done and status 130.
 pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
+    crate::interrupt::install();
+    if let Action::Move(to) = &opts.action {
+        dest::check_target(to)?;
+    }
     let acting = report::read(&opts.report)?;
+    found_here(&acting)?;
+    let layout = dest::Layout::new(&acting.roots);
+    if let Action::Move(to) = &opts.action {
+        dest::check_apart(&acting, &layout, to)?;
+    }
+    // From here an interrupt is only noted: the file being acted on is finished first.
+    if !crate::interrupt::begin_output() {
+        return Ok(ExitCode::Interrupted);
+    }
     let mut tally = Tally::default();
     for cluster in &acting.clusters {
+        if crate::interrupt::interrupted() {
+            tally.unvisited += cluster.duplicates.len() as u64;
+            continue;
+        }
+        let already = already_linked(opts, &acting.roots, cluster);
         let mut rep: Option<Result<Checked, Problem>> = None;
-        for d in &cluster.duplicates {
+        for (d, &linked) in cluster.duplicates.iter().zip(&already) {
+            if crate::interrupt::interrupted() {
+                tally.unvisited += 1;
+                continue;
+            }
             let m = &d.member;
             let outcome = if let Some(what) = m.not_a_file {
                 Err(Problem::Left(format!("not acted on: it is {what}")))
@@ -148,42 +182,33 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
                 Err(Problem::Left(
                     "not linked: its content is not identical to the representative's".into(),
                 ))
+            } else if linked {
+                Err(Problem::Already(
+                    "already a hard link to its representative: nothing to do".into(),
+                ))
             } else {
                 // Every action checks first that the kept copy is still there as the report
                 // describes it: removing a duplicate of a file deleted or rewritten since the
                 // scan would lose the last copy. With --keep none nothing is kept: remove and
                 // move take the whole cluster, as the report lists it.
                 let rep = (cluster.representative.as_ref()).map(|r| {
-                    rep.get_or_insert_with(|| representative(opts, &acting.roots, r))
-                        .as_ref()
+                    rep.get_or_insert_with(|| {
+                        let names = (cluster.duplicates.iter().zip(&already))
+                            .filter(|(_, l)| **l)
+                            .map(|(d, _)| d.member.names.len() as u32)
+                            .sum();
+                        representative(opts, &acting.roots, r, names)
+                    })
+                    .as_ref()
                 });
+                let at = (&layout, acting.roots.as_slice());
                 match rep {
                     Some(Err(p)) => Err(p.clone()),
-                    Some(Ok(r)) => act(opts, &acting.roots, m, Some(r), out),
-                    None => act(opts, &acting.roots, m, None, out),
+                    Some(Ok(r)) => act(opts, at, m, Some(r), out),
+                    None => act(opts, at, m, None, out),
                 }
             };
-            let shown = m.shown();
-            match outcome {
-                Ok(done) => {
-                    tally.files += 1;
-                    tally.names += done.names;
-                    tally.freed += done.freed;
-                    tally.copied += u64::from(done.copied);
-                }
-                Err(Problem::Skipped(kind, why)) => {
-                    tally.skipped[kind as usize] += 1;
-                    eprintln!("dupfind: warning: {shown}: skipped: {why}");
-                }
-                Err(Problem::Failed(why)) => {
-                    tally.failed += 1;
-                    eprintln!("dupfind: warning: {shown}: {why}");
-                }
-                Err(Problem::Left(why)) => {
-                    tally.left += 1;
-                    eprintln!("dupfind: note: {shown}: {why}");
-                }
-            }
+            tally.add(m, outcome);
         }
     }
     // What was done is said also when its list could not be written (a full disk behind
@@ -192,16 +217,100 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
     eprintln!("dupfind: {}", summary(opts, &tally));
     flushed?;
     let skipped: u64 = tally.skipped.iter().sum();
-    Ok(if skipped + tally.failed > 0 {
+    Ok(if tally.unvisited > 0 || crate::interrupt::interrupted() {
+        ExitCode::Interrupted
+    } else if skipped + tally.failed > 0 {
         ExitCode::Error
     } else {
         ExitCode::Success
     })
 }
 
+impl Tally {
+    /// Counts what became of `m`, and says on stderr why when it was not acted on.
+    fn add(&mut self, m: &Member, outcome: Result<Done, Problem>) {
+        let shown = m.shown();
+        match outcome {
+            Ok(done) => {
+                self.files += 1;
+                self.names += done.names;
+                self.freed += done.freed;
+                self.copied += u64::from(done.copied);
+            }
+            Err(Problem::Skipped(kind, why)) => {
+                self.skipped[kind as usize] += 1;
+                eprintln!("dupfind: warning: {shown}: skipped: {why}");
+            }
+            Err(Problem::Failed(why)) => {
+                self.failed += 1;
+                eprintln!("dupfind: warning: {shown}: {why}");
+            }
+            Err(Problem::Left(why)) => {
+                self.left += 1;
+                eprintln!("dupfind: note: {shown}: {why}");
+            }
+            Err(Problem::Already(why)) => {
+                self.already += 1;
+                eprintln!("dupfind: note: {shown}: {why}");
+            }
+        }
+    }
+}
+
+/// Refuses a report none of whose files is where it says, from here: its relative paths are
+/// the scan's, taken from the directory it ran in, and every file missing at once means this is
+/// another directory (or that all are gone), which a warning per file would hide.
+fn found_here(acting: &report::Acting) -> Result<()> {
+    let files: Vec<&Path> = (acting.clusters.iter())
+        .flat_map(|c| {
+            c.representative
+                .iter()
+                .chain(c.duplicates.iter().map(|d| &d.member))
+        })
+        .filter(|m| m.not_a_file.is_none())
+        .map(|m| m.names[0].as_path())
+        .collect();
+    let relative = files.iter().any(|p| p.is_relative());
+    if !relative || files.iter().any(|p| std::fs::symlink_metadata(p).is_ok()) {
+        return Ok(());
+    }
+    let here = std::env::current_dir().map_or_else(|_| ".".into(), |d| display_path(&d));
+    anyhow::bail!(
+        "none of the report's {} is found from the current directory {here} ({}, …): a report's \
+         relative paths are taken from the directory the scan ran in; run this command there. \
+         Nothing was done (if they were all moved or removed since the scan, nothing is left to \
+         do)",
+        count(files.len() as u64, "file"),
+        display_path(files[0])
+    )
+}
+
+/// `link`: which duplicates of `cluster` are already its representative's file (a `link` run
+/// before): every name of each leads to the inode the report gives the representative.
+fn already_linked(opts: &Options, roots: &[PathBuf], cluster: &report::Cluster) -> Vec<bool> {
+    let rep = (cluster.representative.as_ref()).and_then(|r| r.file.as_ref());
+    let (Action::Link, Some(rep)) = (&opts.action, rep) else {
+        return vec![false; cluster.duplicates.len()];
+    };
+    let leads = |name: &PathBuf| {
+        fs::place(roots, name)
+            .and_then(|p| fs::stat(&p))
+            .is_ok_and(|st| fs::id(&st) == (rep.device, rep.inode))
+    };
+    (cluster.duplicates.iter())
+        .map(|d| d.member.not_a_file.is_none() && d.member.names.iter().all(leads))
+        .collect()
+}
+
 /// The representative `rep`, checked: the copy kept must still be the file the report
-/// describes before any of its duplicates is acted on.
-fn representative(opts: &Options, roots: &[PathBuf], rep: &Member) -> Result<Checked, Problem> {
+/// describes before any of its duplicates is acted on. `linked` names more than the report's
+/// are its duplicates' made hard links to it by a `link` before.
+fn representative(
+    opts: &Options,
+    roots: &[PathBuf],
+    rep: &Member,
+    linked: u32,
+) -> Result<Checked, Problem> {
     if rep.indexed && !matches!(opts.action, Action::Link) {
         return indexed(rep);
     }
@@ -216,7 +325,7 @@ fn representative(opts: &Options, roots: &[PathBuf], rep: &Member) -> Result<Che
         return Err(Problem::Left(why));
     }
     let subject = format!("its representative {}", rep.shown());
-    check(roots, rep, &subject).map_err(|p| match p {
+    check(roots, rep, linked, &subject).map_err(|p| match p {
         Problem::Skipped(_, why) => Problem::Skipped(Skip::KeptCopy, why),
         p => p,
     })
@@ -248,8 +357,8 @@ fn indexed(rep: &Member) -> Result<Checked, Problem> {
         return Err(left("is not a regular file".into()));
     }
     let id = fs::id(&st);
-    let (raw, now) = fs::read(&place, id, rep.bytes).map_err(fault)?;
-    if now != hash {
+    let hashes = fs::read(&place, id, rep.bytes).map_err(fault)?;
+    if hashes.content != hash {
         return Err(left("has other content than the index recorded".into()));
     }
     Ok(Checked {
@@ -257,14 +366,15 @@ fn indexed(rep: &Member) -> Result<Checked, Problem> {
         names: vec![rep.names[0].clone()],
         places: vec![place],
         id,
-        raw,
+        hashes,
         frees: 0,
     })
 }
 
-/// Finds `m`'s names beneath their roots and checks they are the file the report describes;
-/// `subject` names it in the reasons ("it", "its representative r/a.txt").
-fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Problem> {
+/// Finds `m`'s names beneath their roots and checks they are the file the report describes,
+/// with `linked` names more (see [`representative`]); `subject` names it in the reasons ("it",
+/// "its representative r/a.txt").
+fn check(roots: &[PathBuf], m: &Member, linked: u32, subject: &str) -> Result<Checked, Problem> {
     let (Some(file), Some(hash)) = (&m.file, &m.hash) else {
         return Err(Problem::Left(
             "not acted on: the report has no `file` for it".into(),
@@ -288,6 +398,10 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
         places.push(fs::place(roots, name).map_err(|f| fault(&who, f))?);
     }
     let st = fs::stat(&places[0]).map_err(|f| fault(subject, f))?;
+    let file = &FileOut {
+        links: file.links.saturating_add(linked),
+        ..file.clone()
+    };
     if let Some(why) = fs::differs(&st, file) {
         return Err(Problem::Skipped(Skip::Changed, format!("{subject} {why}")));
     }
@@ -313,8 +427,8 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
     }
     let mut hard = hard.into_iter();
     places.retain(|_| hard.next().unwrap_or(false));
-    let (raw, now) = fs::read(&places[0], id, m.bytes).map_err(|f| fault(subject, f))?;
-    if now != *hash {
+    let hashes = fs::read(&places[0], id, m.bytes).map_err(|f| fault(subject, f))?;
+    if hashes.content != *hash {
         let why = format!("{subject} has other content than when scanned");
         return Err(Problem::Skipped(Skip::Changed, why));
     }
@@ -324,7 +438,7 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
         names,
         places,
         id,
-        raw,
+        hashes,
         frees: if all_names { file.disk_bytes } else { 0 },
     })
 }
@@ -332,12 +446,12 @@ fn check(roots: &[PathBuf], m: &Member, subject: &str) -> Result<Checked, Proble
 /// Checks `m` and acts on each of its names.
 fn act(
     opts: &Options,
-    roots: &[PathBuf],
+    (layout, roots): (&dest::Layout, &[PathBuf]),
     m: &Member,
     rep: Option<&Checked>,
     out: &mut dyn Write,
 ) -> Result<Done, Problem> {
-    let c = check(roots, m, "it")?;
+    let c = check(roots, m, 0, "it")?;
     // An indexed representative is found by its path alone: it may be this very file.
     if rep.is_some_and(|r| r.id == c.id) {
         let why = "not acted on: it is the file of its representative";
@@ -363,9 +477,12 @@ fn act(
             Ok(done(c.frees))
         }
         (Action::Move(to), _) => {
-            let dests: Vec<PathBuf> = (c.places.iter()).map(|p| to.join(&p.below_root)).collect();
+            let dests: Vec<PathBuf> = (c.places.iter())
+                .map(|p| layout.dest(to, p.root, &p.below_root))
+                .collect();
             let mut steps = Vec::new();
-            let moved = fs::move_file(&c.places, c.id, &dests, &c.raw, opts.dry_run, &mut steps);
+            let stored = c.hashes.stored;
+            let moved = fs::move_file(&c.places, c.id, &dests, stored, opts.dry_run, &mut steps);
             // What was done is printed also when the rest failed.
             for l in move_lines(&steps, &c.names, &dests) {
                 line(out, l)?;
@@ -386,7 +503,10 @@ fn act(
                         .into(),
                 ));
             }
-            if r.raw != c.raw {
+            let same = r.hashes.stored == c.hashes.stored
+                && fs::same_bytes(&r.places[0], r.id, &c.places[0], c.id)
+                    .map_err(|why| Problem::Failed(format!("not linked: {why}")))?;
+            if !same {
                 return Err(Problem::Left(
                     "not linked: not byte-identical to its representative as stored \
                      (compressed differently?)"
@@ -483,6 +603,15 @@ fn summary(opts: &Options, t: &Tally) -> String {
     }
     if t.left > 0 {
         s += &format!("; {} left alone (see the notes above)", t.left);
+    }
+    if t.already > 0 {
+        s += &format!("; {} already linked to their representative", t.already);
+    }
+    if t.unvisited > 0 {
+        s += &format!(
+            "; interrupted: {} not looked at (run it again to finish)",
+            t.unvisited
+        );
     }
     s
 }

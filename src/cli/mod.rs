@@ -59,9 +59,12 @@ pub enum Command {
     /// a file had changed since the scan (skipped) or an action failed.
     Remove(ActArgs),
     /// Move the duplicates a JSON report lists to DIR, each at its path below its root
-    /// (`a/b.txt` scanned as `docs/a/b.txt` with root `docs` goes to `DIR/a/b.txt`), checked
+    /// (`a/b.txt` scanned as `docs/a/b.txt` with root `docs` goes to `DIR/a/b.txt`; with
+    /// several directory roots, below a subdirectory named after its root: `DIR/docs/a/b.txt`;
+    /// a file named on the command line or listed by --files-from to `DIR/NAME`), checked
     /// first as `remove` checks it. A file is never moved over one at its destination: that
-    /// one is reported and left, and the exit status is 2.
+    /// one is reported and left, and the exit status is 2; two names with one destination
+    /// are refused before anything is moved.
     Move(MoveArgs),
     /// Replace the exact copies a JSON report lists by hard links to their representative,
     /// atomically (linked under a temporary name in the same directory, renamed over it).
@@ -207,14 +210,15 @@ pub struct StageInitArgs {
     /// Partitions of the keys and of the candidates.
     #[arg(long, value_name = "M", default_value_t = 1)]
     pub parts: u32,
-    /// Compare with the index in DIR, as `scan --against` does (not supported yet: refused,
-    /// naming the scan to run instead; docs/staged.md has the design).
+    /// Compare with the index in DIR, as `scan --against` does (the index must be at the same
+    /// path for the init, sign, attach, verify and report tasks).
     #[arg(long, value_name = "DIR")]
     pub against: Option<PathBuf>,
-    /// With --against: add the new documents to the index (not supported yet).
+    /// With --against: add the new documents to the index, as `scan --update` does: each sign
+    /// task packs its shard's, and `stage report` commits them once its report is delivered.
     #[arg(long, requires = "against")]
     pub update: bool,
-    /// With --update: also drop the indexed documents whose files are gone (not supported yet).
+    /// With --update: also drop the indexed documents whose files are gone.
     #[arg(long, requires = "update")]
     pub prune: bool,
     /// The scan's options and inputs.

@@ -8,6 +8,7 @@
 
 use crate::config::banding::{estimate_floor, Banding, RECALL_WEIGHT};
 use crate::config::MAX_NUM_PERM;
+use crate::messages::count;
 use crate::sketch::simhash;
 use anyhow::{bail, Result};
 
@@ -58,8 +59,9 @@ pub fn explain(method: &ExplainMethod) -> Result<Explanation> {
         ExplainMethod::MinHash {
             threshold,
             num_perm,
-            banding,
-        } => explain_minhash(threshold, num_perm, banding)?,
+            bands,
+            rows,
+        } => explain_minhash(threshold, num_perm, bands, rows)?,
         ExplainMethod::SimHash { max_distance, docs } => explain_simhash(max_distance, docs)?,
     };
     Ok(Explanation {
@@ -74,14 +76,16 @@ pub fn explain(method: &ExplainMethod) -> Result<Explanation> {
 /// A method's figures, its warnings and its notes.
 type Parts = Result<(MethodExplanation, Vec<String>, Vec<String>)>;
 
-fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
+fn explain_minhash(t: f64, k: usize, bands: Option<usize>, rows: Option<usize>) -> Parts {
     if !(t > 0.0 && t <= 1.0) {
         bail!("--threshold must be in (0, 1], not {t}");
     }
     if k == 0 || k > MAX_NUM_PERM {
         bail!("--num-perm must be between 1 and {MAX_NUM_PERM}, not {k}");
     }
-    let banding = given.unwrap_or_else(|| Banding::choose(t, k, RECALL_WEIGHT));
+    let given = crate::config::given_banding(bands, rows, k);
+    let chosen = Banding::choose(t, k, RECALL_WEIGHT);
+    let banding = given.unwrap_or(chosen);
     let Banding { bands: b, rows: r } = banding;
     let used = b.saturating_mul(r);
     if b == 0 || r == 0 {
@@ -102,13 +106,17 @@ fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
     // Values in no band still serve the similarity estimate (the prefilter, `--verify
     // estimate`, `--pairs`), so they are not wasted: the chosen banding is the best of all
     // b·r ≤ K, and at t = 0.8, K = 128 that is 19 × 6 = 114. A banding given by hand that
-    // leaves many out may have meant more bands: a note, never said of the chosen one.
+    // leaves room for more bands of its rows may have meant them: a note, never said of the
+    // chosen one (given by hand or not), nor when one number was given and the other filled K.
     let mut notes = Vec::new();
-    if used < k && given.is_some() {
+    let fit = k / r;
+    if bands.is_some() && rows.is_some() && banding != chosen && fit > b {
         notes.push(format!(
             "{} of {k} signature values are in no band ({b} × {r} = {used}), only in the \
-             similarity estimate: --bands × --rows may be up to {k}",
-            k - used
+             similarity estimate: {} of {} would fit in K = {k}",
+            k - used,
+            count(fit as u64, "band"),
+            count(r as u64, "row")
         ));
     }
     let warnings = poor_curve_note(&banding, t).into_iter().collect();
@@ -118,6 +126,13 @@ fn explain_minhash(t: f64, k: usize, given: Option<Banding>) -> Parts {
         bands: b,
         rows: r,
         banding_chosen: given.is_none(),
+        given: match (bands, rows) {
+            (None, None) => Given::Neither,
+            (Some(_), None) => Given::Bands,
+            (None, Some(_)) => Given::Rows,
+            (Some(_), Some(_)) => Given::Both,
+        },
+        chosen,
         values_used: used,
         values_unused: k - used,
         curve: (1..=10).map(|i| point(f64::from(i) / 10.0)).collect(),
@@ -186,10 +201,10 @@ pub fn poor_curve_note(banding: &Banding, threshold: f64) -> Option<String> {
     let p = banding.candidate_probability(s);
     (p < 0.95).then(|| {
         format!(
-            "false-negative probability > 5% at threshold + 0.05: {} bands × {} rows miss a pair \
-             at similarity {s:.2} with probability {:.3} (fewer rows would find it)",
-            banding.bands,
-            banding.rows,
+            "false-negative probability > 5% at threshold + 0.05: {} × {} miss a pair at \
+             similarity {s:.2} with probability {:.3} (fewer rows would find it)",
+            count(banding.bands as u64, "band"),
+            count(banding.rows as u64, "row"),
             1.0 - p
         )
     })

@@ -13,8 +13,11 @@ pub enum ExplainMethod {
         threshold: f64,
         /// Signature length K.
         num_perm: usize,
-        /// The banding the user gave; None: chosen from the threshold as `scan` does.
-        banding: Option<Banding>,
+        /// `--bands` as given; None: as many as fit in K with `--rows`, or chosen from the
+        /// threshold when neither is given, as `scan` does.
+        bands: Option<usize>,
+        /// `--rows` as given; None as for `bands`.
+        rows: Option<usize>,
     },
     /// 64-bit SimHash fingerprints and pigeonhole pieces.
     SimHash {
@@ -54,6 +57,19 @@ pub enum MethodExplanation {
     SimHash(SimHashExplanation),
 }
 
+/// Which of a banding's two numbers were given on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// Neither: the banding is chosen from the threshold.
+    Neither,
+    /// `--bands` alone: rows as many as fit in K.
+    Bands,
+    /// `--rows` alone: bands as many as fit in K.
+    Rows,
+    /// Both.
+    Both,
+}
+
 /// What a MinHash banding does.
 #[derive(Clone, Debug, Serialize)]
 pub struct MinHashExplanation {
@@ -67,6 +83,12 @@ pub struct MinHashExplanation {
     pub rows: usize,
     /// True when the banding was chosen from the threshold, false when given.
     pub banding_chosen: bool,
+    /// Which of b and r were given (the other as many as fit in K), for the text.
+    #[serde(skip)]
+    pub given: Given,
+    /// The banding the threshold chooses, for the text to say when the one given is the same.
+    #[serde(skip)]
+    pub chosen: Banding,
     /// Signature values that some band uses: b × r.
     pub values_used: usize,
     /// Signature values in no band, K − b × r: they serve only the similarity estimate.

@@ -21,10 +21,10 @@ pub fn note_banding(cfg: &Config) {
     } = &cfg.method
     {
         cfg.messages.note(&format!(
-            "threshold {threshold}: {} bands × {} rows of {num_perm} signature values; a pair at \
-             the threshold becomes a candidate with probability {:.4}",
-            banding.bands,
-            banding.rows,
+            "threshold {threshold}: {} × {} of {num_perm} signature values; a pair at the \
+             threshold becomes a candidate with probability {:.4}",
+            crate::messages::count(banding.bands as u64, "band"),
+            crate::messages::count(banding.rows as u64, "row"),
             banding.candidate_probability(*threshold)
         ));
     }

@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use super::model::*;
 use super::BUCKET_ENTRY_BYTES;
+use crate::messages::count;
 
 /// Writes the explanation for a terminal: aligned lines, a table of the curve with a bar of
 /// `#`, then the notes and warnings.
@@ -32,11 +33,16 @@ pub fn render_text(e: &Explanation, out: &mut dyn Write) -> io::Result<()> {
 
 fn render_minhash(m: &MinHashExplanation, out: &mut dyn Write) -> io::Result<()> {
     let (t, k, b, r) = (m.threshold, m.num_perm, m.bands, m.rows);
-    let how = if m.banding_chosen {
-        "chosen from the threshold"
-    } else {
-        "given"
+    let how = match m.given {
+        Given::Neither => "chosen from the threshold",
+        Given::Both if (b, r) == (m.chosen.bands, m.chosen.rows) => {
+            "given, the banding the threshold chooses too"
+        }
+        Given::Both => "given",
+        Given::Bands => "bands given, rows as many as fit in K",
+        Given::Rows => "rows given, bands as many as fit in K",
     };
+    let banding = format!("{} × {}", count(b as u64, "band"), count(r as u64, "row"));
     let values = match m.values_unused {
         0 => format!("all {k} in bands and in the similarity estimate"),
         n => format!(
@@ -47,7 +53,7 @@ fn render_minhash(m: &MinHashExplanation, out: &mut dyn Write) -> io::Result<()>
     write!(
         out,
         "MinHash, Jaccard threshold {t}, K = {k} signature values\n\
-         banding      {b} bands × {r} rows, {how}\n\
+         banding      {banding}, {how}\n\
          values       {values}\n\
          at t         P({t}) = {:.6}\n\
          crossing     P(s) = 0.5 at s = {:.4}; (1/b)^(1/r) ≈ {:.4}\n\

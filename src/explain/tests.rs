@@ -16,7 +16,8 @@ fn mh(threshold: f64, num_perm: usize, banding: Option<Banding>) -> Result<Expla
     explain(&ExplainMethod::MinHash {
         threshold,
         num_perm,
-        banding,
+        bands: banding.map(|b| b.bands),
+        rows: banding.map(|b| b.rows),
     })
 }
 
@@ -119,9 +120,11 @@ fn reports_unused_values_memory_and_poor_curves() {
         given.notes,
         [
             "78 of 128 signature values are in no band (10 × 5 = 50), only in the similarity \
-          estimate: --bands × --rows may be up to 128"
+          estimate: 25 bands of 5 rows would fit in K = 128"
         ]
     );
+    // Given by hand, the banding the threshold chooses is no more remarked on than chosen.
+    assert!(mh(0.8, 128, Some(CHOSEN)).unwrap().notes.is_empty());
     // The defaults do not remark on themselves: the values in no band serve the estimate.
     let chosen = mh(0.8, 128, None).unwrap();
     let (m, warnings) = minhash(None);

@@ -9,7 +9,9 @@
 //! would remove a file of that name), nor a duplicate whose representative is standard input
 //! (the copy kept is no file). With new lines as separators, a name holding a new
 //! line would read as two names, one of which might be a file to keep: it is left out, with a
-//! warning naming `-0`.
+//! warning naming `-0`. Nothing is checked on disk: a duplicate of an indexed representative is
+//! listed on the index's word that the kept copy exists, where `dupfind remove` first checks
+//! that its path still holds that content (docs/output.md, Paths).
 
 use std::io::Write;
 

@@ -94,10 +94,10 @@ fn write_cluster(
     if c.kept {
         writeln!(
             out,
-            "  {}  {}  ({} bytes)",
+            "  {}  {}  {}",
             paint.on(BOLD_GREEN, "keep"),
             paint.on(BOLD_GREEN, &name(c.representative())),
-            c.representative().bytes
+            bytes_in_words(c.representative().bytes)
         )?;
         aliases(c.representative(), paint, out)?;
     }

@@ -39,7 +39,7 @@ const LINEAGE_KEY: &str = "dupfind.lineage";
 
 /// Columns of random values, stored uncompressed (`aux` and `fingerprint` are mostly 0 and
 /// compress).
-const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom"];
+const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom", "blob"];
 
 /// Rows per row group: a reader holds one at a time.
 pub const ROW_GROUP: usize = 64 * 1024;

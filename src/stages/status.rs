@@ -214,7 +214,12 @@ pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>
 
 /// Prints the run's state (`stage status`), or with `todo` the tasks of that stage that are
 /// not done, one index a line.
-pub fn print(work: &Path, todo: Option<&str>, out: &mut impl Write) -> Result<()> {
+pub fn print(
+    work: &Path,
+    todo: Option<&str>,
+    index: &dyn super::against::IndexSide,
+    out: &mut impl Write,
+) -> Result<()> {
     let plan = Plan::read(work)?;
     let tasks = survey(work, &plan);
     if let Some(stage) = todo {
@@ -262,7 +267,37 @@ pub fn print(work: &Path, todo: Option<&str>, out: &mut impl Write) -> Result<()
             }
         }
     }
+    // With --against: whether the index is still the generation the run compares with.
+    let (mut stale, mut reported) = (false, false);
+    if let Some(pin) = &plan.against {
+        match super::report::committed(work, &plan) {
+            Ok(Some(generation)) => {
+                reported = true;
+                writeln!(
+                    out,
+                    "index       updated by this run's report: generation {generation}"
+                )?
+            }
+            _ => match index.check(pin) {
+                Ok(()) => writeln!(out, "index       generation {}, as at init", pin.generation)?,
+                Err(e) => {
+                    stale = true;
+                    writeln!(out, "index       stale: {e:#}")?;
+                }
+            },
+        }
+    }
     match next {
+        _ if reported => writeln!(
+            out,
+            "the report was delivered and its documents added to the index: a new run \
+             (`dupfind stage init` in an empty directory) reports again"
+        )?,
+        _ if stale => writeln!(
+            out,
+            "next: start a new run (`dupfind stage init` in an empty directory): the index \
+             changed since this one's init"
+        )?,
         Some(cmd) => writeln!(
             out,
             "next: {cmd} --work {} (or contrib/staged/run-local.sh --resume --work {})",

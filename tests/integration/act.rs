@@ -11,7 +11,7 @@ use super::util::{edit, size_in_words, text, TestDir};
 
 /// `keep.txt` (the oldest: the representative) and `dup-N.txt`, exact copies of it, in
 /// directory `r`; `near.txt`, a near copy. Scanned into `report.json`.
-fn copies(n: usize) -> (TestDir, String) {
+pub(super) fn copies(n: usize) -> (TestDir, String) {
     let t = TestDir::new();
     let body = text(7, 400);
     t.write("r/keep.txt", &body);
@@ -25,19 +25,19 @@ fn copies(n: usize) -> (TestDir, String) {
 }
 
 /// Dates `rel` back to 2020, so that `--keep oldest` keeps it.
-fn make_old(t: &TestDir, rel: &str) {
+pub(super) fn make_old(t: &TestDir, rel: &str) {
     let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
     let f = fs::File::options().write(true).open(t.join(rel)).unwrap();
     f.set_modified(old).unwrap();
 }
 
-fn scan_into(t: &TestDir, roots: &[&str]) -> Value {
+pub(super) fn scan_into(t: &TestDir, roots: &[&str]) -> Value {
     let r = t.run(&[&["scan", "-q", "-o", "report.json"][..], roots].concat());
     assert_eq!(r.code(), 0, "{}", r.stderr);
     serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap()
 }
 
-fn exists(t: &TestDir, rel: &str) -> bool {
+pub(super) fn exists(t: &TestDir, rel: &str) -> bool {
     fs::symlink_metadata(t.join(rel)).is_ok()
 }
 
@@ -474,7 +474,7 @@ fn a_move_to_another_file_system_interrupted_midway_leaves_no_part_of_a_file() {
 }
 
 /// Sends SIGINT to `pid`, as Ctrl-C does.
-fn send_interrupt(pid: u32) {
+pub(super) fn send_interrupt(pid: u32) {
     let status = std::process::Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
@@ -503,7 +503,7 @@ fn the_summary_is_printed_when_the_list_of_actions_cannot_be_written() {
 }
 
 /// `copies(1)` with a second name for the duplicate: `r/sub/dup-0.txt` and `r/sub/also.txt`.
-fn copies_hard_linked() -> TestDir {
+pub(super) fn copies_hard_linked() -> TestDir {
     let (t, _) = copies(1);
     fs::hard_link(t.join("r/sub/dup-0.txt"), t.join("r/sub/also.txt")).unwrap();
     scan_into(&t, &["r"]);
@@ -734,18 +734,26 @@ fn a_symbolic_link_followed_by_scan_l_is_left_as_it_is_and_stops_nothing() {
     );
 }
 
-#[test]
-fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+/// `old/a.txt` indexed in `idx`, and exact copies of it at `new` (paths below `new/`) scanned
+/// `--against idx` into `report`.
+pub(super) fn indexed_copies(seed: u64, new: &[&str], report: &str) -> (TestDir, String) {
     let t = TestDir::new();
-    let body = text(17, 400);
-    t.write("old/a.txt", &body)
-        .write("new/b.txt", &body)
-        .write("new/c.txt", &body);
+    let body = text(seed, 400);
+    t.write("old/a.txt", &body);
+    for name in new {
+        t.write(name, &body);
+    }
     make_old(&t, "old/a.txt");
     let built = t.run(&["index", "build", "-q", "--index", "idx", "old"]);
     assert_eq!(built.code(), 0, "{}", built.stderr);
-    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", "report.json", "new"]);
+    let scan = t.run(&["scan", "-q", "--against", "idx", "-o", report, "new"]);
     assert_eq!(scan.code(), 0, "{}", scan.stderr);
+    (t, body)
+}
+
+#[test]
+fn an_indexed_representative_is_the_kept_copy_while_its_path_holds_its_content() {
+    let (t, body) = indexed_copies(17, &["new/b.txt", "new/c.txt"], "report.json");
     let report: Value = serde_json::from_slice(&fs::read(t.join("report.json")).unwrap()).unwrap();
     let rep = &report["clusters"][0]["representative"];
     assert_eq!(

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::util::{
-    self, chain, families, run_command, snapshot, text, wait_guarded, words, TestDir,
+    self, bin, chain, families, run_command, snapshot, text, wait_guarded, wait_in_syscall, words,
+    TestDir,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -230,6 +231,37 @@ fn interrupt_exits_130_with_empty_or_complete_output() {
 }
 
 #[test]
+fn ctrl_c_while_the_file_list_is_read_from_stdin_exits_130_as_while_stdin_is() {
+    // Review finding: `scan --files-from -` read its list before installing the handler, so a
+    // SIGINT ignored by the parent (a shell's `&`) stayed ignored there; `scan -` exited 130.
+    let t = TestDir::new();
+    for args in ["-", "--files-from -"] {
+        let script = format!("trap '' INT; exec \"$0\" scan {args}");
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", &script, bin()])
+            .current_dir(t.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = sh.spawn().unwrap();
+        // Blocked reading standard input: the list (or the document) never comes.
+        wait_in_syscall(child.id(), &[libc::SYS_read, libc::SYS_splice], 0);
+        // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
+        let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(killed, 0);
+        // Its input stays open: only the signal can end it.
+        let _stdin = child.stdin.take();
+        let r = wait_guarded(child);
+        assert_eq!(
+            (r.code(), r.stdout.as_str()),
+            (130, ""),
+            "scan {args}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
 fn nothing_is_written_and_stdin_is_not_read() {
     let t = families();
     let cwd = TestDir::new();
@@ -331,6 +363,62 @@ fn completions_and_man_pages_come_from_the_same_definitions() {
         bad.stderr
     );
     assert_eq!(bad.stdout, "");
+}
+
+#[test]
+fn explain_says_what_was_given_in_true_and_grammatical_words() {
+    // Review finding: `--rows 6` alone said the bands were "given"; `--bands 19 --rows 6` (the
+    // banding the threshold chooses) got a note that more values could be banded; `-t 1` said
+    // "1 bands".
+    let t = TestDir::new();
+    let line = |args: &[&str], start: &str| {
+        let r = t.run(&[&["explain"][..], args].concat());
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        let found = r.stdout.lines().find(|l| l.starts_with(start));
+        (found.unwrap_or_default().to_string(), r.stdout)
+    };
+    let (rows, out) = line(&["--rows", "6"], "banding");
+    assert_eq!(
+        rows,
+        "banding      21 bands × 6 rows, rows given, bands as many as fit in K"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (bands, out) = line(&["--bands", "20"], "banding");
+    assert_eq!(
+        bands,
+        "banding      20 bands × 6 rows, bands given, rows as many as fit in K"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (both, out) = line(&["--bands", "19", "--rows", "6"], "banding");
+    assert_eq!(
+        both,
+        "banding      19 bands × 6 rows, given, the banding the threshold chooses too"
+    );
+    assert!(!out.contains("note:"), "{out}");
+    let (_, out) = line(&["-t", "0.9", "--bands", "19", "--rows", "6"], "banding");
+    assert!(
+        out.contains(
+            "note: 14 of 128 signature values are in no band (19 × 6 = 114), only in the \
+             similarity estimate: 21 bands of 6 rows would fit in K = 128\n"
+        ),
+        "{out}"
+    );
+    let (one, _) = line(&["-t", "1"], "banding");
+    assert_eq!(
+        one,
+        "banding      1 band × 128 rows, chosen from the threshold"
+    );
+    let (single, _) = line(&["--bands", "1", "--rows", "1", "-t", "1"], "banding");
+    assert_eq!(single, "banding      1 band × 1 row, given");
+    let r = t
+        .write("a.txt", "one document")
+        .run(&["scan", "-v", "-t", "1", "a.txt"]);
+    assert!(
+        r.stderr
+            .contains("threshold 1: 1 band × 128 rows of 128 signature values"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -274,7 +274,12 @@ fn jsonl_and_text_carry_the_direction() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("  keep  ./source.txt  ("), "{}", r.stdout);
+    let size = fs::metadata(t.join("source.txt")).unwrap().len();
+    let keep = format!(
+        "  keep  ./source.txt  {}\n",
+        super::util::size_in_words(size)
+    );
+    assert!(r.stdout.contains(&keep), "{}", r.stdout);
     assert!(
         r.stdout
             .contains("  dup   ./excerpt.txt  1.000 contained in keep\n"),

@@ -285,7 +285,15 @@ fn text_format_is_one_block_per_cluster() {
         lines[0],
         "cluster 1 of 1: 5 documents, similarity 0.816 to 1.000"
     );
-    assert!(lines[1].starts_with("  keep  ./a.txt  ("), "{}", r.stdout);
+    // Its size as the summary gives sizes: in words, and in bytes with separators.
+    let size = fs::metadata(t.join("a.txt")).unwrap().len();
+    assert!(size >= 1024, "{size}");
+    assert_eq!(
+        lines[1],
+        format!("  keep  ./a.txt  {}", super::util::size_in_words(size)),
+        "{}",
+        r.stdout
+    );
     let (a, b) = (
         fs::read_to_string(t.join("a.txt")).unwrap(),
         fs::read_to_string(t.join("b.txt")).unwrap(),

@@ -345,7 +345,9 @@ fn a_terminal_gets_text_and_a_pipe_or_file_gets_json() {
     };
     let text = in_terminal("scan --progress never .", true);
     assert!(text.starts_with("cluster 1 of 2: 2 documents"), "{text}");
-    assert!(text.contains("\n  keep  ./a.txt  ("), "{text}");
+    let size = std::fs::metadata(t.join("a.txt")).unwrap().len();
+    let keep = format!("\n  keep  ./a.txt  {}\n", util::size_in_words(size));
+    assert!(text.contains(&keep), "{text}");
     assert!(text.contains("\n  dup   ./sub/a-edited.txt  0."), "{text}");
     assert!(
         machine_neutral(&text).ends_with(

@@ -11,6 +11,20 @@ use super::util::{edit, text, Run, TestDir};
 /// with work directory `work` (beside the scanned tree `c`, so that a scan of it never reads a
 /// work directory); returns the report stage's run.
 pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&str]) -> Run {
+    let said = stages_before_report(t, work, (shards, parts), args);
+    let mut report = t.run(&["stage", "report", "--work", work]);
+    report.stderr = said + &report.stderr;
+    report
+}
+
+/// Runs `stage init` with `args` and every stage after it but the report, as [`staged`] does;
+/// returns what they said on stderr, in order.
+pub(super) fn stages_before_report(
+    t: &TestDir,
+    work: &str,
+    (shards, parts): (u32, u32),
+    args: &[&str],
+) -> String {
     let (s, p) = (shards.to_string(), parts.to_string());
     let init = [
         &[
@@ -43,9 +57,23 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
     said += &r.stderr;
     each(&mut said, "route", "--shard", shards);
     each(&mut said, "verify", "--part", parts);
-    let mut report = t.run(&["stage", "report", "--work", work]);
-    report.stderr = said + &report.stderr;
-    report
+    said
+}
+
+/// Asserts that the staged run `r` printed on stdout and stderr what `scan` did, and exited as
+/// it did; `at` names the run.
+pub(super) fn assert_same_run(scan: &Run, r: &Run, at: &str) {
+    assert_eq!(r.code(), scan.code(), "{at}: {}", r.stderr);
+    assert!(
+        r.stdout == scan.stdout,
+        "{at}: the report differs from scan's\n{}",
+        first_difference(&scan.stdout, &r.stdout)
+    );
+    assert!(
+        r.stderr == scan.stderr,
+        "{at}: the stages' stderr differs from scan's\n{}",
+        first_difference(&scan.stderr, &r.stderr)
+    );
 }
 
 /// Asserts that the staged pipeline at each (shards, parts) prints what `scan` prints with
@@ -65,21 +93,10 @@ pub(super) fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u
     for (i, &(shards, parts)) in layouts.iter().enumerate() {
         let work = format!("work-{}-{i}", args.join("").replace(['/', '.', ' '], ""));
         let r = staged(t, &work, shards, parts, args);
-        assert_eq!(
-            r.code(),
-            scan.code(),
-            "{args:?} at {shards}x{parts}: {}",
-            r.stderr
-        );
-        assert!(
-            r.stdout == scan.stdout,
-            "{args:?} at {shards} shards, {parts} parts: the report differs from scan's\n{}",
-            first_difference(&scan.stdout, &r.stdout)
-        );
-        assert!(
-            r.stderr == scan.stderr,
-            "{args:?} at {shards} shards, {parts} parts: the stages' stderr differs from scan's\n{}",
-            first_difference(&scan.stderr, &r.stderr)
+        assert_same_run(
+            &scan,
+            &r,
+            &format!("{args:?} at {shards} shards, {parts} parts"),
         );
     }
 }
@@ -378,6 +395,37 @@ pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     super::util::run_command(cmd)
+}
+
+#[test]
+fn the_local_driver_exits_with_the_status_of_a_failed_stage_task() {
+    // Review finding: a failed task ended the script with xargs' 123, not the stage's 2.
+    let t = TestDir::new();
+    corpus(&t);
+    // A dupfind whose `stage sign` fails (as one whose input went bad would), else the real one.
+    let fake = t.join("fake-dupfind");
+    fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$2\" = sign ] && {{ echo 'sign failed' >&2; exit 2; }}\nexec '{}' \"$@\"\n",
+            super::util::bin()
+        ),
+    )
+    .unwrap();
+    super::util::chmod(&fake, 0o755);
+    let args = [
+        "--shards",
+        "2",
+        "--work",
+        "w",
+        "--dupfind",
+        fake.to_str().unwrap(),
+        "-q",
+        "c",
+    ];
+    let r = local_driver(&t, &args);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("sign failed"), "{}", r.stderr);
 }
 
 #[test]

@@ -191,6 +191,31 @@ pub fn wait_guarded(mut child: Child) -> Run {
     }
 }
 
+/// Waits until a thread of process `pid` is blocked in one of the system calls `nrs` on file
+/// descriptor `fd`, its first argument (as /proc/PID/task/TID/syscall shows it), so that a
+/// signal sent next finds it there: a state reached, not a time waited. Fails the test after
+/// [`HANG_GUARD`].
+pub fn wait_in_syscall(pid: u32, nrs: &[libc::c_long], fd: u32) {
+    let wanted: Vec<String> = nrs.iter().map(|nr| format!("{nr} {fd:#x} ")).collect();
+    let start = Instant::now();
+    loop {
+        let tasks = fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten();
+        let now: Vec<String> = (tasks.flatten())
+            .filter_map(|t| fs::read_to_string(t.path().join("syscall")).ok())
+            .collect();
+        if now.iter().any(|s| wanted.iter().any(|w| s.starts_with(w))) {
+            return;
+        }
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "process {pid} never blocked in system calls {nrs:?} on fd {fd}: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running without root's privileges
 
