@@ -16,9 +16,11 @@ API, on one thread:
                  benches/peers.py does (dupfind's word 5-grams), candidates not verified
     datasketch   MinHash + MinHashLSH, the same way
 
-Each prints its wall and CPU seconds (user + sys, the call alone, from the table in memory to
-the answer), its MB/s (the texts' bytes over the wall time), its peak RSS and the peak's growth
-over the process before the call (the interpreter and the table). The pairs each reports (a
+Each prints its wall and CPU seconds (user + sys of every thread, the call alone, from the table
+in memory to the answer), its MB/s (the texts' bytes over the wall time, and over the CPU time:
+on a loaded machine the second is the one to compare), its peak RSS during the call (the peak
+reset just before it) and that peak's growth over the RSS before the call (the interpreter and
+the table). The pairs each reports (a
 duplicate and its representative for dupfind; the LSH candidates for the others) are scored by
 the corpus tool against the exact reference (`corpus score`, benches/corpus.rs): recall (the
 reference pairs whose two documents end up joined) and precision (the reported pairs whose
@@ -61,8 +63,20 @@ def read_corpus(root):
     return pa.table({"path": paths, "text": texts})
 
 
-def peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def status_mb(field):
+    """A field of /proc/self/status (VmRSS, VmHWM), in MB."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def reset_peak():
+    """Starts the peak RSS (VmHWM) again from the RSS now (Linux 4.0 and later), so that the
+    peak after a call is the call's, not the table's reading."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+        f.write("5")
 
 
 def cpu_seconds():
@@ -105,11 +119,12 @@ def child(lib, parquet, out):
     table = pq.read_table(parquet)
     text_bytes = table["text"].chunk(0).buffers()[2].size if table["text"].num_chunks == 1 \
         else sum(c.buffers()[2].size for c in table["text"].chunks)
-    before = peak_mb()
+    reset_peak()
+    before = status_mb("VmRSS")
     cpu, start = cpu_seconds(), time.perf_counter()
     pairs = run_dupfind(table) if lib == "dupfind" else run_peer(lib, table)
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
-    peak = peak_mb()
+    peak = status_mb("VmHWM")
     seen = set()
     with open(out, "w", encoding="utf-8") as f:
         for a, b in pairs:
@@ -119,7 +134,8 @@ def child(lib, parquet, out):
                 f.write(f"{key[0]}\t{key[1]}\n")
     print(json.dumps({"lib": lib, "version": importlib.metadata.version(lib),
                       "rows": table.num_rows, "text_mb": text_bytes / 1e6, "wall": wall,
-                      "cpu": cpu, "mb_s": text_bytes / 1e6 / wall, "peak_mb": peak,
+                      "cpu": cpu, "mb_s": text_bytes / 1e6 / wall,
+                      "mb_cpu_s": text_bytes / 1e6 / cpu, "peak_mb": peak,
                       "growth_mb": peak - before, "pairs": len(seen)}))
 
 
@@ -173,12 +189,13 @@ def main():
                 best.update(score(args.scorer, truth, args.corpus, out))
             rows.append(best)
     print(f"load average {os.getloadavg()[0]:.2f} at the end", file=sys.stderr)
-    print("| library | version | wall s | CPU s | MB/s | peak RSS MB | growth MB | pairs "
-          "| recall | precision |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| library | version | wall s | CPU s | MB/s (wall) | MB/CPU-s | peak RSS MB "
+          "| growth MB | pairs | recall | precision |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['lib']} | {r['version']} | {r['wall']:.2f} | {r['cpu']:.2f} "
-              f"| {r['mb_s']:.1f} | {r['peak_mb']:.0f} | {r['growth_mb']:.0f} | {r['pairs']} "
+              f"| {r['mb_s']:.1f} | {r['mb_cpu_s']:.1f} | {r['peak_mb']:.0f} "
+              f"| {r['growth_mb']:.0f} | {r['pairs']} "
               f"| {r.get('recall', '-')} | {r.get('precision', '-')} |")
     return 0
 
