@@ -122,16 +122,7 @@ def run_pipeline(opts, init_args, timings):
 def main(argv):
     """Runs the pipeline; the exit status is the report's (as `dupfind scan`'s)."""
     opts, init_args = parse_args(argv)
-    timings = common.Timings(opts["timings"], "dupfind_ray")
-    try:
-        status = run_pipeline(opts, init_args, timings)
-    except common.StageError as e:
-        timings.print()
-        sys.stderr.write(f"dupfind_ray: {e}\n")
-        # The stage's own exit status (2 for an error, as scan's), never a success.
-        return e.status if e.status > 0 else 2
-    timings.print()
-    return status
+    return common.run_timed(run_pipeline, opts, init_args, "dupfind_ray")
 
 
 if __name__ == "__main__":

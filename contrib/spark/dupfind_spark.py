@@ -568,12 +568,18 @@ def main(argv):
                          "run the stages with contrib/staged/run-local.sh or a job array "
                          "(docs/staged.md)\n")
         return 2
-    timings = Timings(opts["timings"])
+    return run_timed(run_pipeline, opts, init_args)
+
+
+def run_timed(pipeline, opts, init_args, prog="dupfind_spark"):
+    """Runs `pipeline(opts, init_args, timings)` and prints its timings (with --timings);
+    returns its exit status, or a failed stage's."""
+    timings = Timings(opts["timings"], prog)
     try:
-        status = run_pipeline(opts, init_args, timings)
+        status = pipeline(opts, init_args, timings)
     except StageError as e:
         timings.print()
-        sys.stderr.write(f"dupfind_spark: {e}\n")
+        sys.stderr.write(f"{prog}: {e}\n")
         # The stage's own exit status (2 for an error, as scan's), never a success.
         return e.status if e.status > 0 else 2
     timings.print()
