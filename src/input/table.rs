@@ -20,7 +20,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
 
 use crate::input::jsonl::JsonlOptions;
-use crate::input::parquet::{columns, Picked, Row};
+use crate::input::parquet::{columns, Arrays, Picked, Row};
 use crate::input::walk::FileEntry;
 
 /// A table handed over in memory.
@@ -37,9 +37,9 @@ pub struct Table {
 
 impl Table {
     /// The table of `batches` (each of `schema`), its rows named by the column `id` (a dotted
-    /// path) or, without one, by their numbers from 0. Every column is checked as Arrow's
-    /// readers check what they read (offsets in bounds, strings UTF-8): the buffers come from
-    /// another program, and the readers trust a checked array.
+    /// path) or, without one, by their numbers from 0. The columns the scan reads are checked as
+    /// Arrow's readers check what they read (offsets in bounds, strings UTF-8): the buffers come
+    /// from another program, and the readers trust a checked array.
     pub fn new(
         schema: SchemaRef,
         batches: Vec<RecordBatch>,
@@ -165,44 +165,15 @@ impl TableDump {
 
     /// Every row, in order, as a Parquet dump's: a row's "line" is its number from 1. A row
     /// without an id (no id column, or a null id) is named by its number from 0, the place it
-    /// has in the caller's table.
-    pub fn rows(self) -> impl Iterator<Item = Row> + Send {
-        let TableDump { table, cols } = self;
-        let batches = table.batches.len();
-        (0..batches).flat_map(move |b| {
-            let batch = &table.batches[b];
-            let first = table.starts[b];
-            let rows: Vec<Row> = match cols.arrays(batch) {
-                Ok(arrays) => (0..batch.num_rows())
-                    .map(|k| {
-                        let line = first + k as u64 + 1;
-                        match cols.row(&arrays, k, line) {
-                            Ok(Row::Doc {
-                                line,
-                                id,
-                                text,
-                                keep,
-                            }) => Row::Doc {
-                                line,
-                                id: id.or_else(|| Some((line - 1).to_string())),
-                                text,
-                                keep,
-                            },
-                            Ok(row) => row,
-                            Err(reason) => Row::Failed {
-                                line: line - 1,
-                                reason,
-                            },
-                        }
-                    })
-                    .collect(),
-                Err(reason) => vec![Row::Failed {
-                    line: first,
-                    reason,
-                }],
-            };
-            rows
-        })
+    /// has in the caller's table. Each row's text is copied as the row is taken, so that the
+    /// reader's bounded batches hold what a table's (perhaps single, huge) batch would not.
+    pub fn rows(self) -> TableRows {
+        TableRows {
+            dump: self,
+            batch: 0,
+            k: 0,
+            arrays: None,
+        }
     }
 
     /// Copies the text of the row numbered `line` from 1 into `buf`; None when it is null or
@@ -234,5 +205,161 @@ impl std::fmt::Debug for TableDump {
             .field("rows", &self.table.rows())
             .field("text", &self.cols.text)
             .finish()
+    }
+}
+
+/// The rows of a table ([`TableDump::rows`]).
+pub struct TableRows {
+    dump: TableDump,
+    /// The batch being read, its next row, and its arrays along the columns read.
+    batch: usize,
+    k: usize,
+    arrays: Option<Arrays>,
+}
+
+impl Iterator for TableRows {
+    type Item = Row;
+
+    fn next(&mut self) -> Option<Row> {
+        let table = &self.dump.table;
+        loop {
+            let batch = table.batches.get(self.batch)?;
+            if self.k == batch.num_rows() {
+                (self.batch, self.k, self.arrays) = (self.batch + 1, 0, None);
+                continue;
+            }
+            let first = table.starts[self.batch];
+            let arrays = match &self.arrays {
+                Some(arrays) => arrays,
+                None => match self.dump.cols.arrays(batch) {
+                    Ok(arrays) => self.arrays.insert(arrays),
+                    Err(reason) => {
+                        // The schema was checked: no batch lacks the columns. Were one to,
+                        // the reading ends there, as a damaged Parquet row group ends it.
+                        self.batch = table.batches.len();
+                        return Some(Row::Failed {
+                            line: first,
+                            reason,
+                        });
+                    }
+                },
+            };
+            let line = first + self.k as u64 + 1;
+            let row = match self.dump.cols.row(arrays, self.k, line) {
+                Ok(Row::Doc {
+                    line,
+                    id,
+                    text,
+                    keep,
+                }) => Row::Doc {
+                    line,
+                    id: id.or_else(|| Some((line - 1).to_string())),
+                    text,
+                    keep,
+                },
+                Ok(row) => row,
+                Err(reason) => {
+                    self.batch = table.batches.len();
+                    Row::Failed {
+                        line: line - 1,
+                        reason,
+                    }
+                }
+            };
+            self.k += 1;
+            return Some(row);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::{ArrayRef, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batches(texts: &[&[Option<&str>]]) -> (SchemaRef, Vec<RecordBatch>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("text", DataType::Utf8, true)]));
+        let batches = (texts.iter())
+            .map(|t| {
+                let column: ArrayRef = Arc::new(StringArray::from(t.to_vec()));
+                RecordBatch::try_new(schema.clone(), vec![column]).unwrap()
+            })
+            .collect();
+        (schema, batches)
+    }
+
+    const ONE: &str = "the harbor bridge reopened on monday after two years of repairs";
+    const TWO: &str = "knead the dough for ten minutes then let it rise for an hour";
+
+    #[test]
+    fn rows_are_numbered_across_batches_and_named_by_their_number_without_ids() {
+        let (schema, batches) = batches(&[&[Some(ONE), None], &[Some(TWO), Some(ONE)]]);
+        let opts = JsonlOptions {
+            text_field: vec!["text".into()],
+            id_field: vec!["id".into()],
+            keep_field: None,
+            max_line: 1 << 20,
+        };
+        let table = Arc::new(Table::new(schema, batches, None, &opts).unwrap());
+        let rows: Vec<Row> = TableDump::open(table.clone(), &opts)
+            .unwrap()
+            .rows()
+            .collect();
+        let named: Vec<(u64, Option<String>)> = (rows.iter())
+            .map(|r| match r {
+                Row::Doc { line, id, .. } => (*line, id.clone()),
+                Row::Bad { line, .. } => (*line, None),
+                Row::Failed { .. } => panic!("{r:?}"),
+            })
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (1, Some("0".into())),
+                (2, None),
+                (3, Some("2".into())),
+                (4, Some("3".into()))
+            ]
+        );
+        let dump = TableDump::open(table, &opts).unwrap();
+        let mut buf = Vec::new();
+        assert!(dump.text_into(3, &mut buf).is_some());
+        assert_eq!(buf, TWO.as_bytes());
+        assert!(dump.text_into(2, &mut buf).is_none());
+        assert!(dump.text_into(5, &mut buf).is_none());
+    }
+
+    #[test]
+    fn a_scan_of_a_table_annotates_its_rows_in_order() {
+        let (schema, batches) = batches(&[&[Some(ONE), None, Some(TWO)], &[Some(ONE)]]);
+        let cli = crate::cli::try_parse_from(
+            &["dupfind", "scan", "--quiet"].map(std::ffi::OsString::from),
+        )
+        .unwrap();
+        let abandoned = AtomicBool::new(false);
+        let (_, _, added) =
+            crate::embed::scan_table(cli, (schema, batches), None, &abandoned).unwrap();
+        assert_eq!(added.num_rows(), 4);
+        let keep = added.column_by_name("dupfind_keep").unwrap().as_boolean();
+        assert_eq!(
+            keep.iter().collect::<Vec<_>>(),
+            [Some(true); 3]
+                .into_iter()
+                .chain([Some(false)])
+                .collect::<Vec<_>>()
+        );
+        let of = added
+            .column_by_name("dupfind_duplicate_of")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(of.iter().collect::<Vec<_>>(), [None, None, None, Some("0")]);
+        // The name is no longer registered once the scan is over.
+        assert!(find(Path::new("<table 1>")).is_none());
     }
 }

@@ -33,6 +33,7 @@ use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
 use crate::input::source::Source;
+pub(crate) use rows::Arrays;
 pub use rows::{RawGroup, Row, RowBatch, Rows, Texts, WholeRows};
 
 /// The four bytes a Parquet file starts (and ends) with.
