@@ -3,8 +3,9 @@
 //! rows of a Parquet dump are, without a file between them.
 //!
 //! The batches are the caller's: their buffers are read where they lie, never copied whole.
-//! What the scan copies is what it copies of a Parquet dump's decoded batches: one batch of
-//! texts at a time for the workers to sign, and the candidates' texts for verification.
+//! The scan copies one reader's batch of texts at a time for the workers to sign, as it copies
+//! a Parquet dump's decoded rows, and a candidate's text while verification shingles it (read
+//! from the table, not from a spill file).
 //!
 //! A scan reaches its table by a name (`<table N>`, unique in the process) that is registered
 //! while the scan runs ([`register`]): the dump readers look a path up here before opening a
