@@ -33,28 +33,72 @@ pub fn main(args: &[OsString]) -> i32 {
 /// waiting instead) and prints no report. Set `abandoned` when the caller stopped waiting: an
 /// index the scan would update (`--update`) is then left as it was, as Ctrl-C leaves it.
 pub fn scan_json(cli: Cli, abandoned: &AtomicBool) -> Result<(Vec<u8>, ExitCode)> {
+    let cfg = scan_config(cli)?;
+    run_scan(&cfg, abandoned).map(|(json, code, _)| (json, code))
+}
+
+/// Runs `dupfind scan …` (`cli`, whose paths are ignored) on a table in memory, as
+/// [`scan_json`] runs it on files: the record batches `batches` of `schema`, read as the rows
+/// of a Parquet dump are (`--text-field`, `--keep-by`), their buffers where they lie. Its rows
+/// are named by the column `id` or, without one (or where it is null), by their numbers from 0.
+/// Returns the JSON report, the exit status and `--annotate`'s five columns for the rows, in
+/// order. Refuses a table that already has one of those columns, and the options that write
+/// or read elsewhere than the table (`--write-dataset`, `--against`).
+pub fn scan_table(
+    cli: Cli,
+    (schema, batches): (arrow_schema::SchemaRef, Vec<arrow_array::RecordBatch>),
+    id: Option<&str>,
+    abandoned: &AtomicBool,
+) -> Result<(Vec<u8>, ExitCode, arrow_array::RecordBatch)> {
+    let mut cfg = scan_config(cli)?;
+    if cfg.dataset.is_some() || cfg.against.is_some() {
+        bail!("a table is scanned on its own, and its annotation returned: --write-dataset and --against are not options here");
+    }
+    let names = schema.fields().iter().map(|f| f.name().as_str());
+    crate::dataset::refuse_clash("the table", names)?;
+    let table = crate::input::table::Table::new(schema, batches, id, &cfg.jsonl)?;
+    let registered = crate::input::table::register(std::sync::Arc::new(table));
+    cfg.walk.roots.clear();
+    cfg.walk.listed.clear();
+    cfg.stdin = false;
+    cfg.table = Some(registered.name().to_path_buf());
+    let (json, code, annotations) = run_scan(&cfg, abandoned)?;
+    let annotations =
+        annotations.ok_or_else(|| anyhow::anyhow!("the scan returned no annotation"))?;
+    Ok((json, code, annotations))
+}
+
+/// The settings of `cli`, a scan.
+fn scan_config(cli: Cli) -> Result<Config> {
     let Command::Scan(cmd) = cli.command else {
         bail!("only `scan` runs inside another program");
     };
-    let cfg = Config::for_scan(*cmd)?;
+    Config::for_scan(*cmd)
+}
+
+/// The scan of `cfg`, its report as JSON, its exit status and a table's annotations.
+fn run_scan(
+    cfg: &Config,
+    abandoned: &AtomicBool,
+) -> Result<(Vec<u8>, ExitCode, Option<arrow_array::RecordBatch>)> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
-    let out = pool.install(|| crate::scan::scan(&cfg))?;
+    let out = pool.install(|| crate::scan::scan(cfg))?;
     let mut json = Vec::new();
     for warning in crate::report::write(&out.report, OutputFormat::Json, false, &mut json)? {
         cfg.messages.warn(&warning);
     }
     if let Some(pending) = out.pending {
         if abandoned.load(Ordering::SeqCst) {
-            return Ok((json, ExitCode::Interrupted));
+            return Ok((json, ExitCode::Interrupted, out.annotations));
         }
         if let Err(e) = pending.commit() {
             crate::messages::error(&format!("index not updated: {e:#}"));
-            return Ok((json, ExitCode::Error));
+            return Ok((json, ExitCode::Error, out.annotations));
         }
     }
-    Ok((json, out.code))
+    Ok((json, out.code, out.annotations))
 }
 
 /// A document's MinHash signature and shingle set, computed as `scan` computes them under the

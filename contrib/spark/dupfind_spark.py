@@ -56,17 +56,20 @@ class StageError(Exception):
         self.stderr = stderr
 
 
-def parse_args(argv):
+def parse_args(argv, prog="dupfind_spark", usage=USAGE, doc=None, valued=None):
     """Splits the command line into this script's options and `stage init`'s arguments.
 
     Parsed by hand, as contrib/staged/run-local.sh does, so that scan options with values
-    (`-m simhash`, `--threshold 0.7`) pass through untouched and in order.
+    (`-m simhash`, `--threshold 0.7`) pass through untouched and in order. Another driver
+    (contrib/ray) gives its name, usage and help, and its own valued options (`valued`, flag →
+    key) in place of Spark's --master and --conf.
     """
+    spark = valued is None
     opts = {"shards": 1, "parts": 1, "work": None, "dupfind": None, "master": None,
             "timings": False, "conf": []}
     rest = []
     valued = {"--shards": "shards", "--parts": "parts", "--work": "work",
-              "--dupfind": "dupfind", "--master": "master"}
+              "--dupfind": "dupfind", **({"--master": "master"} if spark else valued)}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -75,10 +78,10 @@ def parse_args(argv):
             opts[valued[name]] = value
         elif arg in valued:
             if i + 1 >= len(argv):
-                raise SystemExit(f"dupfind_spark: {arg} needs a value\n{USAGE}")
+                raise SystemExit(f"{prog}: {arg} needs a value\n{usage}")
             opts[valued[arg]] = argv[i + 1]
             i += 1
-        elif name == "--conf":
+        elif spark and name == "--conf":
             # Spark settings, as spark-submit's --conf (spark.task.cpus=4, spark.executor.memory=…).
             if not eq:
                 if i + 1 >= len(argv):
@@ -91,26 +94,26 @@ def parse_args(argv):
         elif arg == "--timings":
             opts["timings"] = True
         elif arg in ("-h", "--help"):
-            print(__doc__)
+            print(doc or __doc__)
             raise SystemExit(0)
         else:
             rest.append(arg)
         i += 1
     if not opts["work"]:
-        raise SystemExit(f"dupfind_spark: --work DIR is required\n{USAGE}")
+        raise SystemExit(f"{prog}: --work DIR is required\n{usage}")
     for key in ("shards", "parts"):
         try:
             opts[key] = int(opts[key])
         except ValueError:
-            raise SystemExit(f"dupfind_spark: --{key} takes a count, not {opts[key]!r}") from None
+            raise SystemExit(f"{prog}: --{key} takes a count, not {opts[key]!r}") from None
         if opts[key] < 1:
-            raise SystemExit(f"dupfind_spark: --{key} must be at least 1")
+            raise SystemExit(f"{prog}: --{key} must be at least 1")
     opts["work"] = os.path.abspath(opts["work"])
-    opts["dupfind"] = find_binary(opts["dupfind"])
+    opts["dupfind"] = find_binary(opts["dupfind"], prog)
     return opts, rest
 
 
-def find_binary(given):
+def find_binary(given, prog="dupfind_spark"):
     """The dupfind binary: --dupfind, else dupfind on PATH, else the `dupfind` command the Python
     package installed (pip install ./python; an executor's venv need not be on PATH), else this
     repository's release build."""
@@ -123,7 +126,7 @@ def find_binary(given):
             os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "dupfind")
         path = os.path.abspath(path)
     if not os.access(path, os.X_OK):
-        raise SystemExit(f"dupfind_spark: no dupfind binary at {path} (build it: cargo build --release)")
+        raise SystemExit(f"{prog}: no dupfind binary at {path} (build it: cargo build --release)")
     return path
 
 
@@ -167,7 +170,14 @@ def run_in_tasks(sc, binary, stage, work, flag, count):
     results = (sc.parallelize(range(count), count)
                .map(lambda i: run_stage(binary, stage, work, flag, i, count, threads))
                .collect())
-    results.sort(key=lambda r: r["index"])
+    return task_results(results, stage, flag, count)
+
+
+def task_results(results, stage, flag, count):
+    """The runs of a stage's tasks (`run_stage`'s dicts): each task's output forwarded to our
+    stderr in index order, StageError raised for the first that failed; returns (summed
+    seconds of the binary, the longest task's seconds)."""
+    results = sorted(results, key=lambda r: r["index"])
     for r in results:
         if r["stderr"]:
             sys.stderr.write(r["stderr"])
@@ -432,8 +442,9 @@ def log4j_config():
 class Timings:
     """Wall time of each step, printed on stderr with --timings."""
 
-    def __init__(self, enabled):
+    def __init__(self, enabled, prog="dupfind_spark"):
         self.enabled = enabled
+        self.prog = prog
         self.start = time.monotonic()
         self.rows = []
 
@@ -446,7 +457,7 @@ class Timings:
         if not self.enabled:
             return
         out = sys.stderr
-        out.write("dupfind_spark: wall time (seconds)\n")
+        out.write(f"{self.prog}: wall time (seconds)\n")
         for what, seconds, note in self.rows:
             out.write(f"  {what:<22}{seconds:8.2f}  {note}\n".rstrip() + "\n")
         out.write(f"  {'total':<22}{time.monotonic() - self.start:8.2f}\n")
@@ -473,19 +484,12 @@ def run_pipeline(opts, init_args, timings):
 
     # init walks the inputs while the JVM starts: both are on the driver and independent.
     start = time.monotonic()
-    init_cmd = [binary, "stage", "init", "--work", work, "--shards", str(shards),
-                "--parts", str(parts), *init_args]
-    init = subprocess.Popen(init_cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    init = start_init(opts, init_args)
     spark = None
     try:
         spark = start_spark(opts["master"], parts, opts["conf"])
         jvm_seconds = time.monotonic() - start
-        out, err = init.communicate()
-        sys.stderr.write(err.decode("utf-8", "replace"))
-        sys.stderr.write(out.decode("utf-8", "replace"))
-        if init.returncode != 0:
-            raise StageError("dupfind stage init", init.returncode, err.decode("utf-8", "replace"))
+        finish_init(init)
         timings.add("spark start + init", time.monotonic() - start,
                     f"JVM and SparkSession {jvm_seconds:.2f} s, stage init alongside")
         with open(os.path.join(work, "run.json"), encoding="utf-8") as f:
@@ -515,12 +519,38 @@ def run_pipeline(opts, init_args, timings):
               lambda: run_in_tasks(sc, binary, "dataset", work, "--shard", shards),
               task_note(shards, "shard tasks"))
     finally:
-        if init.poll() is None:
-            init.kill()
-            init.wait()
+        stop_init(init)
         if spark is not None:
             timed(timings, "spark stop", spark.stop)
+    return run_report(binary, work, timings)
 
+
+def start_init(opts, init_args):
+    """Starts `dupfind stage init` (the driver starts its engine meanwhile)."""
+    cmd = [opts["dupfind"], "stage", "init", "--work", opts["work"], "--shards",
+           str(opts["shards"]), "--parts", str(opts["parts"]), *init_args]
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def finish_init(init):
+    """Waits for `stage init`, its output forwarded to stderr; raises StageError when it failed."""
+    out, err = init.communicate()
+    sys.stderr.write(err.decode("utf-8", "replace"))
+    sys.stderr.write(out.decode("utf-8", "replace"))
+    if init.returncode != 0:
+        raise StageError("dupfind stage init", init.returncode, err.decode("utf-8", "replace"))
+
+
+def stop_init(init):
+    """Ends a `stage init` still running (the engine failed to start)."""
+    if init.poll() is None:
+        init.kill()
+        init.wait()
+
+
+def run_report(binary, work, timings):
+    """`dupfind stage report` on the driver, its stdout ours; returns its exit status."""
     sys.stdout.flush()
     start = time.monotonic()
     status = subprocess.run([binary, "stage", "report", "--work", work],
@@ -538,12 +568,18 @@ def main(argv):
                          "run the stages with contrib/staged/run-local.sh or a job array "
                          "(docs/staged.md)\n")
         return 2
-    timings = Timings(opts["timings"])
+    return run_timed(run_pipeline, opts, init_args)
+
+
+def run_timed(pipeline, opts, init_args, prog="dupfind_spark"):
+    """Runs `pipeline(opts, init_args, timings)` and prints its timings (with --timings);
+    returns its exit status, or a failed stage's."""
+    timings = Timings(opts["timings"], prog)
     try:
-        status = run_pipeline(opts, init_args, timings)
+        status = pipeline(opts, init_args, timings)
     except StageError as e:
         timings.print()
-        sys.stderr.write(f"dupfind_spark: {e}\n")
+        sys.stderr.write(f"{prog}: {e}\n")
         # The stage's own exit status (2 for an error, as scan's), never a success.
         return e.status if e.status > 0 else 2
     timings.print()

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Sequence, TypeVar, Union
 
@@ -47,9 +45,6 @@ ANNOTATIONS = (
     "dupfind_similarity",
 )
 
-# The row number `dedup` gives the engine beside the text: the documents' names when there is no
-# id column, and how the written rows are put back in their places.
-_ROW = "__dupfind_row"
 # Input errors turned into warnings, at most; the rest in one more (as the CLI warns).
 _WARN_ERRORS = 10
 
@@ -114,8 +109,10 @@ def dedup(
     (a pyarrow Table for the last). The added columns are `scan --write-dataset --annotate`'s:
     `dupfind_cluster` and `dupfind_cluster_size` (int64, null in no cluster), `dupfind_keep`
     (bool: false for a duplicate), `dupfind_duplicate_of` (string: the representative's id, or
-    its row number from 0 without `id_column`; null when kept) and `dupfind_similarity`
-    (float64, null when kept). `t.filter(t["dupfind_keep"])` is the deduplicated table.
+    its row number from 0 in `data` without `id_column` or where its id is null; null when
+    kept) and `dupfind_similarity` (float64, null when kept). `t.filter(t["dupfind_keep"])` is
+    the deduplicated table. The table is read through the Arrow C stream interface, where it
+    lies, and its columns are returned as they are, not copied.
 
     A row whose text is null or has no word (no shingle) is in no cluster and kept; a null text
     is an input error, warned about as a `DupfindWarning` as the CLI warns. The options are the
@@ -125,9 +122,7 @@ def dedup(
     (a combination the CLI refuses), with the CLI's message. The GIL is released while the
     engine works; Ctrl-C raises KeyboardInterrupt.
     """
-    import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     kind, table = _to_table(data, text_column, id_column, keep_by)
     if text_column not in table.column_names:
@@ -135,48 +130,44 @@ def dedup(
             f"no column {text_column!r} (text_column): the table has {table.column_names}")
     if id_column is not None and id_column not in table.column_names:
         raise ValueError(f"no column {id_column!r} (id_column): the table has {table.column_names}")
-    n = table.num_rows
-    # The engine reads only the columns its options name; the annotated prefix's columns too, so
-    # that it refuses a clash as the CLI does.
-    names = [text_column, id_column, _keep_by_column(keep_by, table.column_names)]
-    names += [c for c in table.column_names if c.startswith("dupfind_")]
-    names = list(dict.fromkeys(c for c in names if c is not None))
-    if _ROW in table.column_names:
-        raise ValueError(f"the table has a column {_ROW!r}, which dedup adds for itself")
-    narrow = table.select(names).append_column(_ROW, pa.array(np.arange(n, dtype=np.int64)))
+    argv = ["dupfind", "scan", "--quiet", "--text-field", text_column]
+    argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
+                    "ngram": ngram, "num_perm": num_perm, "cluster": cluster, "keep": keep,
+                    "keep_by": keep_by, "verify": verify, "threads": threads, "seed": seed,
+                    "max_memory": max_memory}, _DEFAULTS)
+    # The engine reads the table through the Arrow C stream interface, its buffers where they
+    # lie, and returns the five columns the same way: the table's own columns are never copied.
+    engine = _decoded(table, [text_column, id_column,
+                              _keep_by_column(keep_by, table.column_names)])
+    report, _code, added = _native.dedup(engine, argv, id_column)
+    _warn_errors(json.loads(report))
+    return _like(kind, data, table, pa.table(_Stream(added)))
 
-    tmp = tempfile.mkdtemp(prefix="dupfind-")
-    handed_over = False
-    try:
-        path = os.path.join(tmp, "table.parquet")
-        pq.write_table(narrow, path, compression="none")
-        out = os.path.join(tmp, "dataset")
-        argv = ["dupfind", "scan", "--quiet", "--dumps", "always", "--text-field", text_column,
-                "--id-field", id_column or _ROW, "--write-dataset", out, "--annotate",
-                "--dataset-format", "parquet"]
-        argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
-                        "ngram": ngram, "num_perm": num_perm, "cluster": cluster, "keep": keep,
-                        "keep_by": keep_by, "verify": verify, "threads": threads, "seed": seed,
-                        "max_memory": max_memory}, _DEFAULTS)
-        argv += ["--", path]
-        try:
-            report, _code = _native.scan(argv, tmp)
-        except KeyboardInterrupt:
-            # The scan goes on to its end in the background and removes the directory then.
-            handed_over = True
-            raise
-        except DupfindError as e:
-            raise DupfindError(_about_the_table(str(e), path)) from None
-        report = json.loads(report)
-        _warn_errors(report, path)
-        # No part at all when no row had text.
-        parts = os.path.isdir(out) and any(f.endswith(".parquet") for f in os.listdir(out))
-        written = pq.read_table(out, columns=[_ROW, *ANNOTATIONS]) if parts else None
-    finally:
-        if not handed_over:
-            shutil.rmtree(tmp, ignore_errors=True)
-    added = _in_place(written, n)
-    return _like(kind, data, table, added)
+
+def _decoded(table, names: Sequence[Optional[str]]):
+    """`table` with its dictionary-encoded columns among `names` decoded (a pandas categorical,
+    which the engine reads as its strings, as it reads them from Parquet): those columns alone
+    are copied, and only for the engine; the table returned keeps them as they are."""
+    import pyarrow as pa
+
+    for name in dict.fromkeys(n for n in names if n in table.column_names):
+        i = table.schema.get_field_index(name)
+        field = table.schema.field(i)
+        if pa.types.is_dictionary(field.type):
+            value_type = field.type.value_type
+            table = table.set_column(i, field.with_type(value_type),
+                                     table.column(i).cast(value_type))
+    return table
+
+
+class _Stream:
+    """A capsule of an Arrow C stream, as an object of the Arrow PyCapsule interface."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.capsule
 
 
 def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[str]:
@@ -193,48 +184,15 @@ def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[
     return top if top in columns else None
 
 
-def _in_place(written, n: int):
-    """The annotation columns of the `n` rows, from the rows the dataset holds (`written`, in
-    row order, each with its row number): a row the engine did not write (no text) is in no
-    cluster and kept."""
-    import numpy as np
-    import pyarrow as pa
-
-    # The types --annotate writes (docs/output.md), `dupfind_keep` never null.
-    schema = pa.schema([("dupfind_cluster", pa.int64()), ("dupfind_cluster_size", pa.int64()),
-                        pa.field("dupfind_keep", pa.bool_(), nullable=False),
-                        ("dupfind_duplicate_of", pa.string()), ("dupfind_similarity", pa.float64())])
-    if written is None:
-        columns = [pa.nulls(n, f.type) for f in schema]
-        columns[2] = pa.array(np.ones(n, dtype=bool))
-        return pa.Table.from_arrays(columns, schema=schema)
-    rows = written.column(_ROW).to_numpy()
-    if len(rows) == n:
-        return written.select(list(ANNOTATIONS)).cast(schema)
-    at = np.full(n, -1, dtype=np.int64)
-    at[rows] = np.arange(len(rows), dtype=np.int64)
-    take = pa.array(at, mask=at < 0)
-    columns = [written.column(c).take(take) for c in ANNOTATIONS]
-    keep = ANNOTATIONS.index("dupfind_keep")
-    columns[keep] = columns[keep].fill_null(True)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _about_the_table(message: str, path: str) -> str:
-    """The engine's `message` about the temporary dump at `path`, said of the table."""
-    return message.replace(path, "the table").replace(f", {_ROW}", "")
-
-
-def _warn_errors(report: dict, path: str) -> None:
-    """The report's input errors as warnings, a dump's row named by its number from 0; an error
-    of the whole input (nothing read) raised."""
+def _warn_errors(report: dict) -> None:
+    """The report's input errors as warnings, a row named by its number from 0; an error of the
+    whole table (nothing read) raised."""
     errors = report.get("errors", [])
     for e in errors:
         if e.get("line") is None:
-            raise DupfindError(_about_the_table(e["error"], path))
+            raise DupfindError(e["error"])
     for e in errors[:_WARN_ERRORS]:
-        warnings.warn(DupfindWarning(f"row {e['line'] - 1}: {_about_the_table(e['error'], path)}"),
-                      stacklevel=3)
+        warnings.warn(DupfindWarning(f"row {e['line'] - 1}: {e['error']}"), stacklevel=3)
     if len(errors) > _WARN_ERRORS:
         warnings.warn(DupfindWarning(
             f"{len(errors) - _WARN_ERRORS} more rows could not be read"), stacklevel=3)

@@ -3,16 +3,18 @@
 //! (the package builds it), so they are checked by the CLI's own parser and validation and a
 //! refusal carries its message.
 
-use std::ffi::OsString;
+use std::ffi::{CStr, OsString};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use arrow_array::{RecordBatchIterator, RecordBatchReader};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyCapsule};
 use rayon::prelude::*;
 
 use dupfind::embed;
@@ -61,10 +63,8 @@ fn failed(err: anyhow::Error) -> PyErr {
 }
 
 /// Runs `dupfind scan …` (`argv`, the program name first) on a thread of its own and returns
-/// its JSON report and exit status. Waits with the GIL released, looking for Ctrl-C: then
-/// raises KeyboardInterrupt at once, leaving the scan to end on its own (the engine has no
-/// point to stop at); it then updates no index and removes `cleanup`, the caller's temporary
-/// directory, which the caller must leave alone.
+/// its JSON report and exit status ([`detached`]); `cleanup`, the caller's temporary
+/// directory, is removed by an interrupted scan when it ends.
 #[pyfunction]
 #[pyo3(signature = (argv, cleanup=None))]
 fn scan(
@@ -73,13 +73,68 @@ fn scan(
     cleanup: Option<PathBuf>,
 ) -> PyResult<(Py<PyBytes>, i32)> {
     let cli = parse(&argv)?;
+    let (json, code) = detached(py, cleanup, move |abandoned| {
+        embed::scan_json(cli, abandoned)
+    })?;
+    Ok((PyBytes::new(py, &json).unbind(), code.code()))
+}
+
+/// The name of a capsule holding an Arrow C stream (the Arrow PyCapsule interface).
+const STREAM: &CStr = c"arrow_array_stream";
+
+/// Runs `dupfind scan …` (`argv`) on the table `data` (any object with `__arrow_c_stream__`),
+/// read through the Arrow C stream interface: its batches' buffers are read where they lie,
+/// not copied. Its rows are named by the column `id_column` or by their numbers from 0.
+/// Returns the JSON report, the exit status, and the five annotation columns for the rows, in
+/// order, as a capsule of an Arrow C stream (`pyarrow.table()` of an object whose
+/// `__arrow_c_stream__` returns it reads them, again without a copy).
+#[pyfunction]
+#[pyo3(signature = (data, argv, id_column=None))]
+fn dedup<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    argv: Vec<OsString>,
+    id_column: Option<String>,
+) -> PyResult<(Py<PyBytes>, i32, Bound<'py, PyCapsule>)> {
+    let cli = parse(&argv)?;
+    let capsule = data.call_method0("__arrow_c_stream__")?;
+    let capsule = capsule.cast_into::<PyCapsule>()?;
+    let stream = capsule.pointer_checked(Some(STREAM))?;
+    // SAFETY: a capsule named "arrow_array_stream" holds an FFI_ArrowArrayStream (the Arrow
+    // PyCapsule interface), valid and aligned while the capsule lives; `from_raw` moves it out
+    // and leaves a released stream, which the capsule's destructor then leaves alone.
+    let reader = unsafe { RecordBatchStreamReader::from_raw(stream.as_ptr().cast()) }
+        .map_err(|e| DupfindError::new_err(format!("cannot read the table: {e}")))?;
+    let schema = reader.schema();
+    let batches = (reader.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| DupfindError::new_err(format!("cannot read the table: {e}")))?;
+    let (json, code, annotations) = detached(py, None, move |abandoned| {
+        embed::scan_table(cli, (schema, batches), id_column.as_deref(), abandoned)
+    })?;
+    let schema = annotations.schema();
+    let batches = RecordBatchIterator::new([Ok(annotations)], schema);
+    let out = FFI_ArrowArrayStream::new(Box::new(batches));
+    let out = PyCapsule::new_with_value(py, out, STREAM)?;
+    Ok((PyBytes::new(py, &json).unbind(), code.code(), out))
+}
+
+/// Runs `work` on a thread of its own and returns its answer. Waits with the GIL released,
+/// looking for Ctrl-C: then raises KeyboardInterrupt at once, leaving the work to end on its
+/// own (the engine has no point to stop at), told by the flag it is given that nobody waits:
+/// a scan then updates no index; `cleanup`, the caller's temporary directory, is removed when
+/// the work ends, and the caller must leave it alone.
+fn detached<T: Send + 'static>(
+    py: Python<'_>,
+    cleanup: Option<PathBuf>,
+    work: impl FnOnce(&AtomicBool) -> anyhow::Result<T> + Send + 'static,
+) -> PyResult<T> {
     let abandoned = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     let worker = {
         let (abandoned, done, cleanup) = (abandoned.clone(), done.clone(), cleanup.clone());
         move || {
-            let out = embed::scan_json(cli, &abandoned);
+            let out = work(&abandoned);
             // With `abandoned` set first by the waiting side and `done` here, one side at
             // least sees the other's flag (both SeqCst): the directory is removed by whichever
             // sees it, never left behind.
@@ -105,7 +160,7 @@ fn scan(
             Err(_) => Err(mpsc::RecvTimeoutError::Disconnected),
         });
         match waited {
-            Ok(Ok((json, code))) => return Ok((PyBytes::new(py, &json).unbind(), code.code())),
+            Ok(Ok(answer)) => return Ok(answer),
             Ok(Err(e)) => return Err(failed(e)),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(DupfindError::new_err(
@@ -186,6 +241,7 @@ fn jaccard(py: Python<'_>, a: String, b: String, argv: Vec<OsString>) -> PyResul
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(dedup, m)?)?;
     m.add_function(wrap_pyfunction!(signatures, m)?)?;
     m.add_function(wrap_pyfunction!(jaccard, m)?)?;
     m.add("DupfindError", m.py().get_type::<DupfindError>())?;

@@ -214,6 +214,11 @@ pub struct Config {
     pub walk: WalkOptions,
     /// `-` is an input: standard input, read apart from the walk ([`crate::input::stdin`]).
     pub stdin: bool,
+    /// A table handed over in memory, by the name it is registered under
+    /// ([`crate::input::table`]): the scan's one input, read apart from the walk, and the
+    /// report's annotation of its rows returned ([`crate::scan::ScanOutput::annotations`]).
+    /// Never set by the command line.
+    pub table: Option<std::path::PathBuf>,
     /// Where a JSON Lines record's text and id are.
     pub jsonl: JsonlOptions,
     /// The index to scan against, or to build.

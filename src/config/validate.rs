@@ -73,6 +73,7 @@ impl Config {
         Ok(Config {
             walk,
             stdin: args.paths.iter().any(|p| is_stdin(p)),
+            table: None,
             jsonl,
             against: None,
             shingle: match args.shingle {

@@ -88,6 +88,8 @@ fn write_records(
     let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
         Ok(Opened::Jsonl(r, _)) => r,
         Ok(Opened::Parquet(dump)) => return write_rows(out, docs, dump, how, written),
+        // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.
+        Ok(Opened::Table(_)) => bail!("a table in memory is not written as a dataset"),
         Err(reason) => {
             docs.iter()
                 .filter(|d| !how.drops(d))

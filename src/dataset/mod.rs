@@ -69,6 +69,46 @@ impl DatasetDoc<'_> {
     }
 }
 
+/// `--annotate`'s five columns (`dupfind_` prefixed) for the `rows` rows of a table handed over
+/// in memory, the scan's one input ([`crate::input::table`]), in row order, from the clusters
+/// `found` and their records `clusters`: a row the scan holds no document of (a null text) is
+/// in no cluster and kept.
+pub fn table_annotations(
+    corpus: &crate::ingest::corpus::Corpus,
+    found: &[crate::cluster::Found],
+    clusters: &[crate::report::ClusterOut],
+    rows: u64,
+) -> Result<RecordBatch, String> {
+    let marks = marks(found, clusters, corpus.len());
+    let mut values: Vec<Annotation> = (0..rows).map(|_| Annotation::of(None)).collect();
+    for d in corpus.new_ids().map(|d| d as usize) {
+        let Some(record) = &corpus.files[d].record else {
+            continue;
+        };
+        let at = record
+            .line
+            .checked_sub(1)
+            .and_then(|r| values.get_mut(r as usize));
+        if let Some(value) = at {
+            *value = Annotation::of(marks[d].map(|m| Fate::of(m, clusters)));
+        }
+    }
+    let schema = annotate::schema(&arrow_schema::Schema::empty(), "dupfind_");
+    annotate::added(&schema, &values)
+}
+
+/// Refuses `input` (a table in memory) when one of `columns` is one the annotation adds
+/// ([`table_annotations`]).
+pub fn refuse_clash<'a>(input: &str, columns: impl Iterator<Item = &'a str>) -> Result<()> {
+    if let Some(name) = annotate::clash("dupfind_", columns) {
+        bail!(
+            "{input} already has a column \"{name}\", one of the five the annotation adds; \
+             rename or drop it"
+        );
+    }
+    Ok(())
+}
+
 /// What writing the dataset did.
 #[derive(Debug, Default)]
 pub struct Written {

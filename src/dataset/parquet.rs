@@ -62,6 +62,8 @@ pub(super) fn write(
         }
         match open_records(input[0].file, &how.cfg.jsonl) {
             Ok(Opened::Parquet(dump)) => write_dump(&path, input, dump, how, written)?,
+            // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.
+            Ok(Opened::Table(_)) => bail!("a table in memory is not written as a dataset"),
             Ok(Opened::Jsonl(..)) => bail!(
                 "--dataset-format parquet: {} is a JSON Lines dump, whose records have no \
                  schema to keep; write the dataset as JSON Lines (--dataset-format jsonl)",

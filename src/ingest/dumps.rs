@@ -15,6 +15,7 @@ use crate::input::jsonl::{field_names, BadLine, JsonlOptions, JsonlReader, Line,
 use crate::input::parquet::{self, ParquetDump, Row};
 use crate::input::source::Source;
 use crate::input::spill::InDumps;
+use crate::input::table::TableDump;
 use crate::input::walk::{FileEntry, Record};
 use crate::messages::{display_path, escape_controls};
 
@@ -55,7 +56,7 @@ impl Ingest<'_> {
         // Pinned, since this thread waits for the workers sketching its records while it holds
         // it: their own costs must fit in what it leaves.
         let decoder = match &opened {
-            Opened::Jsonl(_, true) => 0,
+            Opened::Jsonl(_, true) | Opened::Table(_) => 0,
             _ => decoder_cost(Compression::Zstd).max(decoder_cost(Compression::Lz4)),
         };
         // An object's read windows (a Parquet dump's ranges; a stream holds one chunk).
@@ -111,6 +112,17 @@ impl Ingest<'_> {
                     let lines: Vec<Line> = raw.into_par_iter().map(|r| r.parse(&opts)).collect();
                     for line in lines {
                         self.take_line(file, line, plain, &mut batch, &mut bad, out);
+                    }
+                    self.sketch_records(file, &mut batch, claims, workers, out, bottom)
+                });
+            }
+            Opened::Table(table) => {
+                keep_hint(&mut out.keep_seen, self.jsonl, || {
+                    Some(format!("the table has the columns {}", table.columns()))
+                });
+                stream(table.rows(), Row::text_len, |rows| {
+                    for row in rows {
+                        self.take_row(file, row, &mut batch, &mut bad, out);
                     }
                     self.sketch_records(file, &mut batch, claims, workers, out, bottom)
                 });
@@ -469,12 +481,17 @@ pub(crate) enum Opened {
     /// JSON Lines, and whether it is plain ([`open_dump`]).
     Jsonl(JsonlReader<Box<dyn std::io::BufRead + Send>>, bool),
     Parquet(ParquetDump),
+    /// A table handed over in memory ([`crate::input::table`]).
+    Table(TableDump),
 }
 
 /// Opens a dump for reading its records: Parquet when it starts with Parquet's magic bytes
 /// (whatever its name, so `--jsonl` reads Parquet files too; a file named `*.parquet` that does
 /// not is an error), else JSON Lines.
 pub(crate) fn open_records(file: &FileEntry, jsonl: &JsonlOptions) -> Result<Opened, String> {
+    if let Some(table) = crate::input::table::find(&file.path) {
+        return TableDump::open(table, jsonl).map(Opened::Table);
+    }
     let f = open_dump_file(file)?;
     if parquet::starts_with_magic(&f).map_err(|e| crate::messages::io_reason(&e))? {
         return ParquetDump::open(f, jsonl).map(Opened::Parquet);
@@ -567,14 +584,28 @@ pub fn spill_records(
         dumps: Vec::new(),
         records: Vec::new(),
         opts: jsonl.clone(),
+        tables: Vec::new(),
+        in_tables: Vec::new(),
     };
     // Which of `direct.dumps` a dump's first document opened, if it could be opened.
     let mut opened: BTreeMap<u32, Option<u32>> = BTreeMap::new();
+    // Which of `direct.tables` a dump's first document is, if it is a table in memory.
+    let mut tables: BTreeMap<u32, Option<u32>> = BTreeMap::new();
     for &d in wanted {
         let Some(r) = &entries[d as usize].record else {
             continue;
         };
         let first = dump_of[d as usize];
+        // A table's texts are read where they lie, not copied to the spill's file.
+        let table = *tables.entry(first).or_insert_with(|| {
+            let table = crate::input::table::find(&entries[first as usize].path)?;
+            direct.tables.push(TableDump::open(table, jsonl).ok()?);
+            Some(direct.tables.len() as u32 - 1)
+        });
+        if let Some(table) = table {
+            direct.in_tables.push((d, table, r.line));
+            continue;
+        }
         match r.at {
             Some((offset, len)) => {
                 let dump = *opened.entry(first).or_insert_with(|| {
@@ -602,6 +633,9 @@ pub fn spill_records(
             Err(_) => Box::new(std::iter::empty()),
             // Only the row groups that hold wanted rows, and only their text column.
             Ok(Opened::Parquet(dump)) => Box::new(dump.texts(lines).map(Ok)),
+            // Read where they lie (`direct.tables`); only a table that could not be opened,
+            // whose records are then unavailable, comes here.
+            Ok(Opened::Table(_)) => Box::new(std::iter::empty()),
             // Read only as far as the last wanted line.
             Ok(Opened::Jsonl(mut reader, _)) => Box::new(std::iter::from_fn(move || {
                 while !lines.is_empty() {
@@ -627,17 +661,7 @@ mod tests {
     use super::*;
 
     fn entry(path: &Path, size: u64) -> FileEntry {
-        FileEntry {
-            path: path.to_path_buf(),
-            aliases: Vec::new(),
-            size,
-            id: (0, 0),
-            modified: None,
-            changed: None,
-            dump: true,
-            record: None,
-            deferred: false,
-        }
+        FileEntry::unwalked_dump(path.to_path_buf(), size)
     }
 
     fn opts() -> JsonlOptions {

@@ -10,6 +10,7 @@ pub mod readahead;
 pub mod source;
 pub mod spill;
 pub mod stdin;
+pub mod table;
 pub mod walk;
 mod walk_rules;
 mod walk_split;

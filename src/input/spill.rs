@@ -33,6 +33,10 @@ pub struct InDumps {
     pub records: Vec<(u32, u32, u64, u64)>,
     /// How a record's text is found in its JSON.
     pub opts: JsonlOptions,
+    /// The tables in memory records are read back from, where they lie, never copied.
+    pub tables: Vec<crate::input::table::TableDump>,
+    /// (document, index in `tables`, row from 1) of each record of a table.
+    pub in_tables: Vec<(u32, u32, u64)>,
 }
 
 #[derive(Debug)]
@@ -53,6 +57,8 @@ enum Place {
     Copied(u64, u64),
     /// In dump `direct.dumps[i]`: offset and length of the record's JSON.
     InDump(u32, u64, u64),
+    /// In table `direct.tables[i]`: the row, from 1.
+    InTable(u32, u64),
     /// Not available: the reason is in `failed`.
     Failed,
 }
@@ -69,6 +75,9 @@ impl Spill {
             .iter()
             .map(|&(doc, dump, offset, len)| (doc, Place::InDump(dump, offset, len)))
             .collect();
+        at.extend(
+            (direct.in_tables.iter()).map(|&(doc, table, row)| (doc, Place::InTable(table, row))),
+        );
         let file = copy(texts, &mut at)?;
         self.set(Filled {
             file,
@@ -127,6 +136,12 @@ impl Spill {
                 let direct = filled.direct.as_ref().ok_or(MISSING)?;
                 let file = direct.dumps.get(dump as usize).ok_or(MISSING)?;
                 (file, offset, len)
+            }
+            Place::InTable(table, row) => {
+                let direct = filled.direct.as_ref().ok_or(MISSING)?;
+                let table = direct.tables.get(table as usize).ok_or(MISSING)?;
+                table.text_into(row, buf).ok_or(MISSING)?;
+                return Ok(());
             }
             Place::Failed => {
                 return Err(filled.failed.get(&doc).map_or(MISSING, |r| r).to_string())
@@ -211,6 +226,8 @@ mod tests {
                 keep_field: None,
                 max_line: 1 << 20,
             },
+            tables: Vec::new(),
+            in_tables: Vec::new(),
         }
     }
 

@@ -160,6 +160,22 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
+    /// A dump the walk did not find, of `size` bytes, without an inode or times: a table in
+    /// memory ([`crate::input::table`]), or a test's file.
+    pub fn unwalked_dump(path: PathBuf, size: u64) -> FileEntry {
+        FileEntry {
+            path,
+            aliases: Vec::new(),
+            size,
+            id: (0, 0),
+            modified: None,
+            changed: None,
+            dump: true,
+            record: None,
+            deferred: false,
+        }
+    }
+
     /// A plain file whose size, id and modification time the read will take.
     fn with_deferred_metadata(path: PathBuf) -> FileEntry {
         FileEntry {

@@ -34,6 +34,9 @@ pub struct ScanOutput {
     /// With `--update` or `index build`: the generation to make live once the report is
     /// delivered.
     pub pending: Option<index::Pending>,
+    /// With a table as the input ([`Config::table`]): `--annotate`'s five columns for its
+    /// rows, in order.
+    pub annotations: Option<arrow_array::RecordBatch>,
 }
 
 /// Runs the whole pipeline on the configured roots.
@@ -57,6 +60,10 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             &mut files_seen,
             &mut skipped,
         );
+    }
+    if let Some(entry) = cfg.table.as_deref().and_then(crate::input::table::entry) {
+        files_seen += 1;
+        files.insert(0, entry);
     }
     // The files the report and the messages go to are never inputs (report/sink.rs).
     files_seen -= cfg.sink.drop_own(&mut files).min(files_seen);
@@ -98,6 +105,11 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             to,
         )?);
     }
+    let annotations = (cfg.table.as_deref())
+        .and_then(crate::input::table::find)
+        .map(|t| crate::dataset::table_annotations(&corpus, &found, &clusters, t.rows()))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let (updated, pending) = index::update(cfg, &engine, &corpus, &identical.canon, &joined);
 
     let (report, code) = report::assemble(
@@ -125,6 +137,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         report,
         code,
         pending,
+        annotations,
     })
 }
 

@@ -90,6 +90,84 @@ def test_without_an_id_column_a_duplicate_names_its_representatives_row(dupfind,
     assert rows and all(got["dupfind_keep"][r].as_py() for r in rows)
 
 
+def test_a_representative_without_an_id_is_named_by_its_row(dump):
+    """With `id_column`, a duplicate names its representative's id; a representative whose id
+    is null, by its row number from 0, as every row is named without `id_column`."""
+    _, t = dump
+    ref = quietly(dp.dedup, t, id_column="id")
+    reps = sorted({int(v[3:]) for v in ref["dupfind_duplicate_of"].to_pylist() if v})
+    assert reps
+    ids = t["id"].to_pylist()
+    ids[reps[0]] = None
+    nulled = t.set_column(0, pa.field("id", pa.string()), pa.array(ids, pa.string()))
+    got = quietly(dp.dedup, nulled, id_column="id")
+    want = [str(reps[0]) if v == f"doc{reps[0]:04}" else v
+            for v in ref["dupfind_duplicate_of"].to_pylist()]
+    assert got["dupfind_duplicate_of"].to_pylist() == want
+    assert str(reps[0]) in want
+    # A pandas frame's rows are named by their place in it, whatever its index says.
+    df = t.select(["text"]).to_pandas()
+    df.index = range(1000, 1000 + len(df))
+    out = quietly(dp.dedup, df)
+    rows = quietly(dp.dedup, t.select(["text"]))["dupfind_duplicate_of"].to_pylist()
+    assert out["dupfind_duplicate_of"].tolist() == rows
+
+
+def test_the_tables_columns_are_not_copied(tmp_path):
+    """The text column the engine read, and every other column, come back as the same memory:
+    the engine reads the table through the Arrow C stream interface, where it lies, and the
+    result only adds columns. Nothing is written to a file either (neither the table nor the
+    candidates' texts for verification): a TMPDIR that does not exist changes nothing."""
+    words = [f"w{i}" for i in range(5000)]
+    texts = [" ".join(words[(i * 37 + k) % 5000] for k in range(200)) for i in range(20000)]
+    texts[7] = texts[3]
+    texts[11] = texts[5].replace("w", "v", 1)
+    t = pa.table({"text": texts, "n": pa.array(range(20000), pa.int64())})
+    text_bytes = t["text"].chunk(0).buffers()[2].size
+    assert text_bytes > 20_000_000
+    before = pa.total_allocated_bytes()
+    got = dp.dedup(t, threads=1)
+    # pyarrow allocated about the five columns' size, not the text's.
+    assert pa.total_allocated_bytes() - before < text_bytes / 20
+    for name in ("text", "n"):
+        assert got[name].num_chunks == t[name].num_chunks
+        for a, b in zip(got[name].chunks, t[name].chunks):
+            assert [x.address for x in a.buffers() if x] == [x.address for x in b.buffers() if x]
+    assert got["dupfind_duplicate_of"].to_pylist()[7] == "3"
+    assert got["dupfind_duplicate_of"].to_pylist()[11] == "5"
+    pq.write_table(t, tmp_path / "t.parquet")
+    code = ("import sys, pyarrow.parquet as pq, dupfind\n"
+            "got = dupfind.dedup(pq.read_table(sys.argv[1]), threads=1)\n"
+            "print(got['dupfind_duplicate_of'].to_pylist()[:12])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.parquet")],
+                          env=dict(os.environ, TMPDIR=str(tmp_path / "missing")),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{got['dupfind_duplicate_of'].to_pylist()[:12]}\n"
+
+
+def test_a_categorical_text_and_a_text_in_many_batches(dump):
+    """A dictionary-encoded text column (a pandas categorical) is read as its strings, as the
+    CLI reads it from Parquet; rows are numbered across the table's batches."""
+    _, t = dump
+    t = t.select(["text"])
+    ref = quietly(dp.dedup, t)
+    small = pa.Table.from_batches(t.combine_chunks().to_batches(max_chunksize=7))
+    assert small["text"].num_chunks > 10
+    assert quietly(dp.dedup, small).select(ADDED).equals(ref.select(ADDED))
+    coded = t.set_column(0, "text", pc.dictionary_encode(t["text"]))
+    got = quietly(dp.dedup, coded)
+    assert got["text"].type == coded["text"].type
+    assert got.select(ADDED).equals(ref.select(ADDED))
+
+
+def test_a_table_with_an_added_columns_name_is_refused(dump):
+    _, t = dump
+    t = t.select(["id", "text"]).append_column("dupfind_keep", pa.array([True] * t.num_rows))
+    with pytest.raises(dp.DupfindError, match='the table already has a column "dupfind_keep"'):
+        quietly(dp.dedup, t, id_column="id")
+
+
 class Stream:
     """An object that only speaks the Arrow PyCapsule stream interface."""
 

@@ -190,6 +190,14 @@ pub fn text_at(a: &dyn Array, k: usize) -> Option<&str> {
     }
 }
 
+/// The text at row `k` of a text column (the arrays along its path); None when it is null.
+pub fn text_of(arrays: &[ArrayRef], k: usize) -> Option<&str> {
+    if is_null_at(arrays, k) {
+        return None;
+    }
+    text_at(arrays.last()?.as_ref(), k)
+}
+
 /// The id at row `k` (the arrays along the id's path): a string as it is, any other value as
 /// compact JSON, as a JSON Lines id; None when null.
 pub fn id_at(arrays: &[ArrayRef], k: usize) -> Option<String> {

@@ -12,7 +12,7 @@
 //! [`crate::ingest`]).
 
 pub(crate) mod chunks;
-mod columns;
+pub(crate) mod columns;
 pub(crate) mod footer;
 mod pages;
 mod rows;
@@ -33,6 +33,7 @@ use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
 use crate::input::source::Source;
+pub(crate) use rows::Arrays;
 pub use rows::{RawGroup, Row, RowBatch, Rows, Texts, WholeRows};
 
 /// The four bytes a Parquet file starts (and ends) with.
@@ -76,36 +77,32 @@ pub type TextPrints = HashMap<PathBuf, Vec<TextPrint>>;
 pub struct ParquetDump {
     file: Source,
     meta: ArrowReaderMetadata,
-    /// Path to the text column, and the same dotted (for messages).
-    text: Vec<String>,
-    text_name: String,
-    /// Path to the id column; None when the file has no such column (no record has an id).
-    id: Option<Vec<String>>,
-    /// Path to the `--keep-by` column; None when not given or the file has no such column.
-    keep: Option<Vec<String>>,
+    /// The columns rows are read from.
+    cols: Picked,
     /// The leaf columns of the text, and of the text and id.
     text_leaves: Vec<usize>,
     all_leaves: Vec<usize>,
-    /// Longest text accepted, in bytes.
-    max_text: u64,
 }
 
-impl ParquetDump {
-    /// Reads the footer of `file` and finds the columns `opts` names: the text column must be a
-    /// string column (`string`, `large_string` or `string_view`); an id column that is missing
-    /// gives no ids. The error names what is wrong and lists the columns there are.
-    pub fn open(file: impl Into<Source>, opts: &JsonlOptions) -> Result<ParquetDump, String> {
-        let file: Source = file.into();
-        // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
-        // pyarrow stores a categorical column's strings as a dictionary there, and they are
-        // strings all the same.
-        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        footer::check(&file)?;
-        let meta = guarded(|| {
-            ArrowReaderMetadata::load(&file, options)
-                .map_err(|e| format!("not a readable Parquet file: {e}"))
-        })?;
-        let fields = meta.schema().fields();
+/// The columns a dump's documents are read from, found in its Arrow schema by [`Picked::find`]:
+/// a Parquet file's, or a table's handed over in memory ([`crate::input::table`]).
+pub struct Picked {
+    /// Path to the text column, and the same dotted (for messages).
+    pub(crate) text: Vec<String>,
+    pub(crate) text_name: String,
+    /// Path to the id column; None when there is no such column (no record has an id).
+    pub(crate) id: Option<Vec<String>>,
+    /// Path to the `--keep-by` column; None when not given or there is no such column.
+    pub(crate) keep: Option<Vec<String>>,
+    /// Longest text accepted, in bytes.
+    pub(crate) max_text: u64,
+}
+
+impl Picked {
+    /// Finds the columns `opts` names among `fields`: the text column must be a string column
+    /// (`string`, `large_string` or `string_view`); an id column that is missing gives no ids.
+    /// The error names what is wrong and lists the columns there are.
+    pub fn find(fields: &arrow_schema::Fields, opts: &JsonlOptions) -> Result<Picked, String> {
         let text_name = opts.text_field.join(".");
         let columns = || columns::listing(fields);
         let text_type = columns::find(fields, &opts.text_field)
@@ -143,24 +140,44 @@ impl ParquetDump {
             Some((p, _)) => Some(p.to_vec()),
             None => None,
         };
+        Ok(Picked {
+            text: opts.text_field.clone(),
+            text_name,
+            id,
+            keep,
+            max_text: opts.max_line,
+        })
+    }
+}
+
+impl ParquetDump {
+    /// Reads the footer of `file` and finds the columns `opts` names ([`Picked::find`]).
+    pub fn open(file: impl Into<Source>, opts: &JsonlOptions) -> Result<ParquetDump, String> {
+        let file: Source = file.into();
+        // Types from the Parquet schema alone, not from the Arrow schema a writer may embed:
+        // pyarrow stores a categorical column's strings as a dictionary there, and they are
+        // strings all the same.
+        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        footer::check(&file)?;
+        let meta = guarded(|| {
+            ArrowReaderMetadata::load(&file, options)
+                .map_err(|e| format!("not a readable Parquet file: {e}"))
+        })?;
+        let cols = Picked::find(meta.schema().fields(), opts)?;
         let schema = meta.parquet_schema();
-        let text_leaves = leaves_under(schema, &opts.text_field);
+        let text_leaves = leaves_under(schema, &cols.text);
         let mut all_leaves = text_leaves.clone();
-        all_leaves.extend(id.iter().flat_map(|p| leaves_under(schema, p)));
-        all_leaves.extend(keep.iter().flat_map(|p| leaves_under(schema, p)));
+        all_leaves.extend(cols.id.iter().flat_map(|p| leaves_under(schema, p)));
+        all_leaves.extend(cols.keep.iter().flat_map(|p| leaves_under(schema, p)));
         // A column on two paths (the id is the keep-by field) is read once.
         all_leaves.sort_unstable();
         all_leaves.dedup();
         Ok(ParquetDump {
             file,
             meta,
-            text: opts.text_field.clone(),
-            text_name,
-            id,
-            keep,
+            cols,
             text_leaves,
             all_leaves,
-            max_text: opts.max_line,
         })
     }
 
@@ -228,7 +245,7 @@ impl ParquetDump {
         });
         match typed {
             Ok(m)
-                if columns::find(m.schema().fields(), &self.text)
+                if columns::find(m.schema().fields(), &self.cols.text)
                     .is_some_and(|f| columns::is_text(f.data_type())) =>
             {
                 m

@@ -14,7 +14,7 @@ use parquet::file::writer::SerializedRowGroupWriter;
 use parquet::schema::types::SchemaDescriptor;
 
 use super::chunks::{print_of, Positioned, Print};
-use super::{columns, guarded, Leaves, ParquetDump, TextPrint};
+use super::{columns, guarded, Leaves, ParquetDump, Picked, TextPrint};
 use crate::input::field_value::FieldValue;
 
 /// One row of a Parquet dump.
@@ -40,6 +40,51 @@ impl Row {
             Row::Doc { text, .. } => text.len(),
             _ => 0,
         }
+    }
+}
+
+/// The arrays of one batch along the paths of the [`Picked`] columns.
+pub(crate) struct Arrays {
+    text: Vec<ArrayRef>,
+    id: Option<Vec<ArrayRef>>,
+    keep: Option<Vec<ArrayRef>>,
+}
+
+impl Picked {
+    /// The arrays of `batch` its rows are read from.
+    pub(crate) fn arrays(&self, batch: &RecordBatch) -> Result<Arrays, String> {
+        let text = columns::arrays_at(batch, &self.text)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("the batch has no column \"{}\"", self.text_name))?;
+        Ok(Arrays {
+            text,
+            id: (self.id.as_ref()).and_then(|p| columns::arrays_at(batch, p)),
+            keep: (self.keep.as_ref()).and_then(|p| columns::arrays_at(batch, p)),
+        })
+    }
+
+    /// Row `k` of the batch of `arrays`, numbered `line`: a document, or a row that holds none.
+    pub(crate) fn row(&self, arrays: &Arrays, k: usize, line: u64) -> Result<Row, String> {
+        let Some(column) = arrays.text.last() else {
+            return Err(format!("the batch has no column \"{}\"", self.text_name));
+        };
+        Ok(match columns::text_at(column.as_ref(), k) {
+            _ if columns::is_null_at(&arrays.text, k) => Row::Bad {
+                line,
+                reason: format!("\"{}\" is null", self.text_name),
+            },
+            Some(t) if t.len() as u64 > self.max_text => Row::Bad {
+                line,
+                reason: format!("\"{}\" longer than {} bytes", self.text_name, self.max_text),
+            },
+            Some(t) => Row::Doc {
+                line,
+                id: arrays.id.as_deref().and_then(|a| columns::id_at(a, k)),
+                text: t.to_string(),
+                keep: arrays.keep.as_deref().and_then(|a| columns::value_at(a, k)),
+            },
+            None => return Err(format!("column \"{}\" is not a string", self.text_name)),
+        })
     }
 }
 
@@ -119,14 +164,8 @@ impl Rows {
 
     /// Queues the rows of a decoded batch.
     fn take(&mut self, batch: &RecordBatch) -> Result<(), String> {
-        let dump = &self.dump;
-        let missing = || format!("the batch has no column \"{}\"", dump.text_name);
-        let text = columns::arrays_at(batch, &dump.text).ok_or_else(missing)?;
-        let id: Option<Vec<ArrayRef>> =
-            (dump.id.as_ref()).and_then(|p| columns::arrays_at(batch, p));
-        let keep: Option<Vec<ArrayRef>> =
-            (dump.keep.as_ref()).and_then(|p| columns::arrays_at(batch, p));
-        let column = text.last().ok_or_else(missing)?;
+        let cols = &self.dump.cols;
+        let arrays = cols.arrays(batch)?;
         let end = self.starts[self.group + 1];
         for k in 0..batch.num_rows() {
             // Rows are numbered by the footer; a row group whose pages hold more rows than it
@@ -139,25 +178,7 @@ impl Rows {
                 ));
             }
             self.line += 1;
-            let line = self.line;
-            let row = match columns::text_at(column.as_ref(), k) {
-                _ if columns::is_null_at(&text, k) => Row::Bad {
-                    line,
-                    reason: format!("\"{}\" is null", dump.text_name),
-                },
-                Some(t) if t.len() as u64 > dump.max_text => Row::Bad {
-                    line,
-                    reason: format!("\"{}\" longer than {} bytes", dump.text_name, dump.max_text),
-                },
-                Some(t) => Row::Doc {
-                    line,
-                    id: id.as_deref().and_then(|a| columns::id_at(a, k)),
-                    text: t.to_string(),
-                    keep: keep.as_deref().and_then(|a| columns::value_at(a, k)),
-                },
-                None => return Err(format!("column \"{}\" is not a string", dump.text_name)),
-            };
-            self.queue.push_back(row);
+            self.queue.push_back(cols.row(&arrays, k, self.line)?);
         }
         Ok(())
     }
@@ -270,7 +291,7 @@ impl Texts {
                 return true;
             }
         };
-        let text = columns::arrays_at(&batch, &self.dump.text);
+        let text = columns::arrays_at(&batch, &self.dump.cols.text);
         let Some(column) = text.as_ref().and_then(|t| t.last()) else {
             self.reader = None;
             return true;
@@ -325,10 +346,7 @@ pub struct RowBatch {
 impl RowBatch {
     /// The text of row `k` of the batch; None when it is null.
     pub fn text(&self, k: usize) -> Option<&str> {
-        if columns::is_null_at(&self.text, k) {
-            return None;
-        }
-        columns::text_at(self.text.last()?.as_ref(), k)
+        columns::text_of(&self.text, k)
     }
 }
 
@@ -364,8 +382,9 @@ impl WholeRows {
                 self.group += 1;
                 continue;
             };
-            let text = columns::arrays_at(&batch, &self.dump.text)
-                .ok_or_else(|| format!("the batch has no column \"{}\"", self.dump.text_name))?;
+            let text = columns::arrays_at(&batch, &self.dump.cols.text).ok_or_else(|| {
+                format!("the batch has no column \"{}\"", self.dump.cols.text_name)
+            })?;
             let first = self.line;
             self.line += batch.num_rows() as u64;
             return Ok(Some(RowBatch { first, batch, text }));
@@ -402,8 +421,8 @@ impl Iterator for GroupRows<'_> {
             Ok(None) => return None,
             Err(e) => return Some(Err(e)),
         };
-        let Some(text) = columns::arrays_at(&batch, &self.dump.text) else {
-            let name = &self.dump.text_name;
+        let Some(text) = columns::arrays_at(&batch, &self.dump.cols.text) else {
+            let name = &self.dump.cols.text_name;
             return Some(Err(format!("the batch has no column \"{name}\"")));
         };
         let first = self.line;
