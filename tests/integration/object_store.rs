@@ -318,6 +318,28 @@ fn an_index_refuses_urls_and_says_why() {
     let r = t.run(&["index", "build", "--index", "idx", "s3://bkt/corpus/"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
+    // Every command that opens an index, and a staged run against one.
+    for cmd in ["info", "compact", "prune", "upgrade"] {
+        let r = t.run(&["index", cmd, "--index", "s3://bkt/index"]);
+        assert_eq!(r.code(), 2, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "index s3://bkt/index: must be a local directory, not a URL: an index is \
+                 committed by an atomic rename under a lock"
+            ),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    let init = ["stage", "init", "--work", "w", "--against"];
+    let r = t.run(&[&init[..], &["s3://bkt/index", "."]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("atomic rename"), "{}", r.stderr);
+    assert!(!t.join("w").exists());
+    t.mkdir("idx");
+    let r = t.run(&[&init[..], &["idx", "s3://bkt/corpus/"]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
 }
 
 #[test]
