@@ -65,23 +65,27 @@ pub(super) fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u
     for (i, &(shards, parts)) in layouts.iter().enumerate() {
         let work = format!("work-{}-{i}", args.join("").replace(['/', '.', ' '], ""));
         let r = staged(t, &work, shards, parts, args);
-        assert_eq!(
-            r.code(),
-            scan.code(),
-            "{args:?} at {shards}x{parts}: {}",
-            r.stderr
-        );
-        assert!(
-            r.stdout == scan.stdout,
-            "{args:?} at {shards} shards, {parts} parts: the report differs from scan's\n{}",
-            first_difference(&scan.stdout, &r.stdout)
-        );
-        assert!(
-            r.stderr == scan.stderr,
-            "{args:?} at {shards} shards, {parts} parts: the stages' stderr differs from scan's\n{}",
-            first_difference(&scan.stderr, &r.stderr)
+        assert_same_run(
+            &scan,
+            &r,
+            &format!("{args:?} at {shards} shards, {parts} parts"),
         );
     }
+}
+
+/// Asserts that the staged run `r` printed what `scan` printed, and exited as it did.
+pub(super) fn assert_same_run(scan: &Run, r: &Run, what: &str) {
+    assert_eq!(r.code(), scan.code(), "{what}: {}", r.stderr);
+    assert!(
+        r.stdout == scan.stdout,
+        "{what}: the report differs from scan's\n{}",
+        first_difference(&scan.stdout, &r.stdout)
+    );
+    assert!(
+        r.stderr == scan.stderr,
+        "{what}: the stages' stderr differs from scan's\n{}",
+        first_difference(&scan.stderr, &r.stderr)
+    );
 }
 
 pub(super) fn first_difference(a: &str, b: &str) -> String {
@@ -369,6 +373,11 @@ fn staged_paths_equal_scan_and_only_scan_takes_o() {
 
 /// Runs contrib/staged/run-local.sh in `t` with `args`.
 pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
+    super::util::run_command(local_driver_command(t, args))
+}
+
+/// contrib/staged/run-local.sh in `t` with `args`, to run.
+pub(super) fn local_driver_command(t: &TestDir, args: &[&str]) -> std::process::Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&script)
@@ -377,7 +386,7 @@ pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    super::util::run_command(cmd)
+    cmd
 }
 
 #[test]

@@ -3,37 +3,26 @@
 //! byte, and a work file missing, truncated or left by a task whose summary never got written
 //! is an error naming its URL, never a report.
 
-use std::process::Command;
 use std::sync::atomic::Ordering;
 
-use super::staged::{corpus, first_difference};
+use super::staged::{assert_same_run, corpus, first_difference, local_driver_command};
 use super::util::s3::{proxy, S3};
-use super::util::{bin, Run, TestDir};
+use super::util::{bin, Run, TestDir, Unprivileged};
 
 /// `dupfind ARGS` run in `dir` against the store at `endpoint`.
 fn run_in(s3: &S3, dir: &std::path::Path, endpoint: &str, args: &[&str]) -> Run {
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    let mut cmd = Unprivileged::Direct.command(dir, args);
     s3.env(&mut cmd, endpoint);
     super::util::run_command(cmd)
 }
 
-/// contrib/staged/run-local.sh with `args`, in `t`, against `s3`.
+/// contrib/staged/run-local.sh with `args`, in `t`, against `s3`, one task at a time (so that
+/// the stages' stderr comes in the order scan's does).
 fn local_driver(s3: &S3, t: &TestDir, args: &[&str]) -> Run {
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script)
-        .args(["--dupfind", bin(), "--jobs", "1"])
-        .args(args)
-        .current_dir(t.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    let mut cmd = local_driver_command(
+        t,
+        &[&["--dupfind", bin(), "--jobs", "1"][..], args].concat(),
+    );
     s3.env(&mut cmd, &s3.endpoint());
     super::util::run_command(cmd)
 }
@@ -59,17 +48,7 @@ fn run_local_with_work_and_inputs_on_s3_prints_scans_report_byte_for_byte() {
     assert!(scan.stdout.contains("s3://bkt/c/d0/chain-a.txt"));
     let layout = ["--shards", "3", "--parts", "2", "--work", "s3://bkt/runs/w"];
     let r = local_driver(&s3, &t, &[&layout[..], &opts].concat());
-    assert_eq!(r.code(), scan.code(), "{}", r.stderr);
-    assert!(
-        r.stdout == scan.stdout,
-        "{}",
-        first_difference(&scan.stdout, &r.stdout)
-    );
-    assert!(
-        r.stderr == scan.stderr,
-        "{}",
-        first_difference(&scan.stderr, &r.stderr)
-    );
+    assert_same_run(&scan, &r, "run-local.sh --work s3://bkt/runs/w");
     // Every work file is an object below the prefix, under its name on disk; nothing local.
     let keys = s3.keys("bkt", "runs/w/");
     for name in [
