@@ -422,3 +422,53 @@ fn reclaimable_bytes_count_every_duplicate_object() {
     let freed = (a.len() + b.len()) as u64;
     assert_eq!(r.json()["stats"]["reclaimable_bytes"], freed);
 }
+
+#[test]
+fn ignore_files_below_a_url_root_are_read_as_on_disk() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    let a = text(9501, 300);
+    t.write("tree/.ignore", "skipped/\n*.log\n!keep.log\n")
+        .write("tree/a.txt", &a)
+        .write("tree/skipped/a-copy.txt", &a)
+        .write("tree/x.log", &a)
+        .write("tree/keep.log", &a)
+        .write("tree/repo/.gitignore", "build/\n")
+        .write("tree/repo/.git/info/exclude", "*.tmp\n")
+        .write("tree/repo/.git/HEAD", "ref: refs/heads/main\n")
+        .write("tree/repo/build/out.txt", &a)
+        .write("tree/repo/b.tmp", &a)
+        .write("tree/repo/src/a2.txt", edit(&a, &[5]))
+        .write("tree/plain/.gitignore", "*.txt\n")
+        .write("tree/plain/a3.txt", &a)
+        .write("tree/.hidden/a4.txt", &a);
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("tree"), "bkt/tree/");
+    let end = s3.endpoint();
+    for flags in [&[][..], &["--no-ignore"], &["--hidden"]] {
+        let disk = t.run(&[&["scan", "tree"][..], flags].concat());
+        assert_eq!(disk.code(), 0, "{}", disk.stderr);
+        let args = [&["scan", "s3://bkt/tree/"][..], flags].concat();
+        let remote = scan(&s3, &t, &end, &args);
+        assert_eq!(remote.code(), 0, "{}", remote.stderr);
+        let report = remote.json();
+        assert_eq!(
+            local_clusters(&report, "bkt"),
+            cluster_paths(&disk.json()),
+            "{flags:?}"
+        );
+        assert_eq!(stats(&report), stats(&disk.json()), "{flags:?}");
+    }
+    // The ignore files did their work: a .gitignore outside a repository does not.
+    let report = scan(&s3, &t, &end, &["scan", "s3://bkt/tree/"]).json();
+    assert_eq!(report["stats"]["skipped"]["ignored"], 4);
+    assert_eq!(
+        local_clusters(&report, "bkt"),
+        [[
+            "tree/a.txt",
+            "tree/keep.log",
+            "tree/plain/a3.txt",
+            "tree/repo/src/a2.txt"
+        ]]
+    );
+}
