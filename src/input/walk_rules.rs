@@ -135,14 +135,7 @@ impl Rules {
         msgs: &Messages,
         errors: &mut Vec<InputError>,
     ) -> Rules {
-        let mut rules = Rules {
-            hidden: opts.hidden,
-            ignore: !opts.no_ignore,
-            levels: Vec::new(),
-            above: 0,
-            limit: opts.max_memory.map_or(u64::MAX, |m| m / 2),
-            scratch: OsString::new(),
-        };
+        let mut rules = Rules::new(opts);
         if !rules.ignore || !is_dir {
             return rules;
         }
@@ -159,9 +152,10 @@ impl Rules {
         rules
     }
 
-    /// The rules of a URL root (`walk_url`): no ignore files above it (a prefix's parents are
-    /// not listed); [`Rules::enter_listed`] enters the root and each directory of its keys.
-    pub(super) fn for_url(opts: &WalkOptions) -> Rules {
+    /// The rules before any level is read: a URL root's (`walk_url`), whose parents' ignore
+    /// files are not read (a prefix's parents are not listed); [`Rules::enter_listed`] enters
+    /// the root and each directory of its keys.
+    pub(super) fn new(opts: &WalkOptions) -> Rules {
         Rules {
             hidden: opts.hidden,
             ignore: !opts.no_ignore,

@@ -38,7 +38,7 @@ pub(super) fn walk_url(root: &Path, opts: &WalkOptions, msgs: &Messages, out: &m
         .collect();
     let mut tree = Tree {
         url,
-        rules: Rules::for_url(opts),
+        rules: Rules::new(opts),
         present: presence(&listed),
         entered: Vec::new(),
         dropped: None,
