@@ -352,7 +352,7 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
 /// An index stays on a local disk, and holds local files only: it is committed by renaming its
 /// manifest into place under a lock, which an object store has neither of, and it checks each
 /// file again by its inode and times, which an object has not.
-pub(crate) fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Result<()> {
+fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Result<()> {
     crate::store::refuse_url(
         index,
         &format!("{what}'s index"),
@@ -375,6 +375,16 @@ pub(crate) fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &st
 }
 
 impl Config {
+    /// Refuses URLs with `--against` (the index's directory and the inputs), as
+    /// [`refuse_urls_with_index`] says why; for the staged pipeline, whose `stage init` takes
+    /// the index in hand itself.
+    pub fn refuse_urls_against(&self) -> Result<()> {
+        match &self.against {
+            Some(a) => refuse_urls_with_index(&a.dir, &self.walk, "--against"),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses to write a binary report to a terminal (checked by the command that writes the
     /// report: a stage that does not is free to run at one).
     pub fn check_report_target(&self) -> Result<()> {

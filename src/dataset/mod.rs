@@ -99,6 +99,10 @@ impl Writing<'_> {
 /// (in input order; a dump's records one after another), but the duplicates, each file
 /// atomically. A Parquet dump's row group whose text column chunk has the print it had when
 /// the group was read (`prints`, by dump) holds the texts read, without decoding it again.
+///
+/// `dir` may be a URL: object stores have no rename, so each part is written whole to a local
+/// temporary file, then sent to its key, where it appears when complete
+/// (`crate::atomic::Pending`), as a part renamed into place on disk does.
 pub fn write(
     dir: &Path,
     shard: u32,
@@ -108,8 +112,6 @@ pub fn write(
     engine: &Engine,
     prints: &TextPrints,
 ) -> Result<Written> {
-    // A URL is a prefix, made by the parts' keys: each part is sent whole when written
-    // (`crate::atomic::Pending`).
     if !crate::store::is_url(dir) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
     }

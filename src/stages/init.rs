@@ -67,10 +67,8 @@ pub fn init(
     options.null &= options.format == Some(crate::cli::Format::Paths);
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
-    if let Some(a) = &against {
-        crate::config::refuse_urls_with_index(&a.dir, &cfg.walk, "--against")?;
-    }
     cfg.against = against;
+    cfg.refuse_urls_against()?;
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file, leaving
     // the size limits where scan's walk would have left them (to the read, which warns in
