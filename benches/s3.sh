@@ -6,17 +6,21 @@
 #
 #   benches/s3.sh                          the corpus of benches/bench.sh (target/bench/corpus-10000)
 #   benches/s3.sh --corpus DIR --runs 3    another corpus; best of R interleaved runs
+#   benches/s3.sh --server s3s             s3s-fs (Rust, serves a directory) instead of moto
 #
 # Needs a Python with moto[server] and boto3: DUPFIND_TEST_PYTHON, else target/python-venv
 # (.ci/venv makes it). The build is taken from $CARGO_TARGET_DIR when it is set. moto is a
 # single Python process: it, not dupfind, bounds the requests a second here, so the ratio is a
 # floor for a real store, whose latency is higher but which serves requests in parallel.
+# s3s-fs (`cargo install s3s-fs@0.14.1 --features binary`; on PATH, or S3S_FS=path) answers
+# several times faster, on its own threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-corpus=target/bench/corpus-10000 runs=3 threads=2
+corpus=target/bench/corpus-10000 runs=3 threads=2 server=moto
 while [ $# -gt 0 ]; do
     case "$1" in
+        --server) server=$2; shift 2 ;;
         --corpus) corpus=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --threads) threads=$2; shift 2 ;;
@@ -34,11 +38,21 @@ fi
 
 work=$(mktemp -d)
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$py" -m moto.server -H 127.0.0.1 -p "$port" > "$work/moto.log" 2>&1 &
-moto=$!
-trap 'kill $moto 2> /dev/null; rm -rf "$work"' EXIT
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
 export AWS_REGION=us-east-1
+case "$server" in
+    moto) "$py" -m moto.server -H 127.0.0.1 -p "$port" > "$work/server.log" 2>&1 & ;;
+    s3s)
+        s3s=${S3S_FS:-$(command -v s3s-fs || true)}
+        [ -x "$s3s" ] || { echo "s3.sh: no s3s-fs (cargo install s3s-fs@0.14.1 --features binary)" >&2; exit 2; }
+        mkdir "$work/store"
+        "$s3s" --host 127.0.0.1 --port "$port" --access-key bench --secret-key bench \
+            "$work/store" > "$work/server.log" 2>&1 &
+        ;;
+    *) echo "s3.sh: --server is moto or s3s" >&2; exit 2 ;;
+esac
+server_pid=$!
+trap 'kill $server_pid 2> /dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do
     "$py" -c "import socket; socket.create_connection(('127.0.0.1', $port))" 2> /dev/null && break
     sleep 0.1
@@ -94,7 +108,7 @@ fi
 requests=$(sed -n 's/.*object store: \([0-9]*\) requests.*/\1/p' "$work/s3.err")
 echo "corpus: $corpus ($docs documents), -j $threads, best of $runs"
 echo "local disk:  $lt s"
-echo "S3 (moto):   $st s   ratio $(echo "scale=3; $lt / $st" | bc)x   requests/document $(echo "scale=2; $requests / $docs" | bc)   same clusters: $same"
+echo "S3 ($server):   $st s   ratio $(echo "scale=3; $lt / $st" | bc)x   requests/document $(echo "scale=2; $requests / $docs" | bc)   same clusters: $same"
 
 pq=$(ls "$work/pq")
 size=$(stat -c %s "$work/pq/$pq")

@@ -120,7 +120,9 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
     let out = pool.install(|| scan::scan(&cfg))?;
     let delivered = match out.pending {
         None => deliver::deliver(&out.report, out.code, &cfg),
-        Some(pending) => deliver::deliver_then_commit(&out.report, out.code, &cfg, pending),
+        Some(pending) => {
+            deliver::deliver_then_commit(&out.report, out.code, &cfg, move || pending.commit())
+        }
     };
     if let Some(note) = crate::store::stats_note() {
         eprintln!("dupfind: {note}");

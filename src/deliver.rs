@@ -8,7 +8,8 @@ use crate::config::Config;
 use crate::exit::ExitCode;
 use crate::{interrupt, messages, report};
 
-/// Writes `report` on stdout, then makes the index's next generation live: only once the
+/// Writes `report` on stdout, then makes the index's next generation live (`commit`; dropped
+/// uncalled, the generation removes what it wrote): only once the
 /// whole report is written and flushed, so that new documents are never indexed without
 /// their report (a re-run after a failed delivery reports them again). A full disk, a closed
 /// pipe or Ctrl-C while writing leave the index as it was.
@@ -16,7 +17,7 @@ pub fn deliver_then_commit(
     report: &report::Report,
     code: ExitCode,
     cfg: &Config,
-    pending: crate::index::Pending,
+    commit: impl FnOnce() -> Result<()>,
 ) -> Result<ExitCode> {
     if !interrupt::begin_output() {
         return Ok(ExitCode::Interrupted);
@@ -24,23 +25,23 @@ pub fn deliver_then_commit(
     let written = write_report(report, cfg);
     let not_updated = "the index was not updated (its new documents are reported again next time)";
     if interrupt::interrupted() {
-        drop(pending);
+        drop(commit);
         messages::error(&format!("interrupted: {not_updated}"));
         return Ok(ExitCode::Interrupted);
     }
     match written {
         Err(e) if is_broken_pipe(&e) => {
-            drop(pending);
+            drop(commit);
             messages::error(&format!("the report could not be delivered: {not_updated}"));
             return Ok(ExitCode::Error);
         }
         Err(e) => {
-            drop(pending);
+            drop(commit);
             return Err(e.context(format!("writing the report; {not_updated}")));
         }
         Ok(()) => {}
     }
-    if let Err(e) = pending.commit() {
+    if let Err(e) = commit() {
         messages::error(&format!("index not updated: {e:#}"));
         return Ok(ExitCode::Error);
     }

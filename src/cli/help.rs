@@ -48,15 +48,36 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "AWS_ACCESS_KEY_ID",
         "With AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN: the credentials of s3:// URLs \
-         (without them, the instance's or container's role).",
+         (without them, those of the profile in ~/.aws/credentials, then the instance's or \
+         container's role).",
     ),
     ("AWS_SECRET_ACCESS_KEY", "See AWS_ACCESS_KEY_ID."),
     ("AWS_SESSION_TOKEN", "See AWS_ACCESS_KEY_ID."),
     (
         "AWS_REGION",
-        "The region of s3:// URLs (else AWS_DEFAULT_REGION, else us-east-1).",
+        "The region of s3:// URLs (else AWS_DEFAULT_REGION, else the profile's, else \
+         us-east-1).",
     ),
     ("AWS_DEFAULT_REGION", "See AWS_REGION."),
+    (
+        "AWS_PROFILE",
+        "The profile of ~/.aws/credentials and ~/.aws/config read for s3:// URLs when the \
+         environment has no keys (else AWS_DEFAULT_PROFILE, else default): its keys, region and \
+         endpoint_url.",
+    ),
+    ("AWS_DEFAULT_PROFILE", "See AWS_PROFILE."),
+    (
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "The credentials file in place of ~/.aws/credentials.",
+    ),
+    (
+        "AWS_CONFIG_FILE",
+        "The config file in place of ~/.aws/config.",
+    ),
+    (
+        "HOME",
+        "Where ~/.aws/credentials and ~/.aws/config are looked for.",
+    ),
     (
         "AWS_ENDPOINT_URL",
         "Another S3-compatible server for s3:// URLs (AWS_ENDPOINT_URL_S3 first); plain http is \

@@ -207,14 +207,15 @@ pub struct StageInitArgs {
     /// Partitions of the keys and of the candidates.
     #[arg(long, value_name = "M", default_value_t = 1)]
     pub parts: u32,
-    /// Compare with the index in DIR, as `scan --against` does (not supported yet: refused,
-    /// naming the scan to run instead; docs/staged.md has the design).
+    /// Compare with the index in DIR, as `scan --against` does (the index must be at the same
+    /// path for the init, sign, attach, verify and report tasks).
     #[arg(long, value_name = "DIR")]
     pub against: Option<PathBuf>,
-    /// With --against: add the new documents to the index (not supported yet).
+    /// With --against: add the new documents to the index, as `scan --update` does: each sign
+    /// task packs its shard's, and `stage report` commits them once its report is delivered.
     #[arg(long, requires = "against")]
     pub update: bool,
-    /// With --update: also drop the indexed documents whose files are gone (not supported yet).
+    /// With --update: also drop the indexed documents whose files are gone.
     #[arg(long, requires = "update")]
     pub prune: bool,
     /// The scan's options and inputs.

@@ -243,7 +243,8 @@ fn rerun(work: &Path, first: usize) -> Result<(Vec<u8>, ExitCode)> {
             part: (part, PARTS),
         })?;
     }
-    let (report, code, cfg) = crate::stages::report::report(work, &crate::index::staged::Staged)?;
+    let (report, code, cfg, _) =
+        crate::stages::report::report(work, &crate::index::staged::Staged)?;
     Ok((render(&report, &cfg)?, code))
 }
 

@@ -124,8 +124,40 @@ pub fn write_segment(
     carry: impl FnOnce(&mut SegmentWriter) -> Result<()>,
     failed: &mut Vec<InputError>,
 ) -> Result<Written> {
-    let batches = new.map_or(Vec::new(), |(n, ids)| n.batches(ids));
-    let mut first = new.zip(batches.first()).map(|((n, _), b)| n.contents(b));
+    let Some((new, ids)) = new else {
+        plan.dicts = inherited.into_iter().collect();
+        let mut writer = SegmentWriter::new(dir, plan)?;
+        carry(&mut writer)?;
+        return writer.finish();
+    };
+    let start = |dict: Option<Vec<u8>>| {
+        plan.dicts = dict.into_iter().collect();
+        let mut writer = SegmentWriter::new(dir, plan)?;
+        carry(&mut writer)?;
+        Ok(writer)
+    };
+    let add = |w: &mut SegmentWriter, e: &Entry, kind, with_dict: bool, blob: &[u8]| {
+        w.add(e, kind, with_dict.then_some(0), blob)
+    };
+    pack(new, ids, inherited, start, add, failed)?.finish()
+}
+
+/// Packs `new`'s documents `ids` as a segment stores them, in order: their contents read again
+/// in batches (each checked against its hash) and compressed with the dictionary, `inherited`
+/// or trained on the first batch, which `start` receives before the first document. `add`
+/// takes each document's entry, its blob's kind, whether the dictionary compressed it, and the
+/// blob; a document that cannot be read again is left out and listed in `failed`. A staged run's
+/// sign tasks pack their shard's documents so ([`crate::index::shard`]), `scan` its own.
+pub fn pack<W>(
+    new: &NewDocs,
+    ids: &[u32],
+    inherited: Option<Vec<u8>>,
+    start: impl FnOnce(Option<Vec<u8>>) -> Result<W>,
+    mut add: impl FnMut(&mut W, &Entry, BlobKind, bool, &[u8]) -> Result<()>,
+    failed: &mut Vec<InputError>,
+) -> Result<W> {
+    let batches = new.batches(ids);
+    let mut first = batches.first().map(|b| new.contents(b));
     let dict = inherited.or_else(|| {
         let samples: Vec<&[u8]> = first
             .iter()
@@ -138,13 +170,8 @@ pub fn write_segment(
             .collect();
         codec::train(&samples)
     });
-    plan.dicts = dict.iter().cloned().collect();
     let cdict = dict.as_deref().map(codec::cdict);
-    let mut writer = SegmentWriter::new(dir, plan)?;
-    carry(&mut writer)?;
-    let Some((new, _)) = new else {
-        return writer.finish();
-    };
+    let mut writer = start(dict)?;
     for (i, batch) in batches.iter().enumerate() {
         let contents = match (i, first.take()) {
             (0, Some(c)) => c,
@@ -163,8 +190,8 @@ pub fn write_segment(
         for (d, blob) in packed {
             match blob {
                 Ok((kind, bytes)) => {
-                    let dict = (kind == BlobKind::Zstd && cdict.is_some()).then_some(0);
-                    writer.add(&new.entry(d), kind, dict, &bytes)?;
+                    let with_dict = kind == BlobKind::Zstd && cdict.is_some();
+                    add(&mut writer, &new.entry(d), kind, with_dict, &bytes)?;
                 }
                 Err(reason) => {
                     failed.push(new.file(d).error(None, format!("not indexed: {reason}")))
@@ -172,5 +199,5 @@ pub fn write_segment(
             }
         }
     }
-    writer.finish()
+    Ok(writer)
 }

@@ -13,9 +13,11 @@
 //! - the readers: `open` (an open generation), `lookup` (the documents the new ones can meet),
 //!   `gone` (documents whose files are gone), `join` (an index joined to a scan), `info`;
 //! - the writers: `sweep` (what killed writers left), `commit` (the one write path: lock,
-//!   sweep, segments, manifest, commit), `add` (a segment's new documents), then the writers
-//!   themselves, `upgrade` (format 1 → 2), `compact`, `prune`, `update` (the next generation of
-//!   a scan's index);
+//!   sweep, segments, manifest, commit), `add` (a segment's new documents), `shard` (a staged
+//!   shard's new documents, packed for `--update`), then the writers themselves, `upgrade`
+//!   (format 1 → 2), `compact`, `prune`, `update` (the next generation of a scan's index, or of
+//!   a staged run's);
+//! - `staged`, the index's side of a staged run (`stages::against`);
 //! - this file, which the scan calls.
 
 mod add;
@@ -33,6 +35,7 @@ pub mod open;
 mod paths;
 pub mod prune;
 pub mod segment;
+mod shard;
 pub mod staged;
 pub mod store;
 mod sweep;
@@ -49,12 +52,11 @@ use crate::config::Config;
 use crate::ingest::corpus::Corpus;
 use crate::ingest::worker::{Engine, StoredSets};
 use crate::input::walk::FileEntry;
-use crate::messages::{display_path, InputError};
+use crate::messages::display_path;
 use crate::report::{IndexStats, Updated};
 
 use add::NewDocs;
 use join::Joined;
-use update::Prepared;
 
 /// Joins the index `cfg` names to the walked `files`: with none, or one `index build` is to
 /// create, every file is to be read.
@@ -122,31 +124,5 @@ pub fn update(
     } else {
         update::update(joined, &new, index.prune, &mut errors)
     };
-    let (written, pending) = match prepared {
-        Ok(Prepared::Pending(p)) => (Some(p.generation), Some(p)),
-        Ok(Prepared::Unchanged) => {
-            cfg.messages.tell(&format!(
-                "index {}: nothing new, changed or removed; nothing written (generation {})",
-                display_path(&index.dir),
-                joined.generation()
-            ));
-            (None, None)
-        }
-        // The scan itself is complete: its report is still printed, the failure is an error of
-        // the run (exit 2), and the index is as it was.
-        Err(e) => {
-            let reason = format!(
-                "index not updated: cannot update index {}: {e:#}",
-                display_path(&index.dir)
-            );
-            crate::messages::error(&format!("{}: {reason}", display_path(&index.dir)));
-            errors.push(InputError {
-                path: index.dir.clone(),
-                line: None,
-                error: reason,
-            });
-            (None, None)
-        }
-    };
-    (Some(Updated { written, errors }), pending)
+    update::reported(cfg, &index.dir, joined.generation(), prepared, errors)
 }

@@ -9,14 +9,20 @@ use anyhow::{bail, Context, Result};
 
 use crate::config::Config;
 use crate::ingest::corpus::Corpus;
-use crate::ingest::worker::StoredSets;
+use crate::ingest::worker::{Engine, StoredSets};
 use crate::input::walk::FileEntry;
-use crate::messages::display_path;
-use crate::stages::against::{Attached, IndexSide, IndexedRef, Joined, Recorded};
+use crate::messages::{display_path, InputError};
+use crate::report::Updated;
+use crate::stages::against::{Attached, Commit, IndexSide, IndexedRef, Joined, Packed, Recorded};
+use crate::stages::files::{Input, Output};
 use crate::stages::plan::{path_from_b64, AgainstPlan};
 
+use super::add::NewDocs;
+use super::dir::IndexDir;
 use super::join::{self, IndexedSets};
 use super::open::{DocRef, Opened};
+use super::segment::write::{Plan, SegmentWriter, Written};
+use super::update::{inherited_dict, reported, update_staged, Prepared};
 
 /// The index, as the staged pipeline reaches it.
 pub struct Staged;
@@ -59,6 +65,7 @@ impl IndexSide for Staged {
         superseded.sort_unstable();
         Ok(Joined {
             identity: index.identity,
+            legacy: index.manifest.is_none(),
             generation: index.generation,
             unchanged: j.unchanged,
             documents: j.documents,
@@ -113,5 +120,53 @@ impl IndexSide for Staged {
 
     fn check(&self, pin: &AgainstPlan) -> Result<()> {
         open_pinned(pin).map(|_| ())
+    }
+
+    fn pack(
+        &self,
+        cfg: &Config,
+        pin: &AgainstPlan,
+        engine: &Engine,
+        (corpus, canon): (&Corpus, &[u32]),
+        out: &Output,
+    ) -> Result<Packed> {
+        let index = open_pinned(pin)?;
+        let new = NewDocs {
+            cfg,
+            engine,
+            corpus,
+            canon,
+        };
+        // The dictionary `scan --update` would inherit: every shard compresses with the same.
+        super::shard::write(&new, inherited_dict(&index), out)
+    }
+
+    fn update(
+        &self,
+        cfg: &Config,
+        pin: &AgainstPlan,
+        recorded: Recorded,
+        (packed, documents): (&[Input<'_>], u64),
+        failed: Vec<InputError>,
+    ) -> (Option<Updated>, Option<Commit>) {
+        let dir = path_from_b64(&pin.dir).unwrap_or_default();
+        let prepared = (|| -> Result<Prepared> {
+            let index = open_pinned(pin)?;
+            let superseded: HashSet<DocRef> =
+                recorded.superseded.into_iter().map(doc_ref).collect();
+            // The shards' documents in shard order, the order `scan` adds them in: one segment.
+            let write = |dir: &IndexDir, plan: Plan| -> Result<Written> {
+                let mut w = SegmentWriter::new(dir, plan)?;
+                for input in packed {
+                    super::shard::copy_into(input, &mut w)?;
+                }
+                w.finish()
+            };
+            let removed = (&superseded, &recorded.walked);
+            update_staged(&index, removed, pin.prune, documents, write, &cfg.messages)
+        })();
+        let (updated, pending) = reported(cfg, &dir, pin.generation, prepared, failed);
+        let commit = pending.map(|p| Box::new(move || p.commit()) as Commit);
+        (updated, commit)
     }
 }

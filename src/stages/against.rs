@@ -11,9 +11,13 @@ use anyhow::Result;
 
 use crate::config::Config;
 use crate::ingest::corpus::Corpus;
-use crate::ingest::worker::StoredSets;
+use crate::ingest::worker::{Engine, StoredSets};
 use crate::input::walk::FileEntry;
+use crate::messages::InputError;
+use crate::report::Updated;
 
+use super::files::{Input, Output};
+use super::lineage::Written;
 use super::plan::AgainstPlan;
 
 /// An indexed document: its segment's place in the manifest, and its row.
@@ -45,7 +49,44 @@ pub trait IndexSide: Sync {
     ) -> Result<Arc<dyn StoredSets>>;
     /// `stage report`: that the index is still the one `stage init` opened.
     fn check(&self, pin: &AgainstPlan) -> Result<()>;
+    /// `stage sign` with `--update`: the shard's documents with text (`corpus`, each holding
+    /// its content's signature at `canon`), read again and packed as the index will hold them,
+    /// into `out`.
+    fn pack(
+        &self,
+        cfg: &Config,
+        pin: &AgainstPlan,
+        engine: &Engine,
+        new: (&Corpus, &[u32]),
+        out: &Output,
+    ) -> Result<Packed>;
+    /// `stage report` with `--update`: the index's next generation, of the `documents` the
+    /// shards packed (their files `packed`, in shard order) less those the run removes, written
+    /// under the index's lock and pending, and what the report says of it (`failed`: the
+    /// documents the shards could not pack), as `scan --update` prepares it.
+    fn update(
+        &self,
+        cfg: &Config,
+        pin: &AgainstPlan,
+        recorded: Recorded,
+        packed: (&[Input<'_>], u64),
+        failed: Vec<InputError>,
+    ) -> (Option<Updated>, Option<Commit>);
 }
+
+/// A shard's documents packed for the index.
+pub struct Packed {
+    /// Its file.
+    pub written: Written,
+    /// The documents it had to pack (those that could not be read again included).
+    pub documents: u64,
+    /// Those that could not be read again, left out as `scan --update` leaves them out.
+    pub failed: Vec<InputError>,
+}
+
+/// A generation written and synced, not yet live: made live by calling it once the report is
+/// delivered; dropped, it removes what it wrote.
+pub type Commit = Box<dyn FnOnce() -> Result<()>>;
 
 /// The walk joined to the index.
 pub struct Joined {
@@ -57,6 +98,9 @@ pub struct Joined {
     pub documents: u64,
     /// The index's identity and the generation opened.
     pub identity: u128,
+    /// True for an index of format 1 (one file, no segments), which a staged run does not
+    /// update.
+    pub legacy: bool,
     pub generation: u64,
     /// What `stage attach` needs of the join.
     pub recorded: Recorded,

@@ -137,7 +137,7 @@ fn doc_ref(seg: i64, row: i64) -> Result<IndexedRef> {
 }
 
 /// The join's side `stage init` recorded: the superseded documents and the walked paths.
-fn read_join(work: &Path, init: &Lineage) -> Result<Recorded> {
+pub(super) fn read_join(work: &Path, init: &Lineage) -> Result<Recorded> {
     let path = index_path(work);
     let input = Input::new(work, path.clone(), init, super::init::PLACE);
     let mut recorded = Recorded::default();

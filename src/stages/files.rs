@@ -43,7 +43,7 @@ const LINEAGE_KEY: &str = "dupfind.lineage";
 
 /// Columns of random values, stored uncompressed (`aux` and `fingerprint` are mostly 0 and
 /// compress).
-const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom"];
+const RANDOM: &[&str] = &["key", "hash_hi", "hash_lo", "signature", "bottom", "blob"];
 
 /// Rows per row group: a reader holds one at a time.
 pub const ROW_GROUP: usize = 64 * 1024;
@@ -476,7 +476,7 @@ fn damaged(path: &Path) -> String {
 }
 
 /// The CRC-32 of the whole of `file`.
-fn crc_of(mut file: File, path: &Path) -> Result<u32> {
+pub(super) fn crc_of(mut file: File, path: &Path) -> Result<u32> {
     use std::io::{Read, Seek};
     file.rewind()
         .with_context(|| format!("reading {}", display_path(path)))?;

@@ -99,8 +99,16 @@ pub fn init(
     // With --against: the inputs the index holds unchanged are not signed (scan does not read
     // them either); the index's side of the run is recorded for the stages that open it.
     let (files, joined) = match &cfg.against {
-        Some(_) => {
+        Some(a) => {
             let mut j = index.join(&cfg, files)?;
+            if a.update && j.legacy {
+                bail!(
+                    "index {} is of format 1, which a staged run does not update: run `dupfind \
+                     index upgrade {}` first",
+                    display_path(&a.dir),
+                    display_path(&a.dir)
+                );
+            }
             (std::mem::take(&mut j.to_read), Some(j))
         }
         None => (files, None),
@@ -169,18 +177,6 @@ fn refuse_unsupported(cfg: &Config) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// `--update`, refused before anything is written: the staged pipeline compares with an index
-/// but does not add to it yet (docs/staged.md says how it will). Says which `scan` does.
-pub fn refuse_update(dir: &Path, prune: bool) -> Result<()> {
-    let prune = if prune { " --prune" } else { "" };
-    bail!(
-        "--update is not supported by the staged pipeline yet (docs/staged.md says how it will \
-         run; --against alone is); run `dupfind scan --against {} --update{prune}` with the \
-         same options and inputs",
-        display_path(dir)
-    )
 }
 
 /// Where each shard's inputs start (and the end last), a file counted as at most `max_size`
@@ -300,6 +296,7 @@ fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
         Int64Builder::new(),
     );
     let mut nanos = Int32Builder::new();
+    let (mut changed_secs, mut changed_nanos) = (Int64Builder::new(), Int32Builder::new());
     let mut dump = BooleanBuilder::new();
     for f in files {
         paths.append_value(f.path.as_os_str().as_bytes());
@@ -313,6 +310,9 @@ fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
         let t = f.modified.map(time_parts);
         secs.append_option(t.map(|t| t.0));
         nanos.append_option(t.map(|t| t.1));
+        let c = f.changed.map(time_parts);
+        changed_secs.append_option(c.map(|c| c.0));
+        changed_nanos.append_option(c.map(|c| c.1));
         dump.append_value(f.dump);
     }
     batch(vec![
@@ -323,6 +323,8 @@ fn inputs_batch(files: &[FileEntry]) -> Result<RecordBatch> {
         ("inode", arc(inode.finish())),
         ("modified_secs", arc(secs.finish())),
         ("modified_nanos", arc(nanos.finish())),
+        ("changed_secs", arc(changed_secs.finish())),
+        ("changed_nanos", arc(changed_nanos.finish())),
         ("dump", arc(dump.finish())),
     ])
 }
@@ -361,6 +363,8 @@ pub fn read_inputs(
         let inode = column::<Int64Array>(&b, "inode").with_context(damaged)?;
         let secs = column::<Int64Array>(&b, "modified_secs").with_context(damaged)?;
         let nanos = column::<Int32Array>(&b, "modified_nanos").with_context(damaged)?;
+        let changed_secs = column::<Int64Array>(&b, "changed_secs").with_context(damaged)?;
+        let changed_nanos = column::<Int32Array>(&b, "changed_nanos").with_context(damaged)?;
         let dump = column::<BooleanArray>(&b, "dump").with_context(damaged)?;
         let path_of = |v: &[u8]| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(v));
         for k in 0..b.num_rows() {
@@ -378,7 +382,9 @@ pub fn read_inputs(
                 modified: (!secs.is_null(k))
                     .then(|| time_from_parts(secs.value(k), nanos.value(k)))
                     .flatten(),
-                changed: None,
+                changed: (!changed_secs.is_null(k))
+                    .then(|| time_from_parts(changed_secs.value(k), changed_nanos.value(k)))
+                    .flatten(),
                 dump: dump.value(k),
                 record: None,
                 deferred: false,

@@ -57,9 +57,6 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
     }
     match cmd {
         StageCommand::Init(args) => {
-            if let (Some(dir), true) = (&args.against, args.update) {
-                init::refuse_update(dir, args.prune)?;
-            }
             let against = args.against.map(|dir| crate::config::IndexUse {
                 dir,
                 update: args.update,
@@ -104,13 +101,16 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
         StageCommand::Status { work, todo } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            status::print(&work, todo.as_deref(), &mut out)?;
+            status::print(&work, todo.as_deref(), index, &mut out)?;
             std::io::Write::flush(&mut out)?;
         }
         StageCommand::Report { work } => {
             crate::interrupt::install();
-            let (report, code, cfg) = report::report(&work, index)?;
-            return crate::deliver::deliver(&report, code, &cfg);
+            let (report, code, cfg, commit) = report::report(&work, index)?;
+            return match commit {
+                Some(commit) => crate::deliver::deliver_then_commit(&report, code, &cfg, commit),
+                None => crate::deliver::deliver(&report, code, &cfg),
+            };
         }
     }
     Ok(ExitCode::Success)
@@ -185,7 +185,8 @@ summaries!(
     group::GroupSummary,
     route::RouteSummary,
     verify::VerifySummary,
-    dataset::DatasetSummary
+    dataset::DatasetSummary,
+    report::Committed
 );
 
 /// Reads the summary of `place` at `path`, checked against the run, the options of `run.json`

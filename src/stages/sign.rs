@@ -61,6 +61,13 @@ pub fn keys_path(work: &Path, shard: u32, part: u32) -> PathBuf {
         .join(format!("shard-{shard:06}.keys-{part:06}.parquet"))
 }
 
+/// With `--update`: the shard's documents packed as the index will hold them
+/// (`index::shard`), for `stage report` to commit.
+pub fn packed_path(work: &Path, shard: u32) -> PathBuf {
+    work.join("sign")
+        .join(format!("shard-{shard:06}.index.parquet"))
+}
+
 /// With `--against`: the indexed documents the shard's documents met (`seg`, `row`).
 pub fn met_path(work: &Path, shard: u32) -> PathBuf {
     work.join("sign")
@@ -139,6 +146,17 @@ pub fn sign(work: &Path, shard: u32, index: &dyn IndexSide) -> Result<()> {
     for written in write_keys(work, &plan, &cfg, &lineage, &keys, id, dest)? {
         lineage.wrote(written);
     }
+    // With --update: the documents read again and packed for the index now, in the shard,
+    // where `scan --update` packs them after its report is made; `stage report` copies them in.
+    let (mut to_index, mut not_indexed) = (None, Vec::new());
+    if let Some(pin) = plan.against.as_ref().filter(|a| a.update) {
+        ingest::keep_record_texts(&cfg, &engine, &corpus, Vec::new)?;
+        let out = Output::new(work, packed_path(work, shard), &lineage, place);
+        let packed = index.pack(&cfg, pin, &engine, (&corpus, &found.canon), &out)?;
+        lineage.wrote(packed.written);
+        to_index = Some(packed.documents);
+        not_indexed = packed.failed.iter().map(ErrorRec::from).collect();
+    }
     let mut errors: Vec<ErrorRec> = signed.summary.errors.iter().map(ErrorRec::from).collect();
     errors.extend(outcomes.errors.iter().map(ErrorRec::from));
     let summary = SignSummary {
@@ -157,6 +175,8 @@ pub fn sign(work: &Path, shard: u32, index: &dyn IndexSide) -> Result<()> {
         kmv: signed.summary.distinct.kept().into_owned(),
         errors,
         keep_seen: signed.summary.keep_seen,
+        to_index,
+        not_indexed,
     };
     files::write_json(&summary_path(work, shard), &summary)
 }

@@ -64,8 +64,35 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
 }
 
 /// Every task of the run in `work`, in the order the stages run.
+/// Every Parquet file a done task wrote is read whole and checked against the CRC-32 its
+/// summary recorded, so that a damaged or lost file marks its producer to run again
+/// (`--todo`, `run-local.sh --resume`) rather than failing each consumer anew. `stage report`
+/// does not (`check`): the stages it follows checked each file they read.
 pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
-    survey_with(work, plan, |tasks, i| lineage_of(work, plan, tasks, i))
+    survey_with(work, plan, |tasks, i| {
+        let lineage = lineage_of(work, plan, tasks, i)?;
+        files_intact(work, &lineage)?;
+        Ok(lineage)
+    })
+}
+
+/// Checks that every file `lineage` lists is in place, with the CRC-32 recorded for it.
+fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
+    for (rel, want) in &lineage.files {
+        let path = work.join(rel);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{rel}, which it wrote, is missing")
+            }
+            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e}"),
+        };
+        let got = format!("{:08x}", super::files::crc_of(file, &path)?);
+        if &got != want {
+            bail!("{rel}, which it wrote, is damaged: its CRC-32 is {got}, {want} when written");
+        }
+    }
+    Ok(())
 }
 
 /// Task `i`'s summary, read for its lineage alone.
@@ -189,7 +216,12 @@ pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>
 
 /// Prints the run's state (`stage status`), or with `todo` the tasks of that stage that are
 /// not done, one index a line.
-pub fn print(work: &Path, todo: Option<&str>, out: &mut impl Write) -> Result<()> {
+pub fn print(
+    work: &Path,
+    todo: Option<&str>,
+    index: &dyn super::against::IndexSide,
+    out: &mut impl Write,
+) -> Result<()> {
     let plan = Plan::read(work)?;
     let tasks = survey(work, &plan);
     if let Some(stage) = todo {
@@ -237,7 +269,37 @@ pub fn print(work: &Path, todo: Option<&str>, out: &mut impl Write) -> Result<()
             }
         }
     }
+    // With --against: whether the index is still the generation the run compares with.
+    let (mut stale, mut reported) = (false, false);
+    if let Some(pin) = &plan.against {
+        match super::report::committed(work, &plan) {
+            Ok(Some(generation)) => {
+                reported = true;
+                writeln!(
+                    out,
+                    "index       updated by this run's report: generation {generation}"
+                )?
+            }
+            _ => match index.check(pin) {
+                Ok(()) => writeln!(out, "index       generation {}, as at init", pin.generation)?,
+                Err(e) => {
+                    stale = true;
+                    writeln!(out, "index       stale: {e:#}")?;
+                }
+            },
+        }
+    }
     match next {
+        _ if reported => writeln!(
+            out,
+            "the report was delivered and its documents added to the index: a new run \
+             (`dupfind stage init` in an empty directory) reports again"
+        )?,
+        _ if stale => writeln!(
+            out,
+            "next: start a new run (`dupfind stage init` in an empty directory): the index \
+             changed since this one's init"
+        )?,
         Some(cmd) => writeln!(
             out,
             "next: {cmd} --work {} (or contrib/staged/run-local.sh --resume --work {})",

@@ -128,6 +128,14 @@ pub struct SignSummary {
     /// What it saw of the `--keep-by` field.
     #[serde(default)]
     pub keep_seen: crate::ingest::KeepSeen,
+    /// With `--update`: the documents it packed for the index
+    /// (`sign/shard-I.index.parquet`), those that could not be read again included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_index: Option<u64>,
+    /// With `--update`: the documents that could not be read again to be packed, left out of
+    /// the index (the report lists them after every other error, as `scan`'s does).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_indexed: Vec<ErrorRec>,
 }
 
 impl SignSummary {

@@ -213,3 +213,53 @@ fn a_copy_too_large_to_read_again_as_a_set_is_an_error_said_on_stderr() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.json()["stats"]["exact_groups"], 1);
 }
+
+/// The binary's relative relocations are packed (DT_RELR, build.rs) where glibc loads them: as
+/// RELA entries they were a megabyte that the loader reads at every start, counted in the peak
+/// RSS of every scan.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[test]
+fn the_binary_packs_its_relative_relocations() {
+    let glibc = std::process::Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&glibc.stdout);
+    let mut parts = version.trim().trim_start_matches("glibc ").split('.');
+    let (major, minor): (u32, u32) = (
+        parts.next().unwrap().parse().unwrap(),
+        parts.next().unwrap().parse().unwrap(),
+    );
+    if (major, minor) < (2, 36) {
+        return; // build.rs asks for them from glibc 2.36 on
+    }
+    let elf = std::fs::read(super::util::bin()).unwrap();
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+    // ELF64 header: program headers' offset, entry size and count; PT_DYNAMIC is type 2.
+    let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+    let dynamic = (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .find(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().unwrap()) == 2)
+        .expect("a dynamic section");
+    let (offset, size) = (
+        u64_at(dynamic + 0x08) as usize,
+        u64_at(dynamic + 0x20) as usize,
+    );
+    let tags: Vec<(u64, u64)> = (offset..offset + size)
+        .step_by(16)
+        .map(|at| (u64_at(at), u64_at(at + 8)))
+        .take_while(|&(tag, _)| tag != 0)
+        .collect();
+    const DT_RELASZ: u64 = 8;
+    const DT_RELR: u64 = 36;
+    assert!(
+        tags.iter().any(|&(t, _)| t == DT_RELR),
+        "no DT_RELR: {tags:x?}"
+    );
+    let rela = tags
+        .iter()
+        .find(|&&(t, _)| t == DT_RELASZ)
+        .map_or(0, |&(_, v)| v);
+    assert!(rela < 64 << 10, "{rela} bytes of RELA relocations");
+}

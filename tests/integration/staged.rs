@@ -11,6 +11,20 @@ use super::util::{edit, text, Run, TestDir};
 /// with work directory `work` (beside the scanned tree `c`, so that a scan of it never reads a
 /// work directory); returns the report stage's run.
 pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&str]) -> Run {
+    let said = stages_before_report(t, work, (shards, parts), args);
+    let mut report = t.run(&["stage", "report", "--work", work]);
+    report.stderr = said + &report.stderr;
+    report
+}
+
+/// Runs `stage init` with `args` and every stage after it but the report, as [`staged`] does;
+/// returns what they said on stderr, in order.
+pub(super) fn stages_before_report(
+    t: &TestDir,
+    work: &str,
+    (shards, parts): (u32, u32),
+    args: &[&str],
+) -> String {
     let (s, p) = (shards.to_string(), parts.to_string());
     let init = [
         &[
@@ -43,9 +57,23 @@ pub(super) fn staged(t: &TestDir, work: &str, shards: u32, parts: u32, args: &[&
     said += &r.stderr;
     each(&mut said, "route", "--shard", shards);
     each(&mut said, "verify", "--part", parts);
-    let mut report = t.run(&["stage", "report", "--work", work]);
-    report.stderr = said + &report.stderr;
-    report
+    said
+}
+
+/// Asserts that the staged run `r` printed on stdout and stderr what `scan` did, and exited as
+/// it did; `at` names the run.
+pub(super) fn assert_same_run(scan: &Run, r: &Run, at: &str) {
+    assert_eq!(r.code(), scan.code(), "{at}: {}", r.stderr);
+    assert!(
+        r.stdout == scan.stdout,
+        "{at}: the report differs from scan's\n{}",
+        first_difference(&scan.stdout, &r.stdout)
+    );
+    assert!(
+        r.stderr == scan.stderr,
+        "{at}: the stages' stderr differs from scan's\n{}",
+        first_difference(&scan.stderr, &r.stderr)
+    );
 }
 
 /// Asserts that the staged pipeline at each (shards, parts) prints what `scan` prints with

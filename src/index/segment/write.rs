@@ -271,6 +271,19 @@ impl<'a> SegmentWriter<'a> {
         Ok(())
     }
 
+    /// Adds a dictionary blobs may name (a staged run's shards each bring theirs), unless the
+    /// segment holds the same one already; returns its number in the segment.
+    pub fn add_dict(&mut self, dict: Vec<u8>) -> Result<u16> {
+        if let Some(at) = self.plan.dicts.iter().position(|d| *d == dict) {
+            return Ok(at as u16);
+        }
+        if self.plan.dicts.len() + 1 >= usize::from(super::layout::NO_DICT) {
+            bail!("too many dictionaries for one segment");
+        }
+        self.plan.dicts.push(dict);
+        Ok((self.plan.dicts.len() - 1) as u16)
+    }
+
     /// Sorts each table's keys held in memory and appends them to the runs file as one run.
     fn spill_keys(&mut self) -> std::io::Result<()> {
         if self.runs.is_none() {
