@@ -101,21 +101,6 @@ pub(super) fn assert_same_as_scan(t: &TestDir, args: &[&str], layouts: &[(u32, u
     }
 }
 
-/// Asserts that the staged run `r` printed what `scan` printed, and exited as it did.
-pub(super) fn assert_same_run(scan: &Run, r: &Run, what: &str) {
-    assert_eq!(r.code(), scan.code(), "{what}: {}", r.stderr);
-    assert!(
-        r.stdout == scan.stdout,
-        "{what}: the report differs from scan's\n{}",
-        first_difference(&scan.stdout, &r.stdout)
-    );
-    assert!(
-        r.stderr == scan.stderr,
-        "{what}: the stages' stderr differs from scan's\n{}",
-        first_difference(&scan.stderr, &r.stderr)
-    );
-}
-
 pub(super) fn first_difference(a: &str, b: &str) -> String {
     let at = a.lines().zip(b.lines()).position(|(x, y)| x != y);
     match at {
