@@ -145,7 +145,7 @@ pub fn exists(path: &Path) -> Result<bool> {
 /// fetched whole, once (one GET), into an unnamed temporary file in `TMPDIR`: its CRC-32 and
 /// its pages are then read from that one version of it, which a task writing it again cannot
 /// change midway, and a file read twice (its check, then its row groups) costs one request.
-fn open_work_file(path: &Path) -> Result<Option<File>> {
+pub(super) fn open_work_file(path: &Path) -> Result<Option<File>> {
     if !crate::store::is_url(path) {
         return match File::open(path) {
             Ok(f) => Ok(Some(f)),

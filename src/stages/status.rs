@@ -80,12 +80,12 @@ pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
 fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
     for (rel, want) in &lineage.files {
         let path = work.join(rel);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!("{rel}, which it wrote, is missing")
-            }
-            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e}"),
+        // On a store, the whole file is fetched (one GET): a store's own checksums are not
+        // the CRC-32 the summary records.
+        let file = match super::files::open_work_file(&path) {
+            Ok(Some(f)) => f,
+            Ok(None) => bail!("{rel}, which it wrote, is missing"),
+            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e:#}"),
         };
         let got = format!("{:08x}", super::files::crc_of(file, &path)?);
         if &got != want {
