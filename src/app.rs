@@ -47,7 +47,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interrupt::install();
             run_scan(Config::for_scan(*cmd)?)
         }
-        Command::Stage(cmd) => crate::stages::run(cmd, &crate::index::staged::Staged),
+        Command::Stage(cmd) => {
+            let code = crate::stages::run(cmd, &crate::index::staged::Staged);
+            if let Some(note) = crate::store::stats_note() {
+                eprintln!("dupfind: {note}");
+            }
+            code
+        }
         Command::Index(cli::IndexCommand::Build(args)) => {
             interrupt::install();
             run_scan(Config::for_build(*args)?)
@@ -75,6 +81,13 @@ fn run_act(action: crate::act::Action, args: cli::ActArgs) -> Result<ExitCode> {
 fn run_index(cmd: cli::IndexCommand) -> Result<ExitCode> {
     use crate::index::{compact, info, prune, upgrade};
     use anyhow::Context;
+    if let cli::IndexCommand::Info { index }
+    | cli::IndexCommand::Compact { index }
+    | cli::IndexCommand::Prune { index }
+    | cli::IndexCommand::Upgrade { index } = &cmd
+    {
+        crate::store::refuse_url(index, "index", crate::store::INDEX_IS_LOCAL)?;
+    }
     let (dir, value) = match cmd {
         cli::IndexCommand::Build(_) => unreachable!("index build is a scan"),
         cli::IndexCommand::Info { index } => {

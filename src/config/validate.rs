@@ -357,8 +357,7 @@ fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Resul
     crate::store::refuse_url(
         index,
         &format!("{what}'s index"),
-        "an index is committed by an atomic rename under a lock, which object stores do not \
-         offer",
+        crate::store::INDEX_IS_LOCAL,
     )?;
     if let Some(url) = walk
         .roots

@@ -135,14 +135,7 @@ impl Rules {
         msgs: &Messages,
         errors: &mut Vec<InputError>,
     ) -> Rules {
-        let mut rules = Rules {
-            hidden: opts.hidden,
-            ignore: !opts.no_ignore,
-            levels: Vec::new(),
-            above: 0,
-            limit: opts.max_memory.map_or(u64::MAX, |m| m / 2),
-            scratch: OsString::new(),
-        };
+        let mut rules = Rules::new(opts);
         if !rules.ignore || !is_dir {
             return rules;
         }
@@ -157,6 +150,20 @@ impl Rules {
         rules.above = rules.levels.len();
         rules.enter(root, 0, msgs, errors);
         rules
+    }
+
+    /// The rules before any level is read: a URL root's (`walk_url`), whose parents' ignore
+    /// files are not read (a prefix's parents are not listed); [`Rules::enter_listed`] enters
+    /// the root and each directory of its keys.
+    pub(super) fn new(opts: &WalkOptions) -> Rules {
+        Rules {
+            hidden: opts.hidden,
+            ignore: !opts.no_ignore,
+            levels: Vec::new(),
+            above: 0,
+            limit: opts.max_memory.map_or(u64::MAX, |m| m / 2),
+            scratch: OsString::new(),
+        }
     }
 
     /// Enters the directory `dir`, `depth` levels below the root: its ignore files apply to
@@ -205,7 +212,9 @@ impl Rules {
             Some((gi, cost))
         };
         let git_dir = dir.join(".git");
-        let git_meta = (present.git_dir)
+        // A prefix's listing says whether it holds a `.git`, and never a worktree's file.
+        let url = crate::store::is_url(dir);
+        let git_meta = (present.git_dir && !url)
             .then(|| std::fs::metadata(&git_dir).ok())
             .flatten();
         let dot = (present.ignore)
@@ -214,14 +223,18 @@ impl Rules {
         let git = (present.gitignore)
             .then(|| load(&dir.join(".gitignore")))
             .flatten();
-        let exclude = git_meta.as_ref().and_then(|meta| {
-            let common = if meta.is_file() {
-                common_dir(dir, &git_dir)?
-            } else {
-                git_dir
-            };
-            load(&common.join("info").join("exclude"))
-        });
+        let exclude = match &git_meta {
+            _ if url && present.git_dir => load(&git_dir.join("info").join("exclude")),
+            Some(meta) => {
+                let common = if meta.is_file() {
+                    common_dir(dir, &git_dir)
+                } else {
+                    Some(git_dir)
+                };
+                common.and_then(|c| load(&c.join("info").join("exclude")))
+            }
+            None => None,
+        };
         let cost = [&dot, &git, &exclude]
             .iter()
             .flat_map(|f| f.as_ref())
@@ -231,7 +244,7 @@ impl Rules {
             dot: dot.map(|f| f.0),
             git: git.map(|f| f.0),
             exclude: exclude.map(|f| f.0),
-            has_git: git_meta.is_some(),
+            has_git: git_meta.is_some() || (url && present.git_dir),
             above: None,
             cost,
         }
@@ -324,6 +337,9 @@ fn common_dir(dir: &Path, git_file: &Path) -> Option<PathBuf> {
 /// [`MAX_IGNORE_FILE`] bytes. `None` when there is no such file.
 fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::ErrorKind;
+    if crate::store::is_url(path) {
+        return read_object_bounded(path);
+    }
     let file = match crate::input::read::open_nonblocking(path) {
         Ok(f) => f,
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -351,6 +367,34 @@ fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     file.take(MAX_IGNORE_FILE).read_to_end(&mut bytes)?;
     Ok(Some(bytes))
+}
+
+/// [`read_bounded`] for an object of a store: one GET, refused past [`MAX_IGNORE_FILE`] bytes.
+fn read_object_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    struct Bounded(Vec<u8>);
+    impl std::io::Write for Bounded {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() + buf.len() > MAX_IGNORE_FILE as usize {
+                return Err(std::io::Error::other(format!(
+                    "an ignore file over {MAX_IGNORE_FILE} bytes"
+                )));
+            }
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let url = path
+        .to_str()
+        .ok_or_else(|| std::io::Error::other("a URL must be UTF-8"))?;
+    let mut out = Bounded(Vec::new());
+    match crate::store::download(url, &mut out) {
+        Ok(Some(_)) => Ok(Some(out.0)),
+        Ok(None) => Ok(None),
+        Err(e) => Err(std::io::Error::other(e)),
+    }
 }
 
 /// The patterns of the ignore file `path`, if it exists and has any, with what their matcher

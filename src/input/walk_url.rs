@@ -1,14 +1,18 @@
 //! A URL root walked: its prefix listed (`crate::store::list`), each key taken apart into the
 //! directories above it, and the same filters as a directory's walk applied to the path below
 //! the root: `--exclude` (on the file and every directory above it), hidden names, `--include`,
-//! `-e`, `--max-depth` and the size limits. Ignore files are not read below a URL root (a
-//! listing has no directories to find them in as it goes); `--exclude` does their work.
+//! `-e`, `--max-depth` and the size limits, and the ignore files below the root (`.ignore`,
+//! `.gitignore` and `.git/info/exclude` inside a repository: a prefix holding `.git/`), read
+//! where the listing shows them and judged as on disk (`walk_rules`); a root's parents are not
+//! listed, so their ignore files are not read.
 //!
 //! An object is one document (or one dump); it has no inode, so no aliases, and its size and
 //! time come from the listing. Its path is its URL: the root's, joined with the key below it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::walk_rules::{Present, Rules, Verdict};
 use crate::input::walk::{FileEntry, WalkOptions, Walked};
 use crate::input::walker::has_extension;
 use crate::messages::{display_path, InputError, Messages};
@@ -27,25 +31,161 @@ pub(super) fn walk_url(root: &Path, opts: &WalkOptions, msgs: &Messages, out: &m
         }
         Err(reason) => return root_error(root, reason, msgs, out),
     };
-    let mut hidden_dirs: Vec<&str> = Vec::new();
+    // A staged run's work directory below the root is never an input, as on disk.
+    let skipped: Vec<String> = (opts.skip_dirs.iter())
+        .filter(|d| crate::store::is_url(d))
+        .map(|d| format!("{}/", d.to_string_lossy().trim_end_matches('/')))
+        .collect();
+    let mut tree = Tree {
+        url,
+        rules: Rules::new(opts),
+        present: presence(&listed),
+        entered: Vec::new(),
+        dropped: None,
+        errors: Vec::new(),
+    };
+    tree.rules
+        .enter_listed(root, 0, tree.present_in(""), msgs, &mut tree.errors);
     for l in &listed {
-        let below = Path::new(&l.below);
-        match judge(opts, below) {
+        if !skipped.is_empty() {
+            let url = join(url, &l.below);
+            let url = url.to_string_lossy();
+            if skipped.iter().any(|s| url.starts_with(s.as_str())) {
+                continue;
+            }
+        }
+        match tree.judge(opts, &l.below, msgs) {
             Judged::Keep => {}
             Judged::Left => continue,
-            Judged::Hidden(top) => {
-                // A hidden directory counts once, as the walk of a disk counts it.
-                let top = &l.below[..top];
-                if hidden_dirs.last() != Some(&top) {
-                    hidden_dirs.push(top);
-                    out.skipped.hidden += 1;
-                }
+            Judged::Hidden => {
+                out.skipped.hidden += 1;
+                continue;
+            }
+            Judged::Ignored => {
+                out.skipped.ignored += 1;
                 continue;
             }
         }
         out.files_seen += 1;
         let path = join(url, &l.below);
         admit(path, l, opts, msgs, out);
+    }
+    out.errors.append(&mut tree.errors);
+}
+
+/// Which ignore files (and `.git`) each directory below the root holds, from the listing: the
+/// rules open only those.
+fn presence(listed: &[Listed]) -> HashMap<&str, Present> {
+    let mut present: HashMap<&str, Present> = HashMap::new();
+    for l in listed {
+        let key = l.below.as_str();
+        let mut dir_end = 0;
+        for (start, name) in components(key) {
+            let dir = &key[..dir_end];
+            let last = start + name.len() == key.len();
+            let entry = || Present::of(std::iter::empty());
+            if name.eq_ignore_ascii_case(".git") {
+                present.entry(dir).or_insert_with(entry).git_dir = true;
+                break;
+            }
+            if last && name.eq_ignore_ascii_case(".ignore") {
+                present.entry(dir).or_insert_with(entry).ignore = true;
+            }
+            if last && name.eq_ignore_ascii_case(".gitignore") {
+                present.entry(dir).or_insert_with(entry).gitignore = true;
+            }
+            dir_end = start + name.len();
+        }
+    }
+    present
+}
+
+/// The `/`-separated names of `key`, each with the byte it starts at.
+fn components(key: &str) -> impl Iterator<Item = (usize, &str)> {
+    key.split('/')
+        .scan(0, |at, name| {
+            let start = *at;
+            *at += name.len() + 1;
+            Some((start, name))
+        })
+        .filter(|(_, name)| !name.is_empty())
+}
+
+/// Where the walk of a listing stands. Keys come in order, so the keys below a directory come
+/// together: a directory is judged and entered (its ignore files read) once, at its first key,
+/// and a directory left out takes the keys below it along, counted once, as a disk's walk does.
+struct Tree<'a> {
+    url: &'a str,
+    rules: Rules,
+    present: HashMap<&'a str, Present>,
+    /// The directories entered, by depth (1 first), as paths below the root.
+    entered: Vec<&'a str>,
+    /// The last directory judged hidden or ignored.
+    dropped: Option<&'a str>,
+    errors: Vec<InputError>,
+}
+
+impl<'a> Tree<'a> {
+    fn present_in(&self, dir: &str) -> Present {
+        (self.present.get(dir).copied()).unwrap_or_else(|| Present::of(std::iter::empty()))
+    }
+
+    /// Judges the key `below` and every directory above it that was not judged before.
+    fn judge(&mut self, opts: &WalkOptions, below: &'a str, msgs: &Messages) -> Judged {
+        if let Some(d) = self.dropped {
+            if below.strip_prefix(d).is_some_and(|r| r.starts_with('/')) {
+                return Judged::Left;
+            }
+        }
+        let depth = components(below).count();
+        for (i, (start, name)) in components(below).enumerate() {
+            // The entry at this depth: past --max-depth it is never seen, as walkdir never
+            // yields it.
+            if opts.max_depth.is_some_and(|max| i + 1 > max) {
+                return Judged::Left;
+            }
+            let upto = &below[..start + name.len()];
+            let is_dir = i + 1 < depth;
+            if is_dir && self.entered.get(i) == Some(&upto) {
+                continue;
+            }
+            if opts.exclude.as_ref().is_some_and(|x| x.is_match(upto)) {
+                return Judged::Left;
+            }
+            let verdict = self.rules.judge(Path::new(upto), i + 1, is_dir);
+            if verdict != Verdict::Keep {
+                self.dropped = is_dir.then_some(upto);
+                return match verdict {
+                    Verdict::Hidden => Judged::Hidden,
+                    _ => Judged::Ignored,
+                };
+            }
+            if is_dir {
+                self.entered.truncate(i);
+                self.entered.push(upto);
+                // A directory at the maximum depth is not entered: its ignore files would
+                // judge nothing.
+                if opts.max_depth.is_none_or(|max| i + 1 < max) {
+                    let dir = join(self.url, upto);
+                    let present = self.present_in(upto);
+                    (self.rules).enter_listed(&dir, i + 1, present, msgs, &mut self.errors);
+                }
+            }
+        }
+        let below = Path::new(below);
+        if let Some(include) = &opts.include {
+            let included = depth == 0
+                || below
+                    .ancestors()
+                    .any(|a| !a.as_os_str().is_empty() && include.is_match(a));
+            if !included {
+                return Judged::Left;
+            }
+        }
+        if depth > 0 && !has_extension(&opts.extensions, below) {
+            return Judged::Left;
+        }
+        Judged::Keep
     }
 }
 
@@ -62,42 +202,10 @@ enum Judged {
     Keep,
     /// Excluded, not included, past the depth or without the extension: not counted.
     Left,
-    /// Hidden, at the component ending at this byte of the key below the root.
-    Hidden(usize),
-}
-
-fn judge(opts: &WalkOptions, below: &Path) -> Judged {
-    let depth = below.components().count();
-    let bytes = below.as_os_str().as_encoded_bytes();
-    let mut end = 0;
-    for (i, c) in below.components().enumerate() {
-        // The entry at this depth: past --max-depth it is never seen, as walkdir never yields it.
-        if opts.max_depth.is_some_and(|max| i + 1 > max) {
-            return Judged::Left;
-        }
-        let name = c.as_os_str().as_encoded_bytes();
-        end += name.len() + usize::from(i > 0);
-        let upto = Path::new(std::str::from_utf8(&bytes[..end]).unwrap_or(""));
-        if opts.exclude.as_ref().is_some_and(|x| x.is_match(upto)) {
-            return Judged::Left;
-        }
-        if name == b".git" || (!opts.hidden && name.first() == Some(&b'.')) {
-            return Judged::Hidden(end);
-        }
-    }
-    if let Some(include) = &opts.include {
-        let included = depth == 0
-            || below
-                .ancestors()
-                .any(|a| !a.as_os_str().is_empty() && include.is_match(a));
-        if !included {
-            return Judged::Left;
-        }
-    }
-    if depth > 0 && !has_extension(&opts.extensions, below) {
-        return Judged::Left;
-    }
-    Judged::Keep
+    /// Hidden: a name starting with '.' (without `--hidden`), or `.git`.
+    Hidden,
+    /// Matched by an ignore file.
+    Ignored,
 }
 
 /// An object within the size limits becomes an entry.

@@ -80,12 +80,12 @@ pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
 fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
     for (rel, want) in &lineage.files {
         let path = work.join(rel);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!("{rel}, which it wrote, is missing")
-            }
-            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e}"),
+        // On a store, the whole file is fetched (one GET): a store's own checksums are not
+        // the CRC-32 the summary records.
+        let file = match super::files::open_work_file(&path) {
+            Ok(Some(f)) => f,
+            Ok(None) => bail!("{rel}, which it wrote, is missing"),
+            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e:#}"),
         };
         let got = format!("{:08x}", super::files::crc_of(file, &path)?);
         if &got != want {
@@ -141,7 +141,9 @@ fn state_of(
 ) -> State {
     let lineage = match read {
         Ok(l) => l,
-        Err(_) if !path.exists() => return State::Missing(tasks.missing(plan, i)),
+        Err(_) if !super::files::exists(path).unwrap_or(true) => {
+            return State::Missing(tasks.missing(plan, i))
+        }
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
     let consumed = &lineage.consumed;

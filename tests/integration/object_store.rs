@@ -318,6 +318,28 @@ fn an_index_refuses_urls_and_says_why() {
     let r = t.run(&["index", "build", "--index", "idx", "s3://bkt/corpus/"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
+    // Every command that opens an index, and a staged run against one.
+    for cmd in ["info", "compact", "prune", "upgrade"] {
+        let r = t.run(&["index", cmd, "--index", "s3://bkt/index"]);
+        assert_eq!(r.code(), 2, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "index s3://bkt/index: must be a local directory, not a URL: an index is \
+                 committed by an atomic rename under a lock"
+            ),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    let init = ["stage", "init", "--work", "w", "--against"];
+    let r = t.run(&[&init[..], &["s3://bkt/index", "."]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("atomic rename"), "{}", r.stderr);
+    assert!(!t.join("w").exists());
+    t.mkdir("idx");
+    let r = t.run(&[&init[..], &["idx", "s3://bkt/corpus/"]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
 }
 
 #[test]
@@ -381,6 +403,74 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("s3://out/r2/report.json"), "{}", r.stderr);
     assert_eq!(s3.keys("out", "r2/"), Vec::<String>::new());
+}
+
+#[test]
+fn reclaimable_bytes_count_every_duplicate_object() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    let (a, b) = (text(9401, 300), text(9402, 500));
+    t.write("c/a.txt", &a)
+        .write("c/copy-of-a.txt", &a)
+        .write("c/b.txt", &b)
+        .write("c/copy-of-b.txt", &b);
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("c"), "bkt/c/");
+    let r = scan(&s3, &t, &s3.endpoint(), &["scan", "s3://bkt/c/"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // Objects have no inode to share: each duplicate frees its own bytes.
+    let freed = (a.len() + b.len()) as u64;
+    assert_eq!(r.json()["stats"]["reclaimable_bytes"], freed);
+}
+
+#[test]
+fn ignore_files_below_a_url_root_are_read_as_on_disk() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    let a = text(9501, 300);
+    t.write("tree/.ignore", "skipped/\n*.log\n!keep.log\n")
+        .write("tree/a.txt", &a)
+        .write("tree/skipped/a-copy.txt", &a)
+        .write("tree/x.log", &a)
+        .write("tree/keep.log", &a)
+        .write("tree/repo/.gitignore", "build/\n")
+        .write("tree/repo/.git/info/exclude", "*.tmp\n")
+        .write("tree/repo/.git/HEAD", "ref: refs/heads/main\n")
+        .write("tree/repo/build/out.txt", &a)
+        .write("tree/repo/b.tmp", &a)
+        .write("tree/repo/src/a2.txt", edit(&a, &[5]))
+        .write("tree/plain/.gitignore", "*.txt\n")
+        .write("tree/plain/a3.txt", &a)
+        .write("tree/.hidden/a4.txt", &a);
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("tree"), "bkt/tree/");
+    let end = s3.endpoint();
+    for flags in [&[][..], &["--no-ignore"], &["--hidden"]] {
+        let disk = t.run(&[&["scan", "tree"][..], flags].concat());
+        assert_eq!(disk.code(), 0, "{}", disk.stderr);
+        let args = [&["scan", "s3://bkt/tree/"][..], flags].concat();
+        let remote = scan(&s3, &t, &end, &args);
+        assert_eq!(remote.code(), 0, "{}", remote.stderr);
+        let report = remote.json();
+        assert_eq!(
+            local_clusters(&report, "bkt"),
+            cluster_paths(&disk.json()),
+            "{flags:?}"
+        );
+        assert_eq!(stats(&report), stats(&disk.json()), "{flags:?}");
+    }
+    // The ignore files did their work: a .gitignore outside a repository does not.
+    let report = scan(&s3, &t, &end, &["scan", "s3://bkt/tree/"]).json();
+    assert_eq!(report["stats"]["skipped"]["ignored"], 4);
+    assert_eq!(
+        local_clusters(&report, "bkt"),
+        [[
+            "tree/a.txt",
+            "tree/keep.log",
+            "tree/plain/a3.txt",
+            "tree/repo/src/a2.txt"
+        ]]
+    );
 }
 
 #[test]

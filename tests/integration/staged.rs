@@ -386,6 +386,11 @@ fn staged_paths_equal_scan_and_only_scan_takes_o() {
 
 /// Runs contrib/staged/run-local.sh in `t` with `args`.
 pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
+    super::util::run_command(local_driver_command(t, args))
+}
+
+/// contrib/staged/run-local.sh in `t` with `args`, to run.
+pub(super) fn local_driver_command(t: &TestDir, args: &[&str]) -> std::process::Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&script)
@@ -394,7 +399,7 @@ pub(super) fn local_driver(t: &TestDir, args: &[&str]) -> Run {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    super::util::run_command(cmd)
+    cmd
 }
 
 #[test]
