@@ -41,7 +41,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             write_stdout(&out)
         }
         Command::Scan(cmd) => run_scan(Config::for_scan(*cmd)?),
-        Command::Stage(cmd) => crate::stages::run(cmd, &crate::index::staged::Staged),
+        Command::Stage(cmd) => {
+            let code = crate::stages::run(cmd, &crate::index::staged::Staged);
+            if let Some(note) = crate::store::stats_note() {
+                eprintln!("dupfind: {note}");
+            }
+            code
+        }
         Command::Index(cli::IndexCommand::Build(args)) => run_scan(Config::for_build(*args)?),
         Command::Index(cmd) => run_index(cmd),
         Command::Remove(args) => run_act(crate::act::Action::Remove, args),
@@ -66,6 +72,13 @@ fn run_act(action: crate::act::Action, args: cli::ActArgs) -> Result<ExitCode> {
 fn run_index(cmd: cli::IndexCommand) -> Result<ExitCode> {
     use crate::index::{compact, info, prune, upgrade};
     use anyhow::Context;
+    if let cli::IndexCommand::Info { index }
+    | cli::IndexCommand::Compact { index }
+    | cli::IndexCommand::Prune { index }
+    | cli::IndexCommand::Upgrade { index } = &cmd
+    {
+        crate::store::refuse_url(index, "index", crate::store::INDEX_IS_LOCAL)?;
+    }
     let (dir, value) = match cmd {
         cli::IndexCommand::Build(_) => unreachable!("index build is a scan"),
         cli::IndexCommand::Info { index } => {

@@ -2,6 +2,11 @@
 //! rename over any older one, fsync of the directory, so that a reader (or a run killed at any
 //! moment) sees the old file or the new one, never half of one. The staged pipeline's work
 //! files, the dataset's parts and the report's `-o FILE` are written so.
+//!
+//! A URL (`s3://…`, `crate::store`) has no rename: the content goes to an unnamed temporary
+//! file in `TMPDIR` (gone with the process, however it ends), and only [`Pending::commit`] sends
+//! it, whole, to its key: one PUT, or a multipart upload that only its completion makes visible
+//! (`crate::store::upload`). A reader of the store sees the old object or the new one as well.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,22 +17,31 @@ use crate::messages::display_path;
 
 /// A file being written under a temporary name, made visible by [`Pending::commit`].
 pub(crate) struct Pending {
-    temp: tempfile::NamedTempFile,
+    temp: Temp,
     path: PathBuf,
+}
+
+enum Temp {
+    /// Beside its destination, renamed into place.
+    Named(tempfile::NamedTempFile),
+    /// In `TMPDIR`, sent to the URL.
+    Unnamed(File),
 }
 
 impl Pending {
     pub(crate) fn new(path: &Path) -> Result<Pending> {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
-        // 0666 less the umask, as for any new file (tempfile's default is 0600).
-        let temp = tempfile::Builder::new()
-            .prefix(".dupfind-")
-            .suffix(".tmp")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)
-            .with_context(|| format!("creating a file in {}", display_path(dir)))?;
+        let temp = if crate::store::is_url(path) {
+            let file = tempfile::tempfile().with_context(|| {
+                format!(
+                    "creating a temporary file in {} for {}",
+                    display_path(&std::env::temp_dir()),
+                    display_path(path)
+                )
+            })?;
+            Temp::Unnamed(file)
+        } else {
+            Temp::Named(named_beside(path)?)
+        };
         Ok(Pending {
             temp,
             path: path.to_path_buf(),
@@ -40,17 +54,28 @@ impl Pending {
     }
 
     pub(crate) fn file(&self) -> &File {
-        self.temp.as_file()
+        match &self.temp {
+            Temp::Named(t) => t.as_file(),
+            Temp::Unnamed(f) => f,
+        }
     }
 
     /// Makes the file durable under its name: fsync, rename over any older one, fsync the
-    /// directory (the rename is the commit point).
+    /// directory (the rename is the commit point); for a URL, the upload's end is.
     pub(crate) fn commit(self) -> Result<()> {
         let what = || format!("writing {}", display_path(&self.path));
-        self.temp.as_file().sync_all().with_context(what)?;
-        let path = self.path.clone();
-        self.temp
-            .persist(&path)
+        let temp = match self.temp {
+            Temp::Unnamed(mut file) => {
+                std::io::Seek::rewind(&mut file).with_context(what)?;
+                return crate::store::upload(&mut file, &self.path.to_string_lossy())
+                    .map_err(anyhow::Error::msg)
+                    .with_context(what);
+            }
+            Temp::Named(temp) => temp,
+        };
+        temp.as_file().sync_all().with_context(what)?;
+        let path = self.path;
+        temp.persist(&path)
             .map_err(|e| e.error)
             .with_context(|| format!("renaming into {}", display_path(&path)))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
@@ -58,4 +83,18 @@ impl Pending {
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing the directory of {}", display_path(&path)))
     }
+}
+
+/// A fresh temporary file in `path`'s directory (made if missing).
+fn named_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
+    // 0666 less the umask, as for any new file (tempfile's default is 0600).
+    tempfile::Builder::new()
+        .prefix(".dupfind-")
+        .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", display_path(dir)))
 }

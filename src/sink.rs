@@ -55,8 +55,6 @@ struct Target {
     path: PathBuf,
     /// A FIFO or device: written directly, not replaced.
     direct: bool,
-    /// A URL: written to a temporary file, then sent whole (`crate::store::upload`).
-    url: bool,
 }
 
 impl Sink {
@@ -143,37 +141,15 @@ impl Sink {
                 out.flush()?;
                 Ok(())
             }
-            Some(t) if t.url => t.upload(write, keep),
             Some(t) => t.replace(write, keep),
         }
     }
 }
 
 impl Target {
-    /// Writes the report to a temporary file, then sends it whole to the URL: the object
-    /// appears when complete, or not at all (an interrupt, an error).
-    fn upload(
-        &self,
-        write: impl FnOnce(&mut dyn Write) -> Result<()>,
-        keep: impl FnOnce() -> bool,
-    ) -> Result<()> {
-        let what = || format!("writing the report to {}", display_path(&self.given));
-        let mut file = tempfile::tempfile().with_context(what)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut file);
-        write(&mut out).with_context(what)?;
-        out.flush().with_context(what)?;
-        drop(out);
-        if !keep() {
-            return Ok(());
-        }
-        std::io::Seek::rewind(&mut file).with_context(what)?;
-        crate::store::upload(&mut file, &self.path.to_string_lossy())
-            .map_err(anyhow::Error::msg)
-            .with_context(what)
-    }
-
-    /// Writes a new file beside the target and renames it over the target
-    /// ([`crate::atomic::Pending`], as the work files and the dataset's parts are written).
+    /// Writes a new file beside the target and renames it over the target, or sends it whole
+    /// to a URL ([`crate::atomic::Pending`], as the work files and the dataset's parts are
+    /// written).
     fn replace(
         &self,
         write: impl FnOnce(&mut dyn Write) -> Result<()>,
@@ -210,7 +186,6 @@ fn target(given: &Path) -> Result<(Target, Option<Own>)> {
             given: given.to_path_buf(),
             path: given.to_path_buf(),
             direct: false,
-            url: true,
         };
         return Ok((target, None));
     }
@@ -221,7 +196,6 @@ fn target(given: &Path) -> Result<(Target, Option<Own>)> {
                 given: given.to_path_buf(),
                 path: given.to_path_buf(),
                 direct: true,
-                url: false,
             },
             None,
         )),
@@ -240,7 +214,6 @@ fn target(given: &Path) -> Result<(Target, Option<Own>)> {
                 given: given.to_path_buf(),
                 path,
                 direct: false,
-                url: false,
             };
             Ok((target, Some(own)))
         }
@@ -260,7 +233,6 @@ fn target(given: &Path) -> Result<(Target, Option<Own>)> {
                 given: given.to_path_buf(),
                 path: given.to_path_buf(),
                 direct: false,
-                url: false,
             };
             Ok((target, None))
         }

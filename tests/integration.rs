@@ -77,6 +77,9 @@ mod staged_against;
 /// The staged pipeline's lineage: misplaced, stale, edited and damaged work files refused.
 #[path = "integration/staged_lineage.rs"]
 mod staged_lineage;
+/// The staged pipeline on S3 (moto): run-local.sh prints scan's report; faults named.
+#[path = "integration/staged_store.rs"]
+mod staged_store;
 /// `--verify edit` and `--sketch bottom-k`.
 #[path = "integration/verify_sketch.rs"]
 mod verify_sketch;

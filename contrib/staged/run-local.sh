@@ -7,8 +7,10 @@
 #   contrib/staged/run-local.sh --shards N --parts M --work DIR [scan options] INPUTS...
 #
 # Options: --shards N, --parts M (default 1 each), --work DIR (must not hold a run; made if
-# missing), --jobs J (processes at once; default: the number of cores), --threads T (threads of
-# each of those processes; default: cores / J, at least 1), --resume (DIR holds a run that
+# missing; or a URL, s3://bucket/prefix, with the credentials and endpoint in the environment
+# as the AWS CLI reads them: docs/staged.md#on-an-object-store), --jobs J (processes at once;
+# default: the number of cores), --threads T (threads of each of those processes; default:
+# cores / J, at least 1), --resume (DIR holds a run that
 # stopped or a task that was run again: skip init, run every shard or partition that
 # `dupfind stage status` finds missing, damaged or stale, stage by stage, and nothing else;
 # --shards and --parts are read from DIR's run.json),
@@ -45,6 +47,10 @@ if [ ! -x "$bin" ]; then
     echo "run-local.sh: no dupfind binary at $bin (build it: cargo build --release)" >&2
     exit 2
 fi
+case "$work" in
+    s3://* | s3a://* | gs://* | az://* | abfs://* | abfss://*) url=1 ;;
+    *) url=0 ;;
+esac
 cores=$(nproc 2> /dev/null || echo 2)
 jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
@@ -62,11 +68,25 @@ each() { # stage flag count
         "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads"
 }
 
-if [ "$resume" = 0 ] || [ ! -e "$work/run.json" ]; then
+# True when the work directory holds a run's run.json (a store's is read by `stage status`).
+has_run() {
+    if [ "$url" = 1 ]; then
+        "$bin" stage status --work "$work" > /dev/null 2>&1
+    else
+        [ -e "$work/run.json" ]
+    fi
+}
+
+if [ "$resume" = 0 ] || ! has_run; then
     "$bin" stage init --work "$work" --shards "${shards:-1}" --parts "${parts:-1}" "${args[@]}"
 fi
 # The run's own counts (--shards and --parts need not be given again with --resume).
-counts=$(sed -n 's/^  "\(shards\|parts\)": \([0-9]*\),$/\1=\2/p' "$work/run.json")
+if [ "$url" = 1 ]; then
+    counts=$("$bin" stage status --work "$work" |
+        sed -n '1s/^run [0-9a-f]*: \([0-9]*\) shards, \([0-9]*\) partitions$/shards=\1 parts=\2/p')
+else
+    counts=$(sed -n 's/^  "\(shards\|parts\)": \([0-9]*\),$/\1=\2/p' "$work/run.json")
+fi
 for c in $counts; do
     want=${c#*=}
     given=${c%%=*}

@@ -20,6 +20,7 @@ use crate::sketch::minhash::SketchKind;
 use crate::sketch::normalize::Normalize;
 use crate::sketch::shingle::ShingleKind;
 
+pub(crate) use validate::refuse_urls_with_index;
 pub use validate::{given_banding, normalize_steps};
 
 /// Default `--threshold`.

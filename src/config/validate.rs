@@ -352,12 +352,11 @@ fn simhash_config(args: &ScanArgs) -> Result<MethodConfig> {
 /// An index stays on a local disk, and holds local files only: it is committed by renaming its
 /// manifest into place under a lock, which an object store has neither of, and it checks each
 /// file again by its inode and times, which an object has not.
-fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Result<()> {
+pub(crate) fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Result<()> {
     crate::store::refuse_url(
         index,
         &format!("{what}'s index"),
-        "an index is committed by an atomic rename under a lock, which object stores do not \
-         offer",
+        crate::store::INDEX_IS_LOCAL,
     )?;
     if let Some(url) = walk
         .roots

@@ -108,7 +108,11 @@ pub fn write(
     engine: &Engine,
     prints: &TextPrints,
 ) -> Result<Written> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
+    // A URL is a prefix, made by the parts' keys: each part is sent whole when written
+    // (`crate::atomic::Pending`).
+    if !crate::store::is_url(dir) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
+    }
     let how = Writing {
         cfg,
         annotate: cfg.annotate.as_deref(),

@@ -27,8 +27,20 @@ pub(super) fn walk_url(root: &Path, opts: &WalkOptions, msgs: &Messages, out: &m
         }
         Err(reason) => return root_error(root, reason, msgs, out),
     };
+    // A staged run's work directory below the root is never an input, as on disk.
+    let skipped: Vec<String> = (opts.skip_dirs.iter())
+        .filter(|d| crate::store::is_url(d))
+        .map(|d| format!("{}/", d.to_string_lossy().trim_end_matches('/')))
+        .collect();
     let mut hidden_dirs: Vec<&str> = Vec::new();
     for l in &listed {
+        if !skipped.is_empty() {
+            let url = join(url, &l.below);
+            let url = url.to_string_lossy();
+            if skipped.iter().any(|s| url.starts_with(s.as_str())) {
+                continue;
+            }
+        }
         let below = Path::new(&l.below);
         match judge(opts, below) {
             Judged::Keep => {}

@@ -182,7 +182,8 @@ impl FileOut {
 /// `stats.reclaimable_bytes`: the bytes on disk of the files listed as duplicates, each inode
 /// once (a file is one member whatever its names, but a member stands for its inode here in
 /// case two ever share one), counted only when every name of it is listed: removing the names
-/// of a file that has another one elsewhere frees nothing.
+/// of a file that has another one elsewhere frees nothing. An object of a store has no inode
+/// (device and inode 0, which no file has): each is its own.
 pub fn reclaimable(clusters: &[ClusterOut]) -> u64 {
     let mut seen = std::collections::HashSet::new();
     (clusters.iter())
@@ -190,7 +191,9 @@ pub fn reclaimable(clusters: &[ClusterOut]) -> u64 {
         .filter_map(|m| {
             let f = m.file.as_deref()?;
             let names = 1 + m.more.as_ref().map_or(0, |x| x.aliases.len());
-            (names >= f.links as usize && seen.insert((f.device, f.inode))).then_some(f.disk_bytes)
+            let id = (f.device, f.inode);
+            let first = id == (0, 0) || seen.insert(id);
+            (names >= f.links as usize && first).then_some(f.disk_bytes)
         })
         .sum()
 }

@@ -4,6 +4,10 @@
 //! back only when their lineage (`lineage.rs`) is the one their producer's summary records, so
 //! a file left by another run or attempt, in another task's place, made with other options or
 //! damaged is an error naming it rather than a wrong answer.
+//!
+//! The work directory may be a URL (`s3://bucket/run1`): each file is then an object, sent
+//! whole when complete (`crate::atomic`) and read whole, one version of it, into a local
+//! temporary file (`open_work_file`). The checks are the same.
 
 use std::fs::File;
 use std::io::Write;
@@ -102,6 +106,15 @@ fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
 }
 
 fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
+    if crate::store::is_url(path) {
+        let mut bytes = Vec::new();
+        return match crate::store::download(&url_of(path)?, &mut bytes) {
+            Ok(Some(_)) => Ok(bytes),
+            Ok(None) => bail!("{} is missing: {what}", display_path(path)),
+            Err(e) => Err(anyhow::Error::msg(e))
+                .with_context(|| format!("reading {}", display_path(path))),
+        };
+    }
     match std::fs::read(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("{} is missing: {what}", display_path(path))
@@ -109,6 +122,56 @@ fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
         Err(e) => Err(e).with_context(|| format!("reading {}", display_path(path))),
         Ok(b) => Ok(b),
     }
+}
+
+/// A work file's URL as the store takes it.
+fn url_of(path: &Path) -> Result<String> {
+    path.to_str()
+        .map(str::to_string)
+        .with_context(|| format!("{}: a URL must be UTF-8", display_path(path)))
+}
+
+/// True when the work file at `path` exists (on a store: one HEAD request).
+pub fn exists(path: &Path) -> Result<bool> {
+    if crate::store::is_url(path) {
+        return crate::store::exists(&url_of(path)?)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("reading {}", display_path(path)));
+    }
+    Ok(path.exists())
+}
+
+/// The work file at `path` opened for reading; None when there is none. One in a store is
+/// fetched whole, once (one GET), into an unnamed temporary file in `TMPDIR`: its CRC-32 and
+/// its pages are then read from that one version of it, which a task writing it again cannot
+/// change midway, and a file read twice (its check, then its row groups) costs one request.
+fn open_work_file(path: &Path) -> Result<Option<File>> {
+    if !crate::store::is_url(path) {
+        return match File::open(path) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("opening {}", display_path(path))),
+        };
+    }
+    let what = || format!("reading {}", display_path(path));
+    let mut file = tempfile::tempfile().with_context(|| {
+        format!(
+            "creating a temporary file in {} to read {} into",
+            display_path(&std::env::temp_dir()),
+            display_path(path)
+        )
+    })?;
+    let mut out = std::io::BufWriter::new(&mut file);
+    let got = crate::store::download(&url_of(path)?, &mut out)
+        .map_err(anyhow::Error::msg)
+        .with_context(what)?;
+    out.flush().with_context(what)?;
+    drop(out);
+    if got.is_none() {
+        return Ok(None);
+    }
+    std::io::Seek::rewind(&mut file).with_context(what)?;
+    Ok(Some(file))
 }
 
 /// A Parquet file a stage is to write: where, and the tag it carries.
@@ -298,12 +361,8 @@ impl CheckedParquet {
     /// Opens and checks `input`, as [`read_parquet`].
     pub fn open(input: &Input<'_>, what: &str) -> Result<CheckedParquet> {
         let path = input.path.as_path();
-        let file = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bail!("{} is missing: {what}", display_path(path))
-            }
-            Err(e) => return Err(e).with_context(|| format!("opening {}", display_path(path))),
+        let Some(file) = open_work_file(path)? else {
+            bail!("{} is missing: {what}", display_path(path))
         };
         let damaged = || damaged(path);
         let crc_file = file

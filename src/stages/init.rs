@@ -51,7 +51,7 @@ pub fn init(
         bail!("--shards and --parts must be at most 1048576");
     }
     let plan_path = work.join("run.json");
-    if plan_path.exists() {
+    if files::exists(&plan_path)? {
         bail!(
             "{} already holds a run ({} exists); start a new run in an empty directory",
             display_path(work),
@@ -67,6 +67,9 @@ pub fn init(
     options.null &= options.format == Some(crate::cli::Format::Paths);
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
+    if let Some(a) = &against {
+        crate::config::refuse_urls_with_index(&a.dir, &cfg.walk, "--against")?;
+    }
     cfg.against = against;
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file, leaving
@@ -76,9 +79,10 @@ pub fn init(
     if cfg.stdin {
         anyhow::bail!("`-` (standard input) cannot be staged: every stage reads the inputs again");
     }
-    cfg.walk
-        .skip_dirs
-        .push(crate::config::inputs::absolute_dir(work));
+    cfg.walk.skip_dirs.push(match crate::store::is_url(work) {
+        true => work.to_path_buf(),
+        false => crate::config::inputs::absolute_dir(work),
+    });
     let Walked {
         files,
         files_seen,

@@ -121,7 +121,7 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
 /// inside the work directory still names it. A work directory without a readable plan is left
 /// as given, for the stage to say what is wrong with it.
 fn seen_from_init_dir(work: &Path) -> PathBuf {
-    if work.is_absolute() {
+    if work.is_absolute() || crate::store::is_url(work) {
         return work.to_path_buf();
     }
     let init_dir = plan::Plan::read(work)

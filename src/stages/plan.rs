@@ -136,12 +136,20 @@ impl Plan {
     /// print as they did there.
     pub fn config(&self) -> Result<Config> {
         let cwd = path_from_b64(&self.cwd)?;
-        std::env::set_current_dir(&cwd).with_context(|| {
-            format!(
-                "cannot enter {}, the directory `stage init` ran in",
-                display_path(&cwd)
-            )
-        })?;
+        // A task on a machine (a pod) without that directory runs where it is when no path
+        // of the run is relative to it.
+        if let Err(e) = std::env::set_current_dir(&cwd) {
+            if !self.opens_anywhere()? {
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot enter {}, the directory `stage init` ran in, which its relative \
+                         paths are relative to: run the task where that directory is, or start \
+                         the run with absolute paths or URLs",
+                        display_path(&cwd)
+                    )
+                });
+            }
+        }
         let options = serde_json::to_value(&self.options)?;
         let args: ScanArgs = serde_json::from_value(options)?;
         let mut cfg = Config::from_args(args)?;
@@ -161,6 +169,24 @@ impl Plan {
             .map(|r| path_from_b64(r))
             .collect::<Result<_>>()?;
         Ok(cfg)
+    }
+
+    /// True when every path of the run is absolute or a URL (and no `--files-from` list,
+    /// whose entries may be relative, named the inputs): it opens the same from any directory.
+    fn opens_anywhere(&self) -> Result<bool> {
+        let anywhere = |b64: &String| -> Result<bool> {
+            let p = path_from_b64(b64)?;
+            Ok(p.is_absolute() || crate::store::is_url(&p))
+        };
+        let paths = (self.roots.iter())
+            .chain(&self.dataset)
+            .chain(self.against.as_ref().map(|a| &a.dir));
+        for p in paths {
+            if !anywhere(p)? {
+                return Ok(false);
+            }
+        }
+        Ok(self.options.files_from.is_none())
     }
 
     /// The high half of shard `shard`'s document ids (`id_shard << 32 | position`): the shard

@@ -114,7 +114,9 @@ fn state_of(
 ) -> State {
     let lineage = match read {
         Ok(l) => l,
-        Err(_) if !path.exists() => return State::Missing(tasks.missing(plan, i)),
+        Err(_) if !super::files::exists(path).unwrap_or(true) => {
+            return State::Missing(tasks.missing(plan, i))
+        }
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
     let consumed = &lineage.consumed;

@@ -13,6 +13,7 @@ mod client;
 mod list;
 mod object;
 mod prefetch;
+mod whole;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::prefetch;
+pub use whole::{download, exists};
 pub use write::{any_below, upload};
 
 /// The schemes read through the object store, each followed by `://`.
@@ -73,6 +75,10 @@ fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Why an index stays on a local disk, for [`refuse_url`].
+pub const INDEX_IS_LOCAL: &str = "an index is committed by an atomic rename under a lock, \
+                                  which object stores do not offer";
 
 /// Refuses a URL where dupfind needs a local directory: `what` says where (`--against`), `why`
 /// what it needs that an object store does not give.

@@ -318,6 +318,28 @@ fn an_index_refuses_urls_and_says_why() {
     let r = t.run(&["index", "build", "--index", "idx", "s3://bkt/corpus/"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
+    // Every command that opens an index, and a staged run against one.
+    for cmd in ["info", "compact", "prune", "upgrade"] {
+        let r = t.run(&["index", cmd, "--index", "s3://bkt/index"]);
+        assert_eq!(r.code(), 2, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "index s3://bkt/index: must be a local directory, not a URL: an index is \
+                 committed by an atomic rename under a lock"
+            ),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    let init = ["stage", "init", "--work", "w", "--against"];
+    let r = t.run(&[&init[..], &["s3://bkt/index", "."]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("atomic rename"), "{}", r.stderr);
+    assert!(!t.join("w").exists());
+    t.mkdir("idx");
+    let r = t.run(&[&init[..], &["idx", "s3://bkt/corpus/"]].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
 }
 
 #[test]
@@ -381,4 +403,22 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("s3://out/r2/report.json"), "{}", r.stderr);
     assert_eq!(s3.keys("out", "r2/"), Vec::<String>::new());
+}
+
+#[test]
+fn reclaimable_bytes_count_every_duplicate_object() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    let (a, b) = (text(9401, 300), text(9402, 500));
+    t.write("c/a.txt", &a)
+        .write("c/copy-of-a.txt", &a)
+        .write("c/b.txt", &b)
+        .write("c/copy-of-b.txt", &b);
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("c"), "bkt/c/");
+    let r = scan(&s3, &t, &s3.endpoint(), &["scan", "s3://bkt/c/"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    // Objects have no inode to share: each duplicate frees its own bytes.
+    let freed = (a.len() + b.len()) as u64;
+    assert_eq!(r.json()["stats"]["reclaimable_bytes"], freed);
 }

@@ -140,6 +140,12 @@ impl S3 {
             .collect()
     }
 
+    /// Deletes an object.
+    pub fn delete(&self, bucket_key: &str) {
+        let (status, body) = self.request("DELETE", &format!("/{bucket_key}"), b"");
+        assert_eq!(status, 204, "{}", String::from_utf8_lossy(&body));
+    }
+
     /// Every file below `dir` put under `bucket/prefix`.
     pub fn put_dir(&self, dir: &std::path::Path, bucket_prefix: &str) {
         for file in super::walk_files(dir) {
@@ -217,6 +223,9 @@ pub struct Faults {
     /// GETs of these paths (`/bucket/key`) answer 404 NoSuchKey, as a key deleted since its
     /// listing does.
     pub gone: Mutex<Vec<String>>,
+    /// PUTs (and multipart uploads) of these paths (`/bucket/key`) answer 403 AccessDenied, as
+    /// a write the store refuses, or a task killed before it, leaves the key as it was.
+    pub denied: Mutex<Vec<String>>,
     /// Refuse every request: 403 InvalidAccessKeyId.
     pub refuse: std::sync::atomic::AtomicBool,
     /// Requests seen.
@@ -294,6 +303,10 @@ fn serve(conn: TcpStream, upstream: u16, f: &Faults) -> std::io::Result<()> {
     let gone = f.gone.lock().unwrap().iter().any(|g| g == key);
     if gone && (method == "GET" || method == "HEAD") {
         return reply(&mut conn, "404 Not Found", "NoSuchKey");
+    }
+    let denied = f.denied.lock().unwrap().iter().any(|d| d == key);
+    if denied && (method == "PUT" || method == "POST") {
+        return reply(&mut conn, "403 Forbidden", "AccessDenied");
     }
     // Passed on with the connection closed after it, so that the response ends at its EOF.
     let mut up = TcpStream::connect(("127.0.0.1", upstream))?;

@@ -334,7 +334,11 @@ fn write_buckets<S: Slot>(
     dealt: &Dealt<'_, S>,
 ) -> Result<Vec<Written>> {
     let (plan, work) = (run.plan, run.work);
-    let spill = Spill::new(&work.join("components"))?;
+    // Beside the outputs on a local disk; in TMPDIR when they go to an object store.
+    let spill = match crate::store::is_url(work) {
+        true => Spill::new(&std::env::temp_dir())?,
+        false => Spill::new(&work.join("components"))?,
+    };
     let n = rayon::current_num_threads().min(merge_ranges(plan));
     let ranges = Ranges::new(&run.files, n);
     let n = ranges.len();
