@@ -64,13 +64,20 @@ def s3_env():
         moto.wait()
 
 
+def s3_store(env):
+    """pyarrow's file system of moto's S3 (this process's environment does not name it)."""
+    from pyarrow import fs
+
+    return fs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"], access_key="test",
+                           secret_key="test", region="us-east-1")
+
+
 @pytest.fixture(scope="module")
 def corpus_url(s3_env, docs):
     """The generated corpus, copied to s3://BUCKET/corpus/."""
     from pyarrow import fs
 
-    store = fs.S3FileSystem(endpoint_override=s3_env["AWS_ENDPOINT_URL"], access_key="test",
-                            secret_key="test", region="us-east-1")
+    store = s3_store(s3_env)
     # One file at a time: pyarrow 18's threaded copy of a directory to S3 can hang.
     fs.copy_files(docs, f"{BUCKET}/corpus", source_filesystem=fs.LocalFileSystem(),
                   destination_filesystem=store, use_threads=False)
@@ -137,7 +144,7 @@ def test_cluster_report_on_s3_is_scans(dupfind, s3_env, corpus_url, cluster, opt
     # Every stage wrote its files to the bucket (the group files by the Python tasks).
     from pyarrow import fs
 
-    store, root = fs.FileSystem.from_uri(work)
+    store, root = s3_store(s3_env), work[len("s3://"):]
     names = {i.path[len(root) + 1:] for i in store.get_file_info(fs.FileSelector(root,
                                                                                  recursive=True))}
     assert {"run.json", "components/summary.json"} <= names
