@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import sys
-import uuid
 
 import duckdb
 
@@ -66,7 +65,7 @@ def check_signed(work, plan, part):
     shards' summaries record; returns the group summary's `consumed` map."""
     try:
         signed = workfiles.signed_shards(work, plan)
-        return workfiles.check_keys(work, plan, signed, part)
+        return workfiles.check_keys(work, plan, signed, part)[0]
     except workfiles.WorkFileError as e:
         raise SystemExit(f"group.py: {e}") from None
 
@@ -76,33 +75,14 @@ def keys_path(work, shard, part):
     return os.path.join(work, "sign", f"shard-{shard:06d}.keys-{part:06d}.parquet")
 
 
-def commit(temp, path):
-    """Makes `temp` durable as `path`: fsync, rename over any older file, fsync the directory."""
-    with open(temp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(temp, path)
-    fd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def temp_beside(path):
-    """A fresh temporary name in `path`'s directory (dot-prefixed, as the stages name theirs)."""
-    return os.path.join(os.path.dirname(path), f".dupfind-duckdb-{uuid.uuid4().hex}.tmp")
-
-
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
     consumed = check_signed(work, plan, part)
     attempt = workfiles.fresh_attempt()
     kv = workfiles.tag(plan, attempt, "group", part=part)
     files = [keys_path(work, shard, part) for shard in range(plan["shards"])]
-    out_dir = os.path.join(work, "group")
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"part-{part:06d}.parquet")
-    temp = temp_beside(path)
+    rel = f"group/part-{part:06d}.parquet"
+    temp = workfiles.temp_for(work, rel)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE buckets AS "
                     + GROUP_SQL.format(files=sql_list(files)))
@@ -110,7 +90,7 @@ def group_part(con, work, plan, part):
         con.execute(f"COPY (SELECT * FROM buckets ORDER BY \"table\", key) TO {sql_string(temp)} "
                     f"(FORMAT parquet, COMPRESSION zstd, KV_METADATA {{{meta}}})")
         crc = workfiles.crc32_file(temp)
-        commit(temp, path)
+        workfiles.commit(work, rel, temp)
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
@@ -119,15 +99,7 @@ def group_part(con, work, plan, part):
         "SELECT count(*), coalesce(max(len(docs)), 0) FROM buckets").fetchone()
     con.execute("DROP TABLE buckets")
     summary = workfiles.group_summary(plan, attempt, part, keys, buckets, largest, crc, consumed)
-    summary_path = os.path.join(out_dir, f"part-{part:06d}.json")
-    temp = temp_beside(summary_path)
-    try:
-        with open(temp, "wb") as f:
-            f.write(summary)
-        commit(temp, summary_path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    workfiles.write_bytes(work, f"group/part-{part:06d}.json", summary)
     return summary
 
 

@@ -61,7 +61,9 @@ def run_in_tasks(ray, binary, stage, work, flag, count, cpus):
     index each. Forwards each task's stderr to ours in index order, raises StageError for the
     first that failed, and returns (summed seconds of the binary, the longest task's seconds)."""
     task = ray.remote(num_cpus=cpus, max_retries=0)(common.run_stage)
-    results = ray.get([task.remote(binary, stage, work, flag, i, count, cpus)
+    # Every Ray worker runs on a machine with the driver's binary at its path (a local cluster,
+    # or the package's command on every node): the binary as the Spark driver's tasks take it.
+    results = ray.get([task.remote(("path", binary), stage, work, flag, i, count, cpus)
                        for i in range(count)])
     return common.task_results(results, stage, flag, count)
 

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """The staged pipeline (docs/staged.md) driven by PySpark; prints `dupfind scan`'s report.
 
-    dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] [--master URL]
-                     [--conf KEY=VALUE]... [--timings] [scan options] INPUTS...
+    dupfind_spark.py --shards N --work DIR|URL [--parts M] [--dupfind BINARY] [--master URL]
+                     [--executor-dupfind PATH] [--conf KEY=VALUE]... [--timings]
+                     [scan options] INPUTS...
 
 What runs where (docs/staged-engines.md has the whole story):
 
     stage init         the driver (a subprocess, started while the JVM starts)
     stage sign         Spark tasks, one per shard: the binary, over files in DIR, with as
                        many threads as a task has cores (spark.task.cpus)
-    group              Spark SQL: the key files read as a DataFrame, grouped by (table, key)
-                       -- the shuffle -- and each partition's buckets written by its task with
-                       pyarrow, in the group stage's exact file contract
+    group              Spark SQL: the key files read by the tasks with pyarrow into Arrow
+                       batches, grouped by (table, key) -- the shuffle -- and each partition's
+                       buckets written by its task with pyarrow, in the group stage's exact
+                       file contract
     stage components   the driver (one process; it streams the group files and holds about
                        20 bytes per candidate document, never the buckets or edges)
     stage route        Spark tasks, one per shard
@@ -19,18 +21,22 @@ What runs where (docs/staged-engines.md has the whole story):
     stage dataset      Spark tasks, one per shard (with --write-dataset; else nothing to do)
     stage report       the driver: its stdout is this script's, its exit status this script's
 
-DIR is read and written by the driver and by every task, so on a cluster it must be a shared
-file system mounted at the same path everywhere (as must the inputs and the binary). Every
-option this script does not know is passed to `dupfind stage init` as a scan option or input.
-Nothing but the report goes to stdout; Spark's log is cut to errors.
+The work directory is read and written by the driver and by every task, each on its own: on a
+cluster it is an object store URL (s3://bucket/prefix, gs://...), which the binary and pyarrow
+read with the credentials of the environment, or a shared file system mounted at the same path
+everywhere; the inputs likewise. Spark moves only Arrow batches and small values. On a cluster
+(a master other than local[N]) the driver ships its binary to the executors (SparkContext.addFile)
+unless --executor-dupfind names the path of the same binary on every executor. Every option this
+script does not know is passed to `dupfind stage init` as a scan option or input. Nothing but
+the report goes to stdout; Spark's log is cut to errors.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
-import uuid
 
 # The content table's number in the key and bucket files (docs/staged.md).
 CONTENT_TABLE = -1
@@ -40,9 +46,12 @@ WORKFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stag
                          "workfiles.py")
 sys.path.insert(0, os.path.dirname(WORKFILES))
 
+import workfiles  # noqa: E402  (the work-file contract, beside run-local.sh)
+
 USAGE = (
-    "usage: dupfind_spark.py --shards N --work DIR [--parts M] [--dupfind BINARY] "
-    "[--master URL] [--conf KEY=VALUE]... [--timings] [scan options] INPUTS..."
+    "usage: dupfind_spark.py --shards N --work DIR|URL [--parts M] [--dupfind BINARY] "
+    "[--master URL] [--executor-dupfind PATH] [--conf KEY=VALUE]... [--timings] "
+    "[scan options] INPUTS..."
 )
 
 
@@ -66,10 +75,12 @@ def parse_args(argv, prog="dupfind_spark", usage=USAGE, doc=None, valued=None):
     """
     spark = valued is None
     opts = {"shards": 1, "parts": 1, "work": None, "dupfind": None, "master": None,
-            "timings": False, "conf": []}
+            "executor_dupfind": None, "timings": False, "conf": []}
     rest = []
     valued = {"--shards": "shards", "--parts": "parts", "--work": "work",
-              "--dupfind": "dupfind", **({"--master": "master"} if spark else valued)}
+              "--dupfind": "dupfind",
+              **({"--master": "master", "--executor-dupfind": "executor_dupfind"}
+                 if spark else valued)}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -108,7 +119,7 @@ def parse_args(argv, prog="dupfind_spark", usage=USAGE, doc=None, valued=None):
             raise SystemExit(f"{prog}: --{key} takes a count, not {opts[key]!r}") from None
         if opts[key] < 1:
             raise SystemExit(f"{prog}: --{key} must be at least 1")
-    opts["work"] = os.path.abspath(opts["work"])
+    opts["work"] = workfiles.local_work(opts["work"])
     opts["dupfind"] = find_binary(opts["dupfind"], prog)
     return opts, rest
 
@@ -139,17 +150,43 @@ def installed_command():
     return dupfind.command()
 
 
+def task_binary(binary):
+    """The path of the binary a task runs. `binary` is ("path", PATH), a binary every executor
+    has at PATH (a local master's tasks run the driver's), or ("shipped", NAME), the driver's
+    binary that `SparkContext.addFile` copied into each executor's scratch directory, made
+    executable there."""
+    how, value = binary
+    if how == "path":
+        return value
+    from pyspark import SparkFiles
+
+    path = SparkFiles.get(value)
+    mode = os.stat(path).st_mode
+    if mode & 0o100 == 0:
+        os.chmod(path, mode | 0o755)
+    return path
+
+
 def run_stage(binary, stage, work, flag, index, count, threads):
     """Runs `dupfind stage STAGE --work WORK FLAG INDEX/COUNT --threads THREADS` (in a Spark task).
 
     Returns a dict: index, status, stderr, seconds. A failure is returned, not raised, so that
     the driver reports the binary's own message rather than a Python traceback through Py4J.
     """
-    cmd = [binary, "stage", stage, "--work", work, flag, f"{index}/{count}",
-           "--threads", str(threads)]
     start = time.monotonic()
-    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, check=False)
+    try:
+        path = task_binary(binary)
+        cmd = [path, "stage", stage, "--work", work, flag, f"{index}/{count}",
+               "--threads", str(threads)]
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, check=False)
+    except OSError as e:
+        import socket
+
+        return {"index": index, "status": 2, "stdout": "", "seconds": time.monotonic() - start,
+                "stderr": f"dupfind_spark: cannot run the dupfind binary on {socket.gethostname()} "
+                          f"({e}): give --executor-dupfind the path every executor has, or leave "
+                          "it out to have the driver ship its own\n"}
     return {
         "index": index,
         "status": proc.returncode,
@@ -205,10 +242,9 @@ def run_on_driver(cmd, what):
 # --- the group stage's files, as `dupfind stage group` writes them (src/stages/group.rs) ---
 
 
-def group_paths(work, part):
+def group_files(part):
     """`group/part-J.parquet` and `group/part-J.json` (J zero-padded to six digits)."""
-    base = os.path.join(work, "group", f"part-{part:06d}")
-    return base + ".parquet", base + ".json"
+    return f"group/part-{part:06d}.parquet", f"group/part-{part:06d}.json"
 
 
 def bucket_schema(metadata):
@@ -224,34 +260,18 @@ def bucket_schema(metadata):
     ], metadata=metadata)
 
 
-def commit_file(temp, path):
-    """Makes `temp` durable as `path`: fsync, rename over any older file, fsync the directory."""
-    with open(temp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(temp, path)
-    fd = os.open(os.path.dirname(path), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def temp_name(path):
-    """A fresh temporary name beside `path` (dot-prefixed: Spark and the stages skip it); makes
-    the directory when missing."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    return os.path.join(os.path.dirname(path), f".dupfind-spark-{uuid.uuid4().hex}.tmp")
-
-
 class BucketFile:
-    """One partition's `group/part-J.parquet`, written a table at a time under a temporary name
-    (zstd, tagged with its lineage) and renamed into place by `commit`; counts what it holds."""
+    """One partition's `group/part-J.parquet`, written a table at a time to a local temporary
+    file (zstd, tagged with its lineage) that `commit` makes the work file (renamed, or
+    uploaded whole to a store); counts what it holds."""
 
-    def __init__(self, path, metadata):
+    def __init__(self, work, part, metadata):
         import pyarrow.parquet as pq
+        import workfiles
 
-        self.path, self.schema = path, bucket_schema(metadata)
-        self.temp = temp_name(path)
+        self.work, self.rel = work, group_files(part)[0]
+        self.schema = bucket_schema(metadata)
+        self.temp = workfiles.temp_for(work, self.rel)
         self.out = pq.ParquetWriter(self.temp, self.schema, compression="zstd")
         self.buckets = self.largest = 0
 
@@ -265,12 +285,12 @@ class BucketFile:
             self.largest = max(self.largest, pc.max(pc.list_value_length(table["docs"])).as_py())
 
     def commit(self):
-        """Closes the file and makes it visible under its name; returns its CRC-32."""
+        """Closes the file and makes it the work file; returns its CRC-32."""
         import workfiles
 
         self.out.close()
         crc = workfiles.crc32_file(self.temp)
-        commit_file(self.temp, self.path)
+        workfiles.commit(self.work, self.rel, self.temp)
         return crc
 
     def discard(self):
@@ -280,38 +300,29 @@ class BucketFile:
             os.unlink(self.temp)
 
 
-def write_summary(path, sealed):
-    """Writes a sealed JSON summary atomically (last: it marks the partition complete)."""
-    temp = temp_name(path)
-    try:
-        with open(temp, "wb") as f:
-            f.write(sealed)
-        commit_file(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+class GroupError(Exception):
+    """Key files the group step refuses (missing, stale, damaged): the message names them."""
 
 
 def plan_parts(work, plan):
-    """Each partition's group attempt: its id, the key rows it reads (from the key files'
-    footers) and the sign summaries it consumes, after checking every key file against its
-    shard's summary (contrib/staged/workfiles.py), as `stage group` checks them."""
-    import pyarrow.parquet as pq
+    """Each partition's group attempt: its id, the key rows it reads and the sign summaries it
+    consumes; and each shard's key files' CRC-32s, as its summary records them. Every key file's
+    tag is checked against its shard's summary from its footer alone (on a store, two range
+    requests); its CRC-32 is checked by the task that reads it (`key_reader`)."""
     import workfiles
 
     try:
         signed = workfiles.signed_shards(work, plan)
         parts = []
         for j in range(plan["parts"]):
-            consumed = workfiles.check_keys(work, plan, signed, j)
-            keys = sum(pq.read_metadata(os.path.join(
-                work, "sign", f"shard-{i:06d}.keys-{j:06d}.parquet")).num_rows
-                for i in range(plan["shards"]))
+            consumed, keys = workfiles.check_keys(work, plan, signed, j, crc=False)
             parts.append({"attempt": workfiles.fresh_attempt(), "keys": keys,
                           "consumed": consumed})
     except workfiles.WorkFileError as e:
-        raise SystemExit(f"dupfind_spark: {e}") from None
-    return parts
+        raise GroupError(str(e)) from None
+    crcs = [[s["lineage"]["files"][workfiles.key_file(i, j)] for j in range(plan["parts"])]
+            for i, s in enumerate(signed)]
+    return parts, crcs
 
 
 def finish_part(work, plan, part, info, out):
@@ -319,7 +330,7 @@ def finish_part(work, plan, part, info, out):
     import workfiles
 
     crc = out.commit()
-    write_summary(group_paths(work, part)[1], workfiles.group_summary(
+    workfiles.write_bytes(work, group_files(part)[1], workfiles.group_summary(
         plan, info["attempt"], part, info["keys"], out.buckets, out.largest, crc,
         info["consumed"]))
 
@@ -328,8 +339,38 @@ def open_part(work, plan, part, info):
     """Partition `part`'s bucket file, tagged with its attempt."""
     import workfiles
 
-    metadata = workfiles.tag(plan, info["attempt"], "group", part=part)
-    return BucketFile(group_paths(work, part)[0], metadata)
+    return BucketFile(work, part, workfiles.tag(plan, info["attempt"], "group", part=part))
+
+
+# The key rows as the reading tasks hand them to Spark: each with its partition.
+KEY_ROWS = "part int, `table` int, `key` long, doc long, aux long"
+
+
+def key_reader(work, parts, crcs):
+    """The mapInArrow function reading the key files in the tasks: in, the ids I*M+J of shard
+    I's key file of partition J; out, its rows with their partition, as Arrow batches. Each
+    file is read once (from a store, one streamed GET into the task's scratch directory) and
+    its CRC-32 checked against its shard's summary (`crcs`, a broadcast) before a row leaves.
+    """
+
+    def read(batches):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        import workfiles
+
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                shard, part = divmod(i, parts)
+                rel = workfiles.key_file(shard, part)
+                with workfiles.fetched(work, rel) as (path, crc):
+                    workfiles.check_crc(work, rel, crcs.value[shard][part], crc)
+                    for rows in pq.ParquetFile(path).iter_batches():
+                        tag = pa.repeat(pa.scalar(part, pa.int32()), rows.num_rows)
+                        yield pa.RecordBatch.from_arrays(
+                            [tag, *(rows.column(c) for c in ("table", "key", "doc", "aux"))],
+                            names=["part", "table", "key", "doc", "aux"])
+
+    return read
 
 
 def bucket_writer(work, plan, parts):
@@ -380,14 +421,17 @@ def group_with_spark(spark, work, plan):
     `group/part-J.parquet`, as `dupfind stage group --part J/M` would write them: every
     (table, key) of two or more rows, `docs` increasing, `aux` parallel to it for the content
     table and empty for bands. Partitions without a bucket get an empty file from the driver.
+    The tasks read and write the work files themselves (a local directory, or an object store
+    through pyarrow): Spark moves only Arrow batches, with no access to the work directory.
     """
     from pyspark.sql import functions as F
 
     start = time.monotonic()
-    parts = plan["parts"]
-    keys = (spark.read.parquet(os.path.join(work, "sign", "shard-*.keys-*.parquet"))
-            .withColumn("part", F.regexp_extract(F.col("_metadata.file_name"),
-                                                 r"\.keys-(\d+)\.parquet$", 1).cast("int")))
+    shards, parts = plan["shards"], plan["parts"]
+    info, crcs = plan_parts(work, plan)
+    # One reading task per shard: its key files are the ids [I*M, (I+1)*M), one range.
+    keys = (spark.range(0, shards * parts, 1, shards)
+            .mapInArrow(key_reader(work, parts, spark.sparkContext.broadcast(crcs)), KEY_ROWS))
     # Repartitioning by `part` is the one shuffle: the aggregate below needs its rows clustered
     # by (part, table, key), which rows clustered by `part` already are.
     members = F.sort_array(F.collect_list(F.struct("doc", "aux")))
@@ -399,11 +443,16 @@ def group_with_spark(spark, work, plan):
                        F.when(F.col("table") == CONTENT_TABLE, F.col("m.aux"))
                        .otherwise(F.array().cast("array<bigint>")).alias("aux"))
                .sortWithinPartitions("part", "table", "key"))
-    info = plan_parts(work, plan)
     opened = time.monotonic() - start
-    written = (buckets.mapInArrow(bucket_writer(work, plan, info),
-                                  "part int, buckets long, largest long")
-               .collect())
+    try:
+        written = (buckets.mapInArrow(bucket_writer(work, plan, info),
+                                      "part int, buckets long, largest long")
+                   .collect())
+    except Exception as e:  # a task's WorkFileError, wrapped by Py4J and Spark
+        refused = re.search(r"WorkFileError: ([^\n]*)", str(e))
+        if refused:
+            raise GroupError(refused.group(1)) from None
+        raise
     job = time.monotonic() - start - opened
     done = {r["part"] for r in written}
     for part in range(parts):
@@ -476,6 +525,18 @@ def task_note(count, unit):
     return lambda r: f"{count} {unit}; binary {r[0]:.2f} s summed, longest task {r[1]:.2f} s"
 
 
+def executor_binary(sc, binary, given):
+    """What the tasks run (see `task_binary`): the driver's binary itself under a local master;
+    on a cluster, `given` (--executor-dupfind) when set, else the driver's binary, shipped to
+    every executor with the job (an executor fetches it once, before its first task)."""
+    if given:
+        return ("path", given)
+    if sc.master.startswith("local"):
+        return ("path", binary)
+    sc.addFile(binary)
+    return ("shipped", os.path.basename(binary))
+
+
 def run_pipeline(opts, init_args, timings):
     """Runs the stages; returns the report's exit status."""
     binary, work = opts["dupfind"], opts["work"]
@@ -492,14 +553,15 @@ def run_pipeline(opts, init_args, timings):
         finish_init(init)
         timings.add("spark start + init", time.monotonic() - start,
                     f"JVM and SparkSession {jvm_seconds:.2f} s, stage init alongside")
-        with open(os.path.join(work, "run.json"), encoding="utf-8") as f:
-            plan = json.load(f)
+        plan = json.loads(workfiles.read_bytes(work, "run.json"))
 
         sc = spark.sparkContext
         # The work-file contract, for the group step's tasks (and this driver).
         sc.addPyFile(WORKFILES)
+        tasks_binary = executor_binary(sc, binary, opts["executor_dupfind"])
 
-        timed(timings, "sign", lambda: run_in_tasks(sc, binary, "sign", work, "--shard", shards),
+        timed(timings, "sign",
+              lambda: run_in_tasks(sc, tasks_binary, "sign", work, "--shard", shards),
               task_note(shards, "shard tasks"))
         timed(timings, "group (Spark SQL)",
               lambda: group_with_spark(spark, work, plan),
@@ -509,14 +571,14 @@ def run_pipeline(opts, init_args, timings):
               lambda: run_on_driver([binary, "stage", "components", "--work", work],
                                     "dupfind stage components"))
         timed(timings, "route",
-              lambda: run_in_tasks(sc, binary, "route", work, "--shard", shards),
+              lambda: run_in_tasks(sc, tasks_binary, "route", work, "--shard", shards),
               task_note(shards, "shard tasks"))
         timed(timings, "verify",
-              lambda: run_in_tasks(sc, binary, "verify", work, "--part", parts),
+              lambda: run_in_tasks(sc, tasks_binary, "verify", work, "--part", parts),
               task_note(parts, "partition tasks"))
         # With --write-dataset, each shard's part of the deduplicated dataset; else nothing.
         timed(timings, "dataset",
-              lambda: run_in_tasks(sc, binary, "dataset", work, "--shard", shards),
+              lambda: run_in_tasks(sc, tasks_binary, "dataset", work, "--shard", shards),
               task_note(shards, "shard tasks"))
     finally:
         stop_init(init)
@@ -577,6 +639,10 @@ def run_timed(pipeline, opts, init_args, prog="dupfind_spark"):
     timings = Timings(opts["timings"], prog)
     try:
         status = pipeline(opts, init_args, timings)
+    except GroupError as e:
+        timings.print()
+        sys.stderr.write(f"{prog}: {e}\n")
+        return 2
     except StageError as e:
         timings.print()
         sys.stderr.write(f"{prog}: {e}\n")

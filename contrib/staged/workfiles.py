@@ -11,12 +11,25 @@ contrib/spark), as src/stages/lineage.rs defines it (docs/staged.md, "Lineage"):
 A consumer checks each summary's seal, run, digest and place, and each Parquet file's tag and
 CRC-32 against its producer's summary, so that a misplaced, stale or damaged file is an error
 naming it. Only the standard library and pyarrow are used.
+
+A work directory is a local path or a URL (`s3://bucket/prefix`, `gs://…`: whatever pyarrow's
+`FileSystem.from_uri` opens, with the credentials, region and endpoint of the standard
+environment, `AWS_ENDPOINT_URL` included). Files are named by their work-relative name (`rel`);
+`location` is what a message shows. An object store has no rename, so a file written there is
+sent whole from a local temporary file and appears only once complete (one PUT, or a multipart
+upload that its completion makes visible), as the binary writes its own (docs/object-stores.md).
 """
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 import uuid
 import zlib
+
+# Bytes read at a time when a file is streamed (CRC-32, a copy from an object store).
+CHUNK = 1 << 20
 
 
 class WorkFileError(Exception):
@@ -75,13 +88,144 @@ def check_place(path, found, run, place, misplaced):
         raise WorkFileError(f"{path} " + misplaced.format(place_text(*at), place_text(*place)))
 
 
+def is_url(work):
+    """Whether `work` is on an object store (a URL other than file://)."""
+    return "://" in work and not work.startswith("file://")
+
+
+def local_work(work):
+    """A local work directory's absolute path (a file:// URL's path), or the URL itself."""
+    if work.startswith("file://"):
+        work = work[len("file://"):]
+    return work if is_url(work) else os.path.abspath(work)
+
+
+def location(work, rel):
+    """The path or URL of the work file `rel`, as messages name it."""
+    return work.rstrip("/") + "/" + rel if is_url(work) else os.path.join(work, rel)
+
+
+_STORES = {}
+
+
+def store(work, rel):
+    """(pyarrow file system, the path in it) of the work file `rel` of a work directory URL."""
+    if work not in _STORES:
+        from pyarrow import fs
+
+        _STORES[work] = fs.FileSystem.from_uri(work.rstrip("/"))
+    filesystem, root = _STORES[work]
+    return filesystem, root + "/" + rel
+
+
+def read_bytes(work, rel):
+    """The whole work file `rel`; FileNotFoundError when there is none."""
+    if not is_url(work):
+        with open(os.path.join(work, rel), "rb") as f:
+            return f.read()
+    filesystem, path = store(work, rel)
+    with filesystem.open_input_stream(path) as f:
+        return f.read()
+
+
+def parquet_metadata(work, rel):
+    """The footer of the Parquet work file `rel` (on a store: range requests, not the file)."""
+    import pyarrow.parquet as pq
+
+    if not is_url(work):
+        return pq.read_metadata(os.path.join(work, rel))
+    filesystem, path = store(work, rel)
+    with filesystem.open_input_file(path) as f:
+        return pq.read_metadata(f)
+
+
+def _copy_with_crc(source, sink):
+    """Copies a stream to another (or nowhere, when `sink` is None); returns the CRC-32."""
+    crc = 0
+    while True:
+        chunk = source.read(CHUNK)
+        if not chunk:
+            return "%08x" % crc
+        crc = zlib.crc32(chunk, crc)
+        if sink is not None:
+            sink.write(chunk)
+
+
+@contextlib.contextmanager
+def fetched(work, rel):
+    """Yields (a local path of the work file `rel`, its CRC-32): the file itself in a local
+    directory; from a store, a copy in TMPDIR made in one streamed GET, removed afterwards."""
+    if not is_url(work):
+        path = os.path.join(work, rel)
+        yield path, crc32_file(path)
+        return
+    filesystem, path = store(work, rel)
+    fd, temp = tempfile.mkstemp(prefix=".dupfind-fetch-", suffix=os.path.basename(rel))
+    try:
+        with os.fdopen(fd, "wb") as sink, filesystem.open_input_stream(path) as source:
+            crc = _copy_with_crc(source, sink)
+        yield temp, crc
+    finally:
+        os.unlink(temp)
+
+
+def temp_for(work, rel):
+    """A fresh local file to write what becomes the work file `rel`: beside it in a local work
+    directory (dot-prefixed: the stages skip it; the directory made when missing), in TMPDIR
+    when the work directory is on a store."""
+    if is_url(work):
+        fd, temp = tempfile.mkstemp(prefix=".dupfind-put-")
+        os.close(fd)
+        return temp
+    path = os.path.join(work, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return os.path.join(os.path.dirname(path), f".dupfind-{uuid.uuid4().hex}.tmp")
+
+
+def commit(work, rel, temp):
+    """Makes the complete local file `temp` (from `temp_for`) the work file `rel`. Locally:
+    fsync, rename over any older file, fsync the directory. On a store: one upload, visible
+    only once whole (an interrupted one leaves no object); the temporary file is removed."""
+    if is_url(work):
+        filesystem, path = store(work, rel)
+        # A failure midway may still complete the upload (pyarrow closes, not aborts, a stream
+        # dropped on an error): a reader trusts a file only through the summary written after
+        # it, by its CRC-32, and a summary through its seal.
+        try:
+            with open(temp, "rb") as source, filesystem.open_output_stream(path) as sink:
+                shutil.copyfileobj(source, sink, CHUNK)
+        finally:
+            os.unlink(temp)
+        return
+    path = os.path.join(work, rel)
+    with open(temp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(temp, path)
+    fd = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes(work, rel, data):
+    """Writes the work file `rel` whole, as `commit` makes it visible."""
+    temp = temp_for(work, rel)
+    try:
+        with open(temp, "wb") as f:
+            f.write(data)
+        commit(work, rel, temp)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
 def read_summary(work, rel, plan, stage, shard=None, part=None, missing=""):
     """The summary `rel` (work-relative), checked: sealed, of this run, made with run.json's
     options, and written for its place."""
-    path = os.path.join(work, rel)
+    path = location(work, rel)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(work, rel)
     except FileNotFoundError:
         raise WorkFileError(f"{path} is missing: {missing}") from None
     why = check_seal(data)
@@ -97,25 +241,27 @@ def read_summary(work, rel, plan, stage, shard=None, part=None, missing=""):
 
 
 def crc32_file(path):
-    """The CRC-32 (zlib's) of the whole file at `path`, as 8 hex digits."""
-    crc = 0
+    """The CRC-32 (zlib's) of the whole local file at `path`, as 8 hex digits."""
     with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                return "%08x" % crc
-            crc = zlib.crc32(chunk, crc)
+        return _copy_with_crc(f, None)
 
 
 def check_parquet(work, rel, producer, stage, shard=None, part=None):
     """Checks the Parquet file `rel` against its producer's summary: its tag (run, place,
     attempt, digest) and its CRC-32."""
-    import pyarrow.parquet as pq
+    check_tag(work, rel, producer, stage, shard, part)
+    with fetched(work, rel) as (_, crc):
+        check_crc(work, rel, producer["lineage"]["files"][rel], crc)
 
-    path = os.path.join(work, rel)
+
+def check_tag(work, rel, producer, stage, shard=None, part=None):
+    """Checks the tag in the Parquet file `rel`'s footer against its producer's summary (run,
+    place, attempt, digest) and that the summary lists the file; returns the footer."""
+    path = location(work, rel)
     lineage = producer["lineage"]
     try:
-        meta = pq.read_metadata(path).metadata or {}
+        footer = parquet_metadata(work, rel)
+        meta = footer.metadata or {}
     except FileNotFoundError:
         raise WorkFileError(f"{path} is missing: its stage did not complete") from None
     except Exception as e:  # pyarrow raises several kinds for a damaged footer
@@ -129,12 +275,16 @@ def check_parquet(work, rel, producer, stage, shard=None, part=None):
     if tag.get("attempt") != lineage["attempt"] or tag.get("digest") != lineage["digest"]:
         raise WorkFileError(f"{path} was written by another attempt of its stage than the one "
                             "whose summary is in place: run that stage again")
-    want = lineage.get("files", {}).get(rel)
-    if want is None:
+    if rel not in lineage.get("files", {}):
         raise WorkFileError(f"{path} is not among the files its stage's summary lists")
-    got = crc32_file(path)
+    return footer
+
+
+def check_crc(work, rel, want, got):
+    """Checks the CRC-32 `got` of the work file `rel` against `want`, its producer's record."""
     if got != want:
-        raise WorkFileError(f"{path} is damaged: its CRC-32 is {got}, its stage recorded {want}")
+        raise WorkFileError(f"{location(work, rel)} is damaged: its CRC-32 is {got}, its stage "
+                            f"recorded {want}")
 
 
 def tag(plan, attempt, stage, shard=None, part=None):
@@ -168,15 +318,24 @@ def signed_shards(work, plan):
     return out
 
 
-def check_keys(work, plan, signed, part):
+def key_file(shard, part):
+    """The work-relative name of shard `shard`'s key file of partition `part`."""
+    return f"sign/shard-{shard:06d}.keys-{part:06d}.parquet"
+
+
+def check_keys(work, plan, signed, part, crc=True):
     """Checks partition `part`'s key files of every shard against the shards' summaries;
-    returns the `consumed` map of a group summary."""
-    consumed = {}
+    returns the `consumed` map of a group summary and the key rows of the files. Without
+    `crc`, only their footers are read (whoever reads the files then checks their CRC-32s)."""
+    consumed, rows = {}, 0
     for shard, summary in enumerate(signed):
-        rel = f"sign/shard-{shard:06d}.keys-{part:06d}.parquet"
-        check_parquet(work, rel, summary, "sign", shard=shard, part=part)
+        rel = key_file(shard, part)
+        rows += check_tag(work, rel, summary, "sign", shard=shard, part=part).num_rows
+        if crc:
+            with fetched(work, rel) as (_, got):
+                check_crc(work, rel, summary["lineage"]["files"][rel], got)
         consumed[f"sign/shard-{shard:06d}.json"] = summary["lineage"]["attempt"]
-    return consumed
+    return consumed, rows
 
 
 def group_summary(plan, attempt, part, keys, buckets, largest, crc, consumed):

@@ -100,3 +100,19 @@ def test_spark_writes_scans_deduplicated_dataset(dupfind, docs, tmp_path):
     assert len(parts) == 3
     got = b"".join(open(p, "rb").read() for p in parts)
     assert got == want
+
+
+def test_spark_says_when_executors_cannot_run_the_binary(dupfind, docs, tmp_path):
+    """--executor-dupfind naming no binary: the first stage's tasks fail with a message that
+    names what to do, exit status 2, nothing on stdout."""
+    cmd = [sys.executable, DRIVER, "--master", "local[2]", "--dupfind", dupfind,
+           "--executor-dupfind", str(tmp_path / "no-such-dupfind"),
+           "--work", str(tmp_path / "w"), "--shards", "2", docs]
+    import subprocess
+
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    err = proc.stderr.decode()
+    assert "cannot run the dupfind binary" in err and "no-such-dupfind" in err, err
+    assert "dupfind stage sign --shard 0/2 failed" in err, err
