@@ -69,6 +69,10 @@ enum Judged {
 fn judge(opts: &WalkOptions, below: &Path) -> Judged {
     let depth = below.components().count();
     let bytes = below.as_os_str().as_encoded_bytes();
+    let name = below.file_name().map(|n| n.as_encoded_bytes());
+    if name.is_some_and(super::walk::is_dataset_marker) {
+        return Judged::Hidden(bytes.len());
+    }
     let mut end = 0;
     for (i, c) in below.components().enumerate() {
         // The entry at this depth: past --max-depth it is never seen, as walkdir never yields it.

@@ -862,3 +862,23 @@ fn rows_with_a_null_or_empty_text_are_written_and_annotated_as_kept() {
             .concat()
     );
 }
+
+/// Spark's and Hadoop's markers beside a dataset's parts are no inputs, as a dataset reader
+/// never reads them: an empty `_SUCCESS` would be a file that is not Parquet, and make the
+/// deduplicated dataset JSON Lines.
+#[test]
+fn spark_markers_beside_parquet_parts_are_no_inputs() {
+    let t = TestDir::new();
+    std::fs::create_dir(t.join("spark")).unwrap();
+    write(&t, "spark/part-00000-abc.snappy.parquet", &table(0, 6));
+    t.write("spark/_SUCCESS", "")
+        .write("spark/_committed_123", "{}")
+        .write("spark/._SUCCESS.crc", "crc")
+        .write("spark/_common_metadata", "not a footer");
+    let r = t.run(&["scan", "spark", "--write-dataset", "out"]);
+    let report = r.json();
+    assert_eq!(report["stats"]["files_seen"], 1, "{}", r.stdout);
+    assert_eq!(report["stats"]["skipped"]["hidden"], 4, "{}", r.stdout);
+    assert!(t.join("out/part-00000-00000.parquet").exists());
+    assert!(!t.join("out/part-00000.jsonl").exists());
+}
