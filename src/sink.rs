@@ -206,6 +206,8 @@ fn parent(path: &Path) -> &Path {
 fn target(given: &Path) -> Result<(Target, Option<Own>)> {
     let shown = display_path(given);
     if crate::store::is_url(given) {
+        crate::store::check_writable(&given.to_string_lossy(), true)
+            .map_err(|e| anyhow::anyhow!("-o {shown}: {e}"))?;
         let target = Target {
             given: given.to_path_buf(),
             path: given.to_path_buf(),

@@ -376,6 +376,16 @@ fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Resul
 }
 
 impl Config {
+    /// Refuses URLs with `--against` (the index's directory and the inputs), as
+    /// [`refuse_urls_with_index`] says why; for the staged pipeline, whose `stage init` takes
+    /// the index in hand itself.
+    pub fn refuse_urls_against(&self) -> Result<()> {
+        match &self.against {
+            Some(a) => refuse_urls_with_index(&a.dir, &self.walk, "--against"),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses to write a binary report to a terminal (checked by the command that writes the
     /// report: a stage that does not is free to run at one).
     pub fn check_report_target(&self) -> Result<()> {

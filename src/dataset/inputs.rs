@@ -19,7 +19,7 @@ use crate::messages::display_path;
 pub fn refuse_existing(dir: &Path) -> Result<()> {
     if crate::store::is_url(dir) {
         let url = dir.to_string_lossy();
-        let held = crate::store::any_below(&url)
+        let held = crate::store::check_writable(&url, false)
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("--write-dataset: listing {url}"))?;
         if held {

@@ -100,8 +100,50 @@ impl Writing<'_> {
 /// (in input order; a dump's records one after another), but the duplicates, each file
 /// atomically. A Parquet dump's row group whose text column chunk has the print it had when
 /// the group was read (`prints`, by dump) holds the texts read, without decoding it again.
+///
+/// `dir` may be a URL: object stores have no rename, so the parts are written whole in a local
+/// temporary directory, then each sent to its key, where it appears when complete
+/// (`store::upload`), as a part renamed into place on disk does.
 pub fn write(
     dir: &Path,
+    shard: u32,
+    format: DatasetFormat,
+    docs: &[DatasetDoc],
+    cfg: &Config,
+    engine: &Engine,
+    prints: &TextPrints,
+) -> Result<Written> {
+    if !crate::store::is_url(dir) {
+        return write_in(dir, dir, shard, format, docs, cfg, engine, prints);
+    }
+    let local = tempfile::Builder::new()
+        .prefix("dupfind-dataset-")
+        .tempdir()
+        .context("cannot make a temporary directory for the dataset")?;
+    let written = write_in(local.path(), dir, shard, format, docs, cfg, engine, prints)?;
+    let mut parts: Vec<_> = std::fs::read_dir(local.path())
+        .context("reading the dataset's temporary directory")?
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("reading the dataset's temporary directory")?;
+    parts.sort_by_key(|e| e.file_name());
+    let base = dir.to_string_lossy();
+    let base = base.trim_end_matches('/');
+    for part in parts {
+        let url = format!("{base}/{}", part.file_name().to_string_lossy());
+        let mut file = std::fs::File::open(part.path())
+            .with_context(|| format!("reading the dataset's part for {url}"))?;
+        crate::store::upload(&mut file, &url)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("writing the dataset to {url}"))?;
+    }
+    Ok(written)
+}
+
+/// [`write`] into the local directory `dir`; `shown` is the dataset's place for messages.
+#[allow(clippy::too_many_arguments)]
+fn write_in(
+    dir: &Path,
+    shown: &Path,
     shard: u32,
     format: DatasetFormat,
     docs: &[DatasetDoc],
@@ -121,11 +163,11 @@ pub fn write(
         DatasetFormat::Jsonl => {
             let path = jsonl::part_path(dir, shard);
             jsonl::write(&path, docs, &how, &mut worker, &mut written)?;
-            path
+            jsonl::part_path(shown, shard)
         }
         DatasetFormat::Parquet => {
             parquet::write(dir, shard, docs, &how, &mut worker, &mut written)?;
-            dir.to_path_buf()
+            shown.to_path_buf()
         }
     };
     let what = if how.annotate.is_some() {

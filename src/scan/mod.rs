@@ -11,7 +11,7 @@
 //! during the first pass only while a fixed budget lasts ([`crate::ingest::set_cache`]), and
 //! verification loads the sets (or token sequences) of candidates a bounded batch at a time.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::candidates::{self, identical};
 use crate::cluster;
@@ -153,33 +153,7 @@ fn write_dataset(
             fate: marks[d].map(|m| Fate::of(m, clusters)),
         })
         .collect();
-    if !crate::store::is_url(dir) {
-        return Ok(dataset::write(dir, 0, format, &docs, cfg, engine, prints)?.errors);
-    }
-    // No rename on an object store: the parts are written whole in a local directory, then each
-    // sent to its key, where it appears when complete (`store::upload`), as a part renamed into
-    // place on disk does.
-    let local = tempfile::Builder::new()
-        .prefix("dupfind-dataset-")
-        .tempdir()
-        .context("cannot make a temporary directory for the dataset")?;
-    let errors = dataset::write(local.path(), 0, format, &docs, cfg, engine, prints)?.errors;
-    let mut parts: Vec<_> = std::fs::read_dir(local.path())
-        .context("reading the dataset's temporary directory")?
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("reading the dataset's temporary directory")?;
-    parts.sort_by_key(|e| e.file_name());
-    let base = dir.to_string_lossy();
-    let base = base.trim_end_matches('/');
-    for part in parts {
-        let url = format!("{base}/{}", part.file_name().to_string_lossy());
-        let mut file = std::fs::File::open(part.path())
-            .with_context(|| format!("reading the dataset's part for {url}"))?;
-        crate::store::upload(&mut file, &url)
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("writing the dataset to {url}"))?;
-    }
-    Ok(errors)
+    Ok(dataset::write(dir, 0, format, &docs, cfg, engine, prints)?.errors)
 }
 
 #[cfg(test)]

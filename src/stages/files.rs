@@ -417,7 +417,7 @@ fn damaged(path: &Path) -> String {
 }
 
 /// The CRC-32 of the whole of `file`.
-fn crc_of(mut file: File, path: &Path) -> Result<u32> {
+pub(super) fn crc_of(mut file: File, path: &Path) -> Result<u32> {
     use std::io::{Read, Seek};
     file.rewind()
         .with_context(|| format!("reading {}", display_path(path)))?;

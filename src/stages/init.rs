@@ -68,6 +68,7 @@ pub fn init(
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
     cfg.against = against;
+    cfg.refuse_urls_against()?;
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file, leaving
     // the size limits where scan's walk would have left them (to the read, which warns in

@@ -64,8 +64,35 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
 }
 
 /// Every task of the run in `work`, in the order the stages run.
+/// Every Parquet file a done task wrote is read whole and checked against the CRC-32 its
+/// summary recorded, so that a damaged or lost file marks its producer to run again
+/// (`--todo`, `run-local.sh --resume`) rather than failing each consumer anew. `stage report`
+/// does not (`check`): the stages it follows checked each file they read.
 pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
-    survey_with(work, plan, |tasks, i| lineage_of(work, plan, tasks, i))
+    survey_with(work, plan, |tasks, i| {
+        let lineage = lineage_of(work, plan, tasks, i)?;
+        files_intact(work, &lineage)?;
+        Ok(lineage)
+    })
+}
+
+/// Checks that every file `lineage` lists is in place, with the CRC-32 recorded for it.
+fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
+    for (rel, want) in &lineage.files {
+        let path = work.join(rel);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{rel}, which it wrote, is missing")
+            }
+            Err(e) => bail!("{rel}, which it wrote, cannot be read: {e}"),
+        };
+        let got = format!("{:08x}", super::files::crc_of(file, &path)?);
+        if &got != want {
+            bail!("{rel}, which it wrote, is damaged: its CRC-32 is {got}, {want} when written");
+        }
+    }
+    Ok(())
 }
 
 /// Task `i`'s summary, read for its lineage alone.

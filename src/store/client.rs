@@ -89,9 +89,23 @@ pub(super) struct Parsed {
     pub key: object_store::path::Path,
 }
 
-/// Splits `url` into its store and key.
+/// Splits `url` into its store and key. Below a bucket (`s3://`, `gs://`, `az://`, …) the rest
+/// of the URL is the key, byte for byte, as the clouds' own CLIs take it: `s3://b/q?x%41.txt`
+/// names the key `q?x%41.txt`, and a key listed under a prefix comes back to the same key when
+/// joined to its root's URL. Only `http(s)://` URLs are URLs proper, with `%XX` escapes decoded.
 pub(super) fn parse(url: &str) -> Result<Parsed, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    let (authority, raw_key) = match rest.split_once('/') {
+        Some((authority, key)) if !web => (authority, Some(key)),
+        _ => (rest, None),
+    };
+    let whole = if web {
+        url.to_string()
+    } else {
+        format!("{scheme}://{authority}")
+    };
+    let parsed = url::Url::parse(&whole).map_err(|e| format!("not a URL: {e}"))?;
     let host = parsed.host_str().unwrap_or("");
     if host.is_empty() {
         return Err(
@@ -102,8 +116,12 @@ pub(super) fn parse(url: &str) -> Result<Parsed, String> {
         Some(port) => format!("{}://{}{host}:{port}", parsed.scheme(), userinfo(&parsed)),
         None => format!("{}://{}{host}", parsed.scheme(), userinfo(&parsed)),
     };
-    let key = object_store::path::Path::from_url_path(parsed.path())
-        .map_err(|e| format!("not a key of an object store: {e}"))?;
+    let key = match raw_key {
+        Some(raw) => object_store::path::Path::parse(raw),
+        None if web => object_store::path::Path::from_url_path(parsed.path()),
+        None => Ok(object_store::path::Path::default()),
+    }
+    .map_err(|e| format!("not a key of an object store: {e}"))?;
     Ok(Parsed { base, key })
 }
 
@@ -134,21 +152,37 @@ fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
     let scheme = base.split("://").next().unwrap_or("").to_ascii_lowercase();
     let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme.as_str() {
         "s3" | "s3a" => {
+            let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
             let mut b = object_store::aws::AmazonS3Builder::from_env()
                 .with_url(base)
                 .with_retry(retry())
                 .with_client_options(client_options());
+            // The shared files fill in what the environment leaves out, as the CLI reads them.
+            let profile = super::aws_files::profile()?;
+            if env("AWS_ACCESS_KEY_ID").is_none() {
+                if let (Some(id), Some(secret)) = (profile.access_key_id, profile.secret_access_key)
+                {
+                    b = b.with_access_key_id(id).with_secret_access_key(secret);
+                    if let Some(token) = profile.session_token {
+                        b = b.with_token(token);
+                    }
+                }
+            }
             // The CLI's fallback region; AWS_REGION, read by from_env, wins.
-            if std::env::var_os("AWS_REGION").is_none() {
-                if let Ok(region) = std::env::var("AWS_DEFAULT_REGION") {
+            if env("AWS_REGION").is_none() {
+                if let Some(region) = env("AWS_DEFAULT_REGION").or(profile.region) {
                     b = b.with_region(region);
                 }
             }
+            let endpoint = env("AWS_ENDPOINT_URL_S3")
+                .or_else(|| env("AWS_ENDPOINT_URL"))
+                .or(profile.endpoint_url)
+                .unwrap_or_default();
+            if !endpoint.is_empty() {
+                b = b.with_endpoint(&endpoint);
+            }
             // A plain-http endpoint (a local S3-compatible server) is allowed because it was
             // named; https stays the default everywhere else.
-            let endpoint = std::env::var("AWS_ENDPOINT_URL_S3")
-                .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
-                .unwrap_or_default();
             if endpoint.starts_with("http://") {
                 b = b.with_allow_http(true);
             }
@@ -182,19 +216,24 @@ fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
     built.map_err(|e| format!("cannot set up the client of {base}: {e}"))
 }
 
-/// What an object store's error means to the user: the cause first, then the store's own words.
+/// What an object store's error means to the user: the cause first, then the store's own words
+/// (an S3-style XML error body cut down to its code and message).
 pub(super) fn reason(e: &object_store::Error) -> String {
     use object_store::Error as E;
-    const CHECK: &str = "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
-                         GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
+    const CHECK: &str = "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or \
+                         ~/.aws/credentials, GOOGLE_APPLICATION_CREDENTIALS, \
+                         AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
+    let words = short(&e.to_string());
+    if words.contains("NoSuchBucket") || words.contains("ContainerNotFound") {
+        return "no such bucket (check its name, and AWS_ENDPOINT_URL or the region)".to_string();
+    }
     match e {
         E::NotFound { .. } => "no such object (deleted, or never written)".to_string(),
-        E::PermissionDenied { source, .. } | E::Unauthenticated { source, .. } => {
-            format!("access denied: {CHECK}: {source}")
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            format!("access denied: {CHECK}: {words}")
         }
         // A listing's refusal comes as a generic error with the status in its words.
-        other => {
-            let words = other.to_string();
+        _ => {
             let refused = ["403 Forbidden", "401 Unauthorized"]
                 .iter()
                 .any(|s| words.contains(s));
@@ -204,5 +243,78 @@ pub(super) fn reason(e: &object_store::Error) -> String {
                 words
             }
         }
+    }
+}
+
+/// `words` with an XML error body replaced by its `Code: Message`: the request and host ids
+/// and the XML around them say nothing to the user.
+fn short(words: &str) -> String {
+    let Some(at) = words.find("<?xml").or_else(|| words.find("<Error>")) else {
+        return words.to_string();
+    };
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let rest = &words[words.find(&open)? + open.len()..];
+        Some(rest[..rest.find('<')?].trim().to_string())
+    };
+    let head = words[..at].trim_end().trim_end_matches(':');
+    match (tag("Code"), tag("Message")) {
+        (Some(code), Some(message)) => format!("{head}: {code}: {message}"),
+        (Some(code), None) => format!("{head}: {code}"),
+        _ => head.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn split(url: &str) -> (String, String) {
+        let p = parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        (p.base, p.key.as_ref().to_string())
+    }
+
+    #[test]
+    fn a_bucket_url_names_its_key_byte_for_byte() {
+        assert_eq!(
+            split("s3://bkt/data/q?x.txt"),
+            ("s3://bkt".into(), "data/q?x.txt".into())
+        );
+        assert_eq!(
+            split("s3://bkt/data/pct%41.txt"),
+            ("s3://bkt".into(), "data/pct%41.txt".into())
+        );
+        assert_eq!(split("gs://b/a#b c"), ("gs://b".into(), "a#b c".into()));
+        assert_eq!(split("s3://bkt/pre/"), ("s3://bkt".into(), "pre".into()));
+        assert_eq!(split("s3://bkt"), ("s3://bkt".into(), String::new()));
+        assert_eq!(
+            split("abfss://c@acct.dfs.core.windows.net/x/y"),
+            ("abfss://c@acct.dfs.core.windows.net".into(), "x/y".into())
+        );
+        assert!(parse("s3://bkt/a//b").is_err());
+        assert!(parse("s3:///key").is_err());
+    }
+
+    #[test]
+    fn an_xml_error_is_cut_to_its_code_and_message() {
+        let raw = "Generic S3 error: Error performing GET http://h/b in 1s - Server returned \
+                   non-2xx status code: 500 Internal Server Error: <?xml version=\"1.0\"?>\n\
+                   <Error><Code>InternalError</Code><Message>Try again.</Message>\
+                   <RequestId>x1</RequestId></Error>";
+        assert_eq!(
+            short(raw),
+            "Generic S3 error: Error performing GET http://h/b in 1s - Server returned non-2xx \
+             status code: 500 Internal Server Error: InternalError: Try again."
+        );
+        assert_eq!(short("plain words"), "plain words");
+    }
+
+    #[test]
+    fn a_web_url_is_decoded() {
+        assert_eq!(
+            split("https://example.org:8080/a%20b.txt?x=1"),
+            ("https://example.org:8080".into(), "a b.txt".into())
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! local inputs pay nothing for it. `file://` URLs are made local paths when the command line is
 //! read ([`local_path`]); they never reach the store.
 
+mod aws_files;
 mod client;
 mod list;
 mod object;
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::prefetch;
-pub use write::{any_below, upload};
+pub use write::{check_writable, upload};
 
 /// The schemes read through the object store, each followed by `://`.
 const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

@@ -55,8 +55,31 @@ fn read_part(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
+/// Checks, before any work is done, that an object (`object`; else objects below a prefix) can
+/// be written at `url`: a store that takes writes, a key for an object, and a bucket that
+/// answers. What the run produces is not lost to a destination that could never take it.
+/// Returns whether some object lies below `url` already.
+pub fn check_writable(url: &str, object: bool) -> Result<bool, String> {
+    let parsed = client::parse(url)?;
+    if parsed.base.starts_with("http") {
+        return Err(
+            "an http(s):// URL is read only: write to s3://, gs:// or az://, or a \
+                    local file"
+                .into(),
+        );
+    }
+    if object && (parsed.key.as_ref().is_empty() || url.ends_with('/')) {
+        return Err(
+            "names a prefix, not an object: add the object's name, as in \
+                    s3://BUCKET/PREFIX/report.json"
+                .into(),
+        );
+    }
+    any_below(url)
+}
+
 /// True when some object lies below the prefix `url` (`url/…`).
-pub fn any_below(url: &str) -> Result<bool, String> {
+fn any_below(url: &str) -> Result<bool, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let prefix = (!parsed.key.as_ref().is_empty()).then_some(&parsed.key);

@@ -382,3 +382,183 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
     assert!(r.stderr.contains("s3://out/r2/report.json"), "{}", r.stderr);
     assert_eq!(s3.keys("out", "r2/"), Vec::<String>::new());
 }
+
+#[test]
+fn keys_are_taken_byte_for_byte_and_the_clis_files_are_read() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("bkt");
+    let body = text(9101, 200);
+    // Keys as S3 holds them: `q?x.txt` and `pct%41.txt` (escaped in the request's path).
+    for key in ["data/a.txt", "data/q%3Fx.txt", "data/pct%2541.txt"] {
+        s3.put(&format!("bkt/{key}"), &body);
+    }
+    let end = s3.endpoint();
+    let r = scan(&s3, &t, &end, &["scan", "s3://bkt/data/"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(
+        cluster_paths(&r.json()),
+        vec![vec![
+            "s3://bkt/data/a.txt",
+            "s3://bkt/data/pct%41.txt",
+            "s3://bkt/data/q?x.txt"
+        ]]
+    );
+    // Named one by one, as listed.
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &["scan", "s3://bkt/data/q?x.txt", "s3://bkt/data/pct%41.txt"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(cluster_paths(&r.json()).len(), 1);
+
+    // No key in the environment: the credentials `aws configure` writes, the profile
+    // AWS_PROFILE names, and its region and endpoint from ~/.aws/config.
+    t.write(
+        "home/.aws/credentials",
+        "[default]\naws_access_key_id = a\naws_secret_access_key = b\n\n\
+         [work]\naws_access_key_id = c\naws_secret_access_key = d\n",
+    );
+    t.write(
+        "home/.aws/config",
+        format!("[default]\nregion = us-east-1\n[profile work]\nregion = us-east-1\nendpoint_url = {end}\n"),
+    );
+    let from_files = |profile: Option<&str>, endpoint: Option<&str>, home: &str| {
+        let mut cmd = t.command(&["scan", "s3://bkt/data/"]);
+        s3.env(&mut cmd, &end);
+        cmd.env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env("DUPFIND_STORE_TIMEOUT", "2")
+            .env("HOME", t.join(home));
+        if let Some(p) = profile {
+            cmd.env("AWS_PROFILE", p);
+        }
+        if endpoint.is_none() {
+            cmd.env_remove("AWS_ENDPOINT_URL");
+        }
+        super::util::run_command(cmd)
+    };
+    let r = from_files(None, Some(&end), "home");
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(cluster_paths(&r.json()).len(), 1);
+    let r = from_files(Some("work"), None, "home");
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(cluster_paths(&r.json()).len(), 1);
+    // Without them, no keys: the store refuses.
+    let r = from_files(None, Some(&end), "nohome");
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let r = from_files(Some("nosuch"), Some(&end), "home");
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("profile nosuch"), "{}", r.stderr);
+}
+
+#[test]
+fn an_output_url_is_checked_before_the_scan() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus(&t);
+    s3.create_bucket("bkt");
+    let end = s3.endpoint();
+    for (url, says) in [
+        ("s3://nobucket/r.json", "no such bucket"),
+        ("s3://bkt/", "names a prefix"),
+        ("s3://bkt", "names a prefix"),
+        ("https://example.org/r.json", "read only"),
+    ] {
+        let r = scan(&s3, &t, &end, &["scan", "corpus", "-o", url]);
+        assert_eq!(r.code(), 2, "{url}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("-o {url}: ")) && r.stderr.contains(says),
+            "{url}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("<?xml"), "{}", r.stderr);
+        // Refused before any work: no report anywhere.
+        assert_eq!(r.stdout, "");
+    }
+    let r = scan(&s3, &t, &end, &["scan", "s3://nobucket/x/", "corpus"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: s3://nobucket/x/: no such bucket"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("<?xml"), "{}", r.stderr);
+}
+
+#[test]
+fn a_staged_dataset_goes_to_s3_and_an_index_refuses_url_inputs() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus(&t);
+    s3.create_bucket("out");
+    s3.put_dir(&t.join("corpus"), "out/corpus/");
+    let end = s3.endpoint();
+    let local = t.run(&["scan", "corpus", "--write-dataset", "ds"]);
+    assert_eq!(local.code(), 0, "{}", local.stderr);
+    let run = |args: &[&str]| {
+        let r = scan(&s3, &t, &end, args);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    run(&[
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--shards",
+        "1",
+        "--parts",
+        "1",
+        "corpus",
+        "--write-dataset",
+        "s3://out/sds/",
+    ]);
+    for stage in [
+        &["sign", "--shard", "0/1"][..],
+        &["group", "--part", "0/1"],
+        &["components"],
+        &["route", "--shard", "0/1"],
+        &["verify", "--part", "0/1"],
+        &["dataset", "--shard", "0/1"],
+    ] {
+        run(&[&["stage", stage[0], "--work", "w"][..], &stage[1..]].concat());
+    }
+    let report = run(&["stage", "report", "--work", "w"]);
+    assert_eq!(report.stdout, local.stdout);
+    assert_eq!(s3.keys("out", "sds/"), ["sds/part-00000.jsonl"]);
+    assert_eq!(
+        s3.get("out/sds/part-00000.jsonl").unwrap(),
+        std::fs::read(t.join("ds/part-00000.jsonl")).unwrap()
+    );
+    // Nothing written to a local directory named after the URL.
+    assert!(!t.join("s3:").exists());
+
+    // --against in the staged pipeline refuses URL inputs, as scan does.
+    let b = t.run(&["index", "build", "-q", "--index", "idx", "corpus"]);
+    assert_eq!(b.code(), 0, "{}", b.stderr);
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &[
+            "stage",
+            "init",
+            "--work",
+            "w2",
+            "--against",
+            "idx",
+            "s3://out/corpus/",
+        ],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
+    assert!(!t.join("w2/run.json").exists());
+}

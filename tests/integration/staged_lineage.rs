@@ -225,3 +225,53 @@ fn a_work_file_whose_footer_declares_billions_of_schema_children_is_refused_befo
          children",
     );
 }
+
+#[test]
+fn a_damaged_or_lost_work_file_marks_its_producer_to_run_again_and_resume_repairs_it() {
+    let t = TestDir::new();
+    let scan = run_ok(&t);
+    let docs = t.join("w/sign/shard-000000.docs.parquet");
+    let mut bytes = fs::read(&docs).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x01;
+    fs::write(&docs, &bytes).unwrap();
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert_eq!(status.code(), 0, "{}", status.stderr);
+    assert!(
+        status.stdout.contains("sign        1 of 2 done")
+            && status.stdout.contains(
+                "shard 0: invalid: sign/shard-000000.docs.parquet, which it wrote, is damaged"
+            )
+            && status
+                .stdout
+                .contains("next: dupfind stage sign --shard 0/2"),
+        "{}",
+        status.stdout
+    );
+    let todo = t.run(&["stage", "status", "--work", "w", "--todo", "sign"]);
+    assert_eq!(todo.stdout, "0\n");
+    let bin = super::util::bin();
+    let again = local_driver(
+        &t,
+        &["--resume", "--work", "w", "--dupfind", bin, "-q", "c"],
+    );
+    assert_eq!(again.code(), 0, "{}", again.stderr);
+    assert_eq!(again.stdout, scan);
+
+    // A file gone: the same.
+    fs::remove_file(t.join("w/sign/shard-000001.keys-000000.parquet")).unwrap();
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert!(
+        status.stdout.contains(
+            "shard 1: invalid: sign/shard-000001.keys-000000.parquet, which it wrote, is missing"
+        ),
+        "{}",
+        status.stdout
+    );
+    let again = local_driver(
+        &t,
+        &["--resume", "--work", "w", "--dupfind", bin, "-q", "c"],
+    );
+    assert_eq!(again.code(), 0, "{}", again.stderr);
+    assert_eq!(again.stdout, scan);
+}
