@@ -396,8 +396,10 @@ mod tests {
             ..bomb
         };
         let e = batch_rows(&[over], 5000).unwrap_err();
+        // The allowance is process-wide, set by the scans other tests run meanwhile.
         assert!(
-            e.starts_with("needs about 137.0 MiB of memory to decode a row with its pages"),
+            e.starts_with("needs about ")
+                && e.contains(" of memory to decode a row with its pages"),
             "{e}"
         );
         assert!(
