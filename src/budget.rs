@@ -8,7 +8,7 @@
 //! budget), not exact accounting: the budget bounds what inputs can make dupfind hold, it does
 //! not count every allocation.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::sketch::shingle::ShingleKind;
 
@@ -189,6 +189,17 @@ impl Budget {
         self.grant(bytes, true)
     }
 
+    /// As [`Budget::pin`], for a holder that cannot borrow the budget (a dump's reader, which
+    /// runs on a thread of its own): pinned beside the pin of the thread that waits for the
+    /// workers, for a row group larger than that pin covers, and given back when it ends.
+    pub fn pin_shared(self: &Arc<Self>, bytes: u64) -> Result<SharedPin, OverBudget> {
+        self.take(bytes, true)?;
+        Ok(SharedPin {
+            budget: Arc::clone(self),
+            bytes,
+        })
+    }
+
     fn grant(&self, bytes: u64, pinned: bool) -> Result<Grant<'_>, OverBudget> {
         self.take(bytes, pinned)?;
         Ok(Grant {
@@ -293,6 +304,27 @@ impl Drop for Grant<'_> {
     fn drop(&mut self) {
         self.budget.give(self.bytes, self.pinned);
     }
+}
+
+/// A pinned reservation that holds its budget ([`Budget::pin_shared`]), given back when dropped.
+#[derive(Debug)]
+pub struct SharedPin {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Drop for SharedPin {
+    fn drop(&mut self) {
+        self.budget.give(self.bytes, true);
+    }
+}
+
+/// What a Parquet reader may hold under a budget of `limit` ([`crate::input::parquet`]): a
+/// quarter of it, as a row group's pages and dictionaries are decoded whole and a writer's
+/// defaults put hundreds of megabytes of long documents in one page; never less than a
+/// compressed stream's decoder may hold.
+pub fn decode_limit(limit: u64) -> u64 {
+    (limit / 4).max(window_limit(limit) + (1 << 20))
 }
 
 /// Bytes in words, in powers of 1024 as `--max-memory` takes them.

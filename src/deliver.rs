@@ -107,6 +107,33 @@ fn failures(report: &report::Report) -> String {
     // Every bad line is an error at its line; the other errors at a line are dumps that could
     // not be read to the end, and records that changed during the scan.
     let bad = lines.min(report.stats.skipped.bad_line as usize);
+    // Named by the kind of dump they are of when all are of one kind: rows of Parquet, lines of
+    // JSON Lines.
+    let mut kinds = std::collections::BTreeMap::new();
+    for e in report
+        .errors
+        .iter()
+        .filter(|e| e.line.is_some() && !dataset(e))
+    {
+        kinds
+            .entry(e.path.as_str())
+            .or_insert_with(|| is_parquet_dump(&e.path));
+    }
+    let parquet = kinds.values().filter(|&&p| p).count();
+    let (held, unread) = match (parquet, kinds.len() - parquet) {
+        (0, _) => (
+            ["1 line of a JSON Lines dump", "lines of JSON Lines dumps"],
+            ["1 record of a dump", "records of dumps"],
+        ),
+        (_, 0) => (
+            ["1 row of a Parquet dump", "rows of Parquet dumps"],
+            ["1 row of a Parquet dump", "rows of Parquet dumps"],
+        ),
+        _ => (
+            ["1 record of a dump", "records of dumps"],
+            ["1 record of a dump", "records of dumps"],
+        ),
+    };
     let mut parts = Vec::new();
     let mut count = |n: usize, one: &str, many: &str| match n {
         0 => {}
@@ -120,13 +147,13 @@ fn failures(report: &report::Report) -> String {
     );
     count(
         bad,
-        "1 line of a JSON Lines dump held no document",
-        "lines of JSON Lines dumps held no document",
+        &format!("{} held no document", held[0]),
+        &format!("{} held no document", held[1]),
     );
     count(
         lines - bad,
-        "1 record of a dump could not be read",
-        "records of dumps could not be read",
+        &format!("{} could not be read", unread[0]),
+        &format!("{} could not be read", unread[1]),
     );
     count(
         not_written,
@@ -138,6 +165,18 @@ fn failures(report: &report::Report) -> String {
         parts.push("some input could not be read".to_string());
     }
     parts.join(", ")
+}
+
+/// True when the dump at `path` (as the report names it) is Parquet: by its magic bytes, or for
+/// an object, which is not fetched again for a message, by its name.
+fn is_parquet_dump(path: &str) -> bool {
+    let path = std::path::Path::new(path);
+    if crate::store::is_url(path) {
+        let name = path.file_name().and_then(|n| n.to_str());
+        return name.is_some_and(crate::input::walk::is_parquet_name);
+    }
+    std::fs::File::open(path)
+        .is_ok_and(|f| crate::input::parquet::starts_with_magic(&f.into()).unwrap_or(false))
 }
 
 /// True when a broken pipe is anywhere in the error's chain.

@@ -64,6 +64,9 @@ pub fn compare(order: Order, a: &Facts, b: &Facts) -> Ordering {
         KeepPolicy::First | KeepPolicy::None => Ordering::Equal,
         KeepPolicy::Largest => b.bytes.cmp(&a.bytes),
         KeepPolicy::Smallest => a.bytes.cmp(&b.bytes),
+        // The records of one dump share its time: the later record is the newer, as rows
+        // are appended to a table.
+        KeepPolicy::Newest if a.path == b.path => by_time(true).then(b.id.cmp(&a.id)),
         KeepPolicy::Newest => by_time(true),
         KeepPolicy::Oldest => by_time(false),
         KeepPolicy::ShortestPath => path_len(a.path).cmp(&path_len(b.path)),

@@ -98,11 +98,14 @@ fn write_records(
         }
     };
     let mut at = 0;
-    while at < docs.len() {
-        let Some(raw) = reader.next_raw() else { break };
+    while let Some(raw) = reader.next_raw() {
         let RawLine::Json { line, bytes, .. } = raw else {
-            // The stream failed: the records not reached are not written.
-            break;
+            // A line known to hold no document (too long), or the stream failed: the records
+            // not reached are not written.
+            match raw {
+                RawLine::Done(Line::Failed { .. }) => break,
+                _ => continue,
+            }
         };
         // A record's line that is no longer one (the dump changed) is passed.
         while at < docs.len() && line_of(&docs[at]) < line {
@@ -114,6 +117,27 @@ fn write_records(
             at += 1;
         }
         if at == docs.len() || line_of(&docs[at]) != line {
+            // A record that is no document (a null, missing or empty text) is written as it
+            // is; a line that is not a JSON object is the bad line the scan reported.
+            let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>;
+            if object(&bytes).is_err() {
+                continue;
+            }
+            let record = match how.annotate {
+                None => Some(bytes),
+                Some(prefix) => {
+                    if let Some(name) = annotate::clash_in_line(&bytes, prefix) {
+                        let place = format!("{}:{line}", display_path(&docs[0].file.path));
+                        bail!("{}", annotate::clash_message(&place, &name));
+                    }
+                    annotate::splice(&bytes, prefix, &Annotation::of(None))
+                }
+            };
+            if let Some(record) = record {
+                out.write_all(&record)?;
+                out.write_all(b"\n")?;
+                written.kept += 1;
+            }
             continue;
         }
         let d = &docs[at];

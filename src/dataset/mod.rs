@@ -2,8 +2,9 @@
 //! listed as a duplicate (with `--annotate`: every document, and where it stands in the report),
 //! each field kept. The filter step people run after deduplicating, made safe: only
 //! `duplicates` (verified against a representative that is kept) are left out, never `linked`
-//! members. Documents without text (empty, binary, unreadable, bad lines) carry nothing and are
-//! left out too.
+//! members. A dump's record that holds no document (a null or empty text) is written as it
+//! is, a row of the input like any other; files without text, lines that are not JSON objects
+//! and rows that cannot be decoded carry nothing and are left out.
 //!
 //! Two formats ([`DatasetFormat`]): JSON Lines ([`jsonl`]), one file per shard, every record
 //! as its original line; Parquet ([`parquet`]), one file per input, a Parquet dump's rows with
@@ -339,24 +340,38 @@ impl DumpRows {
                     .take_while(|d| line_of(d) <= w[1])
                     .count();
             let group = &docs[from..to];
+            // Rows that are no document (a null or empty text) are copied with the others; a
+            // group without a document was not read by the scan (too large to decode) or holds
+            // nothing to check, and is decoded.
             let whole = copies
-                && group.len() as u64 == w[1] - w[0]
+                && !group.is_empty()
                 && !group.iter().any(|d| how.drops(d))
                 && self.unchanged(g, group, how.prints.get(&docs[0].file.path));
             if let (true, Ok(raw)) = (whole, self.rows.raw_group(g)) {
+                let rows = rows_of(w[0] + 1..=w[1], group);
                 let added = (self.annotated.as_ref()).map(|schema| {
-                    let values: Vec<Annotation> =
-                        group.iter().map(|d| Annotation::of(d.fate)).collect();
+                    let values: Vec<Annotation> = rows
+                        .iter()
+                        .map(|r| Annotation::of(r.1.and_then(|d| d.fate)))
+                        .collect();
                     annotate::added(schema, &values)
                 });
                 let added = added.transpose().map_err(anyhow::Error::msg)?;
-                let kept: Vec<&DatasetDoc> = group.iter().collect();
-                count(&kept, emit(Piece::Group(raw, added))?, written);
+                count(
+                    docs[0].file,
+                    &rows,
+                    emit(Piece::Group(raw, added))?,
+                    written,
+                );
                 at = to;
                 continue;
             }
             let Ok(batches) = self.rows.group(g, false) else {
-                break;
+                // Not decoded (too large for the decoder's share of the budget, or damaged
+                // since): its documents are not written, the groups after it are.
+                unreached(group, how, written);
+                at = to;
+                continue;
             };
             for batch in batches {
                 let Ok(batch) = batch else { break 'groups };
@@ -389,17 +404,16 @@ impl DumpRows {
         let Ok(batches) = self.rows.group(group, true) else {
             return false;
         };
-        let mut docs = docs.iter();
+        let mut docs = docs.iter().peekable();
         for batch in batches {
             let Ok(batch) = batch else { return false };
             for k in 0..batch.batch.num_rows() {
-                let same = docs.next().is_some_and(|d| {
-                    line_of(d) == batch.first + k as u64
-                        && batch
-                            .text(k)
-                            .is_some_and(|t| xxh3_128(t.as_bytes()) == d.hash)
-                });
-                if !same {
+                // A row that is no document is copied as it is.
+                let Some(d) = docs.next_if(|d| line_of(d) == batch.first + k as u64) else {
+                    continue;
+                };
+                let text = batch.text(k);
+                if text.is_none_or(|t| xxh3_128(t.as_bytes()) != d.hash) {
                     return false;
                 }
             }
@@ -451,6 +465,9 @@ fn write_batch(
     while *at < docs.len() && line_of(&docs[*at]) < end {
         *at += 1;
     }
+    let Some(dump) = docs.first().map(|d| d.file) else {
+        return Ok(());
+    };
     let (keep, kept) = select(&docs[start..*at], batch, how, written);
     if kept.is_empty() {
         return Ok(());
@@ -458,23 +475,48 @@ fn write_batch(
     let mut rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep.into())
         .context("selecting the rows of the dataset")?;
     if let Some(schema) = annotated {
-        let values: Vec<Annotation> = kept.iter().map(|d| Annotation::of(d.fate)).collect();
+        let values: Vec<Annotation> = (kept.iter())
+            .map(|r| Annotation::of(r.1.and_then(|d| d.fate)))
+            .collect();
         rows = annotate::append(&rows, schema, &values).map_err(anyhow::Error::msg)?;
     }
-    count(&kept, emit(rows)?, written);
+    count(dump, &kept, emit(rows)?, written);
     Ok(())
 }
 
-/// Counts the documents `kept` as written, or as errors of the run when writing them failed.
-fn count(kept: &[&DatasetDoc], result: Result<(), String>, written: &mut Written) {
+/// A row of a dump written: its number, and its document unless it is none (a null or empty
+/// text).
+type RowOf<'d, 'a> = (u64, Option<&'d DatasetDoc<'a>>);
+
+/// The rows `lines` of a dump, each with its document among `docs` (in order) if it is one.
+fn rows_of<'d, 'a>(
+    lines: std::ops::RangeInclusive<u64>,
+    docs: &'d [DatasetDoc<'a>],
+) -> Vec<RowOf<'d, 'a>> {
+    let mut docs = docs.iter().peekable();
+    lines
+        .map(|line| (line, docs.next_if(|d| line_of(d) == line)))
+        .collect()
+}
+
+/// Counts the rows `kept` of `dump` as written, or as errors of the run when writing them
+/// failed.
+fn count(dump: &FileEntry, kept: &[RowOf], result: Result<(), String>, written: &mut Written) {
     match result {
         Ok(()) => {
             written.kept += kept.len() as u64;
-            written.dropped += kept.iter().filter(|d| d.duplicate()).count() as u64;
+            written.dropped += kept
+                .iter()
+                .filter(|r| r.1.is_some_and(|d| d.duplicate()))
+                .count() as u64;
         }
         Err(reason) => {
-            for d in kept {
-                written.errors.push(not_written(d, &reason));
+            for &(line, d) in kept {
+                let error = format!("{NOT_WRITTEN}: {reason}");
+                written.errors.push(match d {
+                    Some(d) => not_written(d, &reason),
+                    None => dump.error(Some(line), error),
+                });
             }
         }
     }
@@ -494,31 +536,42 @@ fn line_of(d: &DatasetDoc) -> u64 {
     d.file.record.as_ref().map_or(0, |r| r.line)
 }
 
-/// Which rows of `batch` are written: the rows of `docs` (all within `batch`, in order) not
-/// dropped and unchanged, as a mask over the batch and their documents.
+/// Which rows of `batch` are written: every row but those of `docs` (all within `batch`, in
+/// order) dropped or changed, as a mask over the batch and the rows with their documents. A row
+/// that is no document (a null or empty text) is written as it is.
 fn select<'d, 'a>(
     docs: &'d [DatasetDoc<'a>],
     batch: &RowBatch,
     how: &Writing,
     written: &mut Written,
-) -> (Vec<bool>, Vec<&'d DatasetDoc<'a>>) {
-    let mut keep = vec![false; batch.batch.num_rows()];
-    let mut kept = Vec::new();
-    for d in docs {
+) -> (Vec<bool>, Vec<RowOf<'d, 'a>>) {
+    let rows = batch.batch.num_rows() as u64;
+    let mut keep = vec![true; rows as usize];
+    let mut kept = rows_of(batch.first..=batch.first + rows - 1, docs);
+    for (k, (_, d)) in kept.iter().enumerate() {
+        let Some(d) = d else { continue };
         if how.drops(d) {
             written.dropped += 1;
-            continue;
-        }
-        let k = line_of(d).checked_sub(batch.first).map(|k| k as usize);
-        let text = k.and_then(|k| batch.text(k));
-        match (k, text) {
-            (Some(k), Some(t)) if xxh3_128(t.as_bytes()) == d.hash => {
-                keep[k] = true;
-                kept.push(d);
-            }
-            _ => (written.errors).push(not_written(d, "file changed during the scan")),
+            keep[k] = false;
+        } else if batch
+            .text(k)
+            .is_none_or(|t| xxh3_128(t.as_bytes()) != d.hash)
+        {
+            (written.errors).push(not_written(d, "file changed during the scan"));
+            keep[k] = false;
         }
     }
+    // A document whose row is not in the batch (the dump changed) is not written.
+    let within = |d: &DatasetDoc| (batch.first..batch.first + rows).contains(&line_of(d));
+    for d in docs.iter().filter(|d| !within(d) && !how.drops(d)) {
+        (written.errors).push(not_written(d, "file changed during the scan"));
+    }
+    written.dropped += docs.iter().filter(|d| !within(d) && how.drops(d)).count() as u64;
+    let mut k = 0;
+    kept.retain(|_| {
+        k += 1;
+        keep[k - 1]
+    });
     (keep, kept)
 }
 

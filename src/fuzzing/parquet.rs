@@ -56,6 +56,12 @@ pub fn parquet(data: &[u8]) {
                 assert_eq!(line, last + 1, "row {line} after {last}");
                 last = line;
             }
+            Row::Unread {
+                first, last: end, ..
+            } => {
+                assert_eq!(first, last + 1, "rows {first}-{end} after {last}");
+                last = end;
+            }
             Row::Failed { .. } => failed = true,
         }
     }

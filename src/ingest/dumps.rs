@@ -140,6 +140,7 @@ impl Ingest<'_> {
                     Some(prints) => dump.rows_printed(Arc::clone(prints)),
                     None => dump.rows(),
                 };
+                let rows = rows.charged(Arc::clone(&self.engine.budget), decoder);
                 stream(rows, Row::text_len, |rows| {
                     for row in rows {
                         self.take_row(file, row, &mut batch, &mut bad, out);
@@ -268,6 +269,25 @@ impl Ingest<'_> {
             }),
             Row::Bad { line, reason } => self.bad_record(file, line, reason, bad, out),
             Row::Failed { line, reason } => self.failed(file, line, reason, true, out),
+            Row::Unread {
+                first,
+                last,
+                reason,
+            } => {
+                // One warning for the rows of a row group; each is an error of its own, so
+                // that the report and the summary count the rows lost.
+                let rows = match last - first {
+                    0 => format!("row {first}"),
+                    _ => format!("rows {first}-{last}"),
+                };
+                self.msgs.warn(&format!(
+                    "{}: {rows} not read: {reason} (the rows after them are read)",
+                    display_path(&file.path)
+                ));
+                for line in first..=last {
+                    out.errors.push(file.error(Some(line), reason.clone()));
+                }
+            }
         }
     }
 

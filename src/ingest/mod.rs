@@ -53,6 +53,7 @@ pub fn engine(cfg: &Config, indexed: Option<std::sync::Arc<dyn StoredSets>>) -> 
     };
     // Every decoder opened from now on, in this pass or when inputs are read again, obeys it.
     crate::input::decompress::set_window_limit(crate::budget::window_limit(cfg.max_memory));
+    crate::input::parquet::set_decode_limit(crate::budget::decode_limit(cfg.max_memory));
     Engine {
         budget: std::sync::Arc::new(crate::budget::Budget::new(cfg.max_memory)),
         shingle: cfg.shingle,

@@ -316,7 +316,7 @@ mod tests {
             .map(|r| match r {
                 Row::Doc { line, id, .. } => (*line, id.clone()),
                 Row::Bad { line, .. } => (*line, None),
-                Row::Failed { .. } => panic!("{r:?}"),
+                Row::Failed { .. } | Row::Unread { .. } => panic!("{r:?}"),
             })
             .collect();
         assert_eq!(

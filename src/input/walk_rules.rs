@@ -254,7 +254,7 @@ impl Rules {
     /// directory, and every one above it, was entered.
     pub(super) fn judge(&mut self, rel: &Path, depth: usize, is_dir: bool) -> Verdict {
         let name = super::walker::entry_name(rel);
-        if name == b".git" {
+        if name == b".git" || (!is_dir && super::walk::is_dataset_marker(name)) {
             return Verdict::Hidden;
         }
         if self.ignore {

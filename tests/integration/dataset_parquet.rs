@@ -198,20 +198,20 @@ fn a_parquet_dump_goes_back_out_with_its_schema_but_the_rows_listed_as_duplicate
     let input = table(0, 12);
     write(&t, "d.parquet", &input);
     let r = t.run(&["scan", "-v", "--write-dataset", "out", "d.parquet"]);
-    // Row 10 has no text: an error of the report, and no row of the dataset.
+    // Row 10 has no text: an error of the report, yet a row of the dataset (no duplicate).
     assert_eq!(r.code(), 2, "{}", r.stderr);
     let report = r.json();
     let dups = duplicates(&report);
     assert_eq!(dups.len(), 3, "{}", r.stdout);
     assert!(
-        r.stderr.contains("dataset: 8 records written"),
+        r.stderr.contains("dataset: 9 records written"),
         "{}",
         r.stderr
     );
     let (schema, rows) = read_dataset(&t.join("out"));
     assert!(t.join("out/part-00000-00000.parquet").exists());
     assert_eq!(schema.as_ref(), input.schema().as_ref());
-    let expected = rows_with_ids(&input, |id| !dups.contains_key(id) && id != "r10");
+    let expected = rows_with_ids(&input, |id| !dups.contains_key(id));
     assert_eq!(rows.columns(), expected.columns());
 }
 
@@ -240,8 +240,8 @@ fn annotate_writes_every_row_with_columns_that_agree_with_the_report() {
             ("dupfind_similarity", &DataType::Float64, true),
         ]
     );
-    let expected = rows_with_ids(&input, |id| id != "r10");
-    assert_eq!(columns(&rows, 0..own), expected.columns());
+    // Every row, that without text (r10) too.
+    assert_eq!(columns(&rows, 0..own), input.columns());
     let dups = duplicates(&report);
     let clustered = clustered(&report);
     let ids = rows
@@ -528,7 +528,8 @@ fn a_parquet_dump_written_as_json_lines_keeps_every_row_a_time_zone_included() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 12 - 1 - duplicates(&report).len());
+    // Row 10, without text, is written all the same.
+    assert_eq!(rows.len(), 12 - duplicates(&report).len());
     assert_eq!(rows[0]["id"], "r01");
     assert_eq!(rows[0]["price"], 123.45);
     assert!(rows[0]["at"]
@@ -662,8 +663,9 @@ fn codecs(path: &Path, column: usize) -> Vec<Compression> {
 #[test]
 fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encoded_again() {
     let t = TestDir::new();
-    // Row groups of 5: the first holds duplicates, the second the row without text; the four
-    // after them are written whole. Each column in a codec of its own.
+    // Row groups of 5: the first holds duplicates; the second, with the row without text (no
+    // document, yet a row of the dataset), and the four after them are written whole. Each
+    // column in a codec of its own.
     let input = table(0, 30);
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(5))
@@ -685,12 +687,12 @@ fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encode
     let dups = duplicates(&r.json());
     let (schema, rows) = read_dataset(&t.join("out"));
     assert_eq!(schema.as_ref(), input.schema().as_ref());
-    let expected = rows_with_ids(&input, |id| !dups.contains_key(id) && id != "r10");
+    let expected = rows_with_ids(&input, |id| !dups.contains_key(id));
     assert_eq!(rows.columns(), expected.columns());
-    // The kept rows of the first two groups encoded again into one; the other four as they were.
+    // The kept rows of the first group encoded again; the other five as they were.
     let part = t.join("out/part-00000-00000.parquet");
-    assert_eq!(codecs(&part, 1), [zstd, gzip, gzip, gzip, gzip]);
-    assert_eq!(codecs(&part, 2)[1..], [zstd; 4]);
+    assert_eq!(codecs(&part, 1), [zstd, gzip, gzip, gzip, gzip, gzip]);
+    assert_eq!(codecs(&part, 2)[1..], [zstd; 5]);
 
     let r = t.run(&["scan", "--annotate", "--write-dataset", "ann", "d.parquet"]);
     assert_eq!(r.code(), 2, "{}", r.stderr);
@@ -698,11 +700,11 @@ fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encode
     let own = input.num_columns();
     assert_eq!(schema.fields()[..own], input.schema().fields()[..]);
     assert_eq!(schema.metadata(), input.schema().metadata());
-    let expected = rows_with_ids(&input, |id| id != "r10");
-    assert_eq!(columns(&rows, 0..own), expected.columns());
-    // Only the group with the row without text is encoded again; the added columns are zstd.
+    // Every row, that without text (r10) too.
+    assert_eq!(columns(&rows, 0..own), input.columns());
+    // Every group as it was, that with the row without text too; the added columns are zstd.
     let part = t.join("ann/part-00000-00000.parquet");
-    assert_eq!(codecs(&part, 1), [gzip, zstd, gzip, gzip, gzip, gzip]);
+    assert_eq!(codecs(&part, 1), [gzip; 6]);
     // Leaf 12: the input has ten leaf columns (meta has two), then cluster, size, keep.
     assert_eq!(codecs(&part, 12), [zstd; 6]);
 }
@@ -760,4 +762,123 @@ fn a_name_that_is_not_utf8_keeps_its_bytes_in_the_dataset_and_the_report_table()
         bytes_of(&rows),
         [("in/a.txt".to_string(), None), (lossy, Some(odd.to_vec()))]
     );
+}
+
+/// The ids of the rows of `batch` (its first column, strings), in order.
+fn ids_of(batch: &RecordBatch) -> Vec<String> {
+    let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
+    ids.unwrap()
+        .iter()
+        .map(|id| id.unwrap().to_string())
+        .collect()
+}
+
+/// Rows whose text is null or empty hold no document, yet are rows of the input: every one is
+/// written with --annotate (kept, in no cluster), and by --write-dataset, as they are no
+/// duplicates; the null text is the row's input error all the same. In every row group, copied
+/// whole or encoded again, and in a JSON Lines dump too.
+#[test]
+fn rows_with_a_null_or_empty_text_are_written_and_annotated_as_kept() {
+    let t = TestDir::new();
+    let same = text(730, 40);
+    let texts = [Some(same.as_str()), Some(same.as_str()), None, Some("")];
+    // Twice: row groups of 5 rows, one with a duplicate (encoded again), one without (copied).
+    let ids: Vec<String> = (0..8).map(|i| format!("r{i}")).collect();
+    let other = text(731, 40);
+    let texts: Vec<Option<&str>> = (0..8)
+        .map(|i| match i {
+            5 => Some(other.as_str()),
+            i => texts[i % 4],
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(StringArray::from(ids.clone())) as ArrayRef),
+        ("text", Arc::new(StringArray::from(texts)) as ArrayRef),
+    ])
+    .unwrap();
+    write(&t, "in.parquet", &batch);
+    let run = t.run(&[
+        "scan",
+        "--id-field",
+        "id",
+        "in.parquet",
+        "--write-dataset",
+        "dd",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let errors: Vec<(Value, Value)> = (run.json()["errors"].as_array().unwrap().iter())
+        .map(|e| (e["line"].clone(), e["error"].clone()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (3.into(), "\"text\" is null".into()),
+            (7.into(), "\"text\" is null".into())
+        ]
+    );
+    // r4 is the other copy of r0 and r1.
+    let (_, rows) = read_dataset(&t.join("dd"));
+    assert_eq!(ids_of(&rows), ["r0", "r2", "r3", "r5", "r6", "r7"]);
+
+    let run = t.run(&[
+        "scan",
+        "-q",
+        "--id-field",
+        "id",
+        "in.parquet",
+        "--write-dataset",
+        "ann",
+        "--annotate",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    // Rows, not lines: there is no JSON Lines dump.
+    assert_eq!(
+        run.stderr,
+        "dupfind: 2 rows of Parquet dumps held no document (run without -q for details)\n"
+    );
+    let (_, rows) = read_dataset(&t.join("ann"));
+    assert_eq!(ids_of(&rows), ids);
+    let keep = rows.column_by_name("dupfind_keep").unwrap();
+    let keep = keep.as_any().downcast_ref::<BooleanArray>().unwrap();
+    let keep: Vec<bool> = keep.iter().map(Option::unwrap).collect();
+    assert_eq!(keep, [true, false, true, true, false, true, true, true]);
+    let cluster = rows.column_by_name("dupfind_cluster").unwrap();
+    let nulls: Vec<bool> = (0..8).map(|k| cluster.is_null(k)).collect();
+    assert_eq!(nulls, [false, false, true, true, false, true, true, true]);
+
+    let lines = [
+        serde_json::json!({"id": "a", "text": same}).to_string(),
+        serde_json::json!({"id": "b", "text": same}).to_string(),
+        r#"{"id":"c","text":null}"#.to_string(),
+        r#"{"id":"d","text":""}"#.to_string(),
+    ];
+    t.write("in.jsonl", &(lines.join("\n") + "\n"));
+    t.run(&["scan", "-q", "in.jsonl", "--write-dataset", "j"]);
+    let part = std::fs::read_to_string(t.join("j/part-00000.jsonl")).unwrap();
+    assert_eq!(
+        part,
+        [&lines[0], &lines[2], &lines[3]]
+            .map(|l| format!("{l}\n"))
+            .concat()
+    );
+}
+
+/// Spark's and Hadoop's markers beside a dataset's parts are no inputs, as a dataset reader
+/// never reads them: an empty `_SUCCESS` would be a file that is not Parquet, and make the
+/// deduplicated dataset JSON Lines.
+#[test]
+fn spark_markers_beside_parquet_parts_are_no_inputs() {
+    let t = TestDir::new();
+    std::fs::create_dir(t.join("spark")).unwrap();
+    write(&t, "spark/part-00000-abc.snappy.parquet", &table(0, 6));
+    t.write("spark/_SUCCESS", "")
+        .write("spark/_committed_123", "{}")
+        .write("spark/._SUCCESS.crc", "crc")
+        .write("spark/_common_metadata", "not a footer");
+    let r = t.run(&["scan", "spark", "--write-dataset", "out"]);
+    let report = r.json();
+    assert_eq!(report["stats"]["files_seen"], 1, "{}", r.stdout);
+    assert_eq!(report["stats"]["skipped"]["hidden"], 4, "{}", r.stdout);
+    assert!(t.join("out/part-00000-00000.parquet").exists());
+    assert!(!t.join("out/part-00000.jsonl").exists());
 }

@@ -619,3 +619,21 @@ fn the_parquet_report_has_a_row_per_clustered_document_as_the_json_report_says()
         .stderr
         .contains("--format parquet has a row per clustered document"));
 }
+
+/// The records of one dump share its modification time: `--keep newest` keeps the last of
+/// them (rows are appended to a table), `oldest` the first, not both the first.
+#[test]
+fn keep_newest_among_the_records_of_one_dump_keeps_the_last() {
+    let t = TestDir::new();
+    let line = serde_json::json!({"text": text(740, 60)}).to_string() + "\n";
+    t.write("k.jsonl", line.repeat(3));
+    for (keep, kept) in [("oldest", 1), ("newest", 3)] {
+        let r = t.run(&["scan", "-q", "--keep", keep, "k.jsonl"]);
+        let report = r.json();
+        assert_eq!(
+            report["clusters"][0]["representative"]["line"], kept,
+            "{keep}: {}",
+            r.stdout
+        );
+    }
+}

@@ -559,7 +559,7 @@ fn the_dataset_of_a_parquet_dump_keeps_each_row_with_all_its_columns_but_the_dup
     let t = TestDir::new();
     let records = corpus();
     let ids: Vec<Option<&str>> = records.iter().map(|(id, _)| id.as_deref()).collect();
-    // Row 12 has no text: a bad line of the report, and no row of the dataset.
+    // Row 12 has no text: a bad line of the report, yet a row of the dataset.
     let mut texts: Vec<Option<&str>> = records.iter().map(|(_, t)| Some(t.as_str())).collect();
     texts[11] = None;
     let n: ArrayRef = Arc::new(Int64Array::from_iter_values(100..112));
@@ -592,10 +592,11 @@ fn the_dataset_of_a_parquet_dump_keeps_each_row_with_all_its_columns_but_the_dup
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let expected: Vec<Value> = (1..=11u64)
+    let expected: Vec<Value> = (1..=12u64)
         .filter(|line| !dropped.contains(line))
         .map(|line| {
             let (id, text) = &records[line as usize - 1];
+            let text = (line < 12).then_some(text);
             json!({"id": id, "n": 99 + line, "text": text})
         })
         .collect();
@@ -662,8 +663,9 @@ fn a_dictionary_bomb_is_read_whole_a_few_rows_at_a_time() {
     assert_eq!(clusters[0]["members"].as_array().unwrap().len(), 300);
 }
 
-/// A row whose dictionary entry alone is more than a decoder may hold under --max-memory (an
-/// eighth of it, and a MiB) is the memory error, naming the file; the other files are read.
+/// A row whose dictionary entry alone is more than a decoder may hold under --max-memory (a
+/// quarter of it) is the memory error of each row of its row group, naming the file; the other
+/// files are read.
 #[test]
 fn a_dictionary_entry_over_what_a_decoder_may_hold_is_an_input_error_saying_so() {
     let t = TestDir::new();
@@ -674,23 +676,71 @@ fn a_dictionary_entry_over_what_a_decoder_may_hold_is_an_input_error_saying_so()
     let r = run.json();
     assert_eq!(r["stats"]["documents"], corpus().len());
     let errors = r["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0]["path"], "./big.parquet");
-    let e = errors[0]["error"].as_str().unwrap();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    for (e, line) in errors.iter().zip(1..) {
+        assert_eq!(e["path"], "./big.parquet");
+        assert_eq!(e["line"], line);
+        let e = e["error"].as_str().unwrap();
+        assert!(
+            e.starts_with("row group 0: needs about 24.0 MiB of memory"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "more than --max-memory leaves a Parquet decoder (16.0 MiB, a quarter of it); \
+                 raise --max-memory"
+            ),
+            "{e}"
+        );
+    }
     assert!(
-        e.starts_with("row group 0 (rows 1-3): column \"text\": needs about 24.0 MiB of memory"),
-        "{e}"
-    );
-    assert!(
-        e.contains(
-            "more than --max-memory leaves a decoder (9.0 MiB, about an eighth of it); raise \
-             --max-memory"
-        ),
-        "{e}"
-    );
-    assert!(
-        run.stderr.contains("./big.parquet: row group 0"),
+        run.stderr
+            .contains("./big.parquet: rows 1-3 not read: row group 0"),
         "{}",
         run.stderr
+    );
+}
+
+/// Long documents in one row group, as pyarrow's defaults write them (every row in one page),
+/// are read when --max-memory leaves a decoder room for the group (a quarter of it), however
+/// little a decoder of a compressed stream may hold. When it does not, each of the group's rows
+/// is an input error, counted as one in the summary, and the other row groups are read.
+#[test]
+fn a_row_group_of_long_documents_is_read_under_a_budget_that_holds_it_else_its_rows_are_errors() {
+    let t = TestDir::new();
+    let long = text(620, 450_000);
+    assert!(
+        long.len() > 2 << 20 && long.len() < 4 << 20,
+        "{}",
+        long.len()
+    );
+    let mut records = corpus();
+    records.push((Some("long-0".into()), long.clone()));
+    records.push((Some("long-1".into()), long));
+    records.push((Some("long-2".into()), text(621, 450_000)));
+    let layout = Layout {
+        group: corpus().len(),
+        compression: Compression::UNCOMPRESSED,
+    };
+    write_corpus(&t, "d.parquet", &records, layout);
+
+    // Its pages and a row need about 21 MiB: more than a stream's decoder (17 MiB), less than
+    // a quarter of 128 MiB.
+    let run = t.run(&["scan", "--max-memory", "128M", "d.parquet"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], records.len(), "{}", run.stderr);
+    let long_pair = vec![(13, json!("long-0")), (14, json!("long-1"))];
+    assert!(members(&r).contains(&long_pair), "{:?}", members(&r));
+
+    let run = t.run(&["scan", "-q", "--max-memory", "64M", "d.parquet"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["stats"]["documents"], corpus().len());
+    let lines: Vec<Value> = errors(&r).into_iter().map(|(line, _)| line).collect();
+    assert_eq!(lines, [json!(13), json!(14), json!(15)]);
+    assert_eq!(
+        run.stderr,
+        "dupfind: 3 rows of Parquet dumps could not be read (run without -q for details)\n"
     );
 }

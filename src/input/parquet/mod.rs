@@ -33,6 +33,7 @@ use parquet::basic::Compression as Codec;
 
 use crate::input::jsonl::JsonlOptions;
 use crate::input::source::Source;
+pub use pages::set_decode_limit;
 pub(crate) use rows::Arrays;
 pub use rows::{RawGroup, Row, RowBatch, Rows, Texts, WholeRows};
 
@@ -291,15 +292,26 @@ impl ParquetDump {
         selection: Option<RowSelection>,
         print: Option<Arc<chunks::Print>>,
     ) -> Result<ParquetRecordBatchReader, String> {
-        let every: Vec<usize>;
-        let leaves = match leaves {
-            Leaves::Text => &self.text_leaves,
-            Leaves::TextAndId => &self.all_leaves,
-            Leaves::Every => {
-                every = (0..self.meta.parquet_schema().num_columns()).collect();
-                &every
-            }
-        };
+        let (batch, _) = self.sized(group, leaves)??;
+        self.open_group(group, leaves, batch, selection, print)
+    }
+
+    /// The leaf columns `leaves` names.
+    fn leaves(&self, leaves: Leaves) -> std::borrow::Cow<'_, [usize]> {
+        match leaves {
+            Leaves::Text => (&self.text_leaves[..]).into(),
+            Leaves::TextAndId => (&self.all_leaves[..]).into(),
+            Leaves::Every => (0..self.meta.parquet_schema().num_columns())
+                .collect::<Vec<_>>()
+                .into(),
+        }
+    }
+
+    /// The rows of a decoded batch of row group `group` (of the `leaves` asked for), and what
+    /// its reader holds then ([`pages::batch_rows`]), from the census of its pages: inside,
+    /// why the group is too large to decode; outside, a failure to read it.
+    fn sized(&self, group: usize, leaves: Leaves) -> Result<Result<(usize, u64), String>, String> {
+        let leaves = self.leaves(leaves);
         let rg = self.meta.metadata().row_group(group);
         let file_len = self.file.len().map_err(|e| e.to_string())?;
         let ranges = leaves
@@ -310,7 +322,7 @@ impl ParquetDump {
         // small chunk whole, which the decoding then finds fetched).
         self.file.want(&ranges, true);
         let mut chunks = Vec::with_capacity(leaves.len());
-        for &l in leaves {
+        for &l in leaves.iter() {
             let c = rg.column(l);
             let name = || c.column_path().string();
             let (start, len) = chunk_range(c, file_len)?;
@@ -328,7 +340,20 @@ impl ParquetDump {
         // The decoding reads the column chunks whole: an object fetches them, and nothing
         // between them, in windows.
         self.file.want(&ranges, false);
-        let batch = pages::batch_rows(&chunks, rg.num_rows().max(0) as u64)?;
+        Ok(pages::batch_rows(&chunks, rg.num_rows().max(0) as u64))
+    }
+
+    /// A reader of row group `group` (of the `leaves` asked for), `batch` rows decoded at a
+    /// time ([`ParquetDump::sized`]), of the rows `selection` picks.
+    fn open_group(
+        &self,
+        group: usize,
+        leaves: Leaves,
+        batch: usize,
+        selection: Option<RowSelection>,
+        print: Option<Arc<chunks::Print>>,
+    ) -> Result<ParquetRecordBatchReader, String> {
+        let leaves = self.leaves(leaves);
         let file = self.file.try_clone().map_err(|e| e.to_string())?;
         guarded(|| {
             let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(

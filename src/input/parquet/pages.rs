@@ -13,7 +13,7 @@
 //! need more than a decoder may hold under `--max-memory` is not decoded: the error says how
 //! much it needs.
 
-use crate::input::source::Source;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parquet::basic::Type as Physical;
@@ -23,7 +23,8 @@ use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::thrift::{Compact, I32, STRUCT};
 use crate::budget::human;
-use crate::input::decompress::{window_limit, DEFAULT_WINDOW_LIMIT};
+use crate::input::decompress::DEFAULT_WINDOW_LIMIT;
+use crate::input::source::Source;
 
 /// Bytes one decoded batch holds, about: the arrays of one batch are what a reader holds beside
 /// its pages and dictionaries.
@@ -78,9 +79,18 @@ impl Chunk {
 }
 
 /// The most a Parquet reader may hold, its pages, dictionaries and a decoded batch together:
-/// what the budget sets aside for a dump's decoder (`decompress::decoder_cost`).
+/// set once, before any input is read, from the memory budget (`budget::decode_limit`). A
+/// process-wide setting, as the window limit is (`decompress::window_limit`), because every
+/// reader of a dump (the first pass, verification's re-reads, the dataset) must obey it.
+static DECODE_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_WINDOW_LIMIT + (1 << 20));
+
+/// Sets the most a Parquet reader may hold.
+pub fn set_decode_limit(bytes: u64) {
+    DECODE_LIMIT.store(bytes.max(1 << 20), Ordering::Relaxed);
+}
+
 fn allowance() -> u64 {
-    window_limit() + (1 << 20)
+    DECODE_LIMIT.load(Ordering::Relaxed)
 }
 
 /// Reads the page headers of the column chunk `c`, whose bytes `start..start + len` are known to
@@ -119,10 +129,9 @@ pub fn census(
             _ => {}
         }
     }
-    if chunk.held() > allowance() {
-        return Err(too_big(chunk.held()));
-    }
-    if indexed {
+    // A dictionary over the allowance is not read for its longest entry: the row group is
+    // refused by its size alone ([`batch_rows`]).
+    if indexed && chunk.held() <= allowance() {
         let entry = match c.column_type() {
             Physical::BYTE_ARRAY => longest_entry(file, c)?,
             _ => fixed_width(c),
@@ -132,10 +141,11 @@ pub fn census(
     Ok(chunk)
 }
 
-/// Rows per decoded batch of a row group of `rows` rows whose decoded columns are `chunks`: as
-/// many as [`DECODE_BYTES`] holds, at least one. An error when the chunks' pages and
+/// Rows per decoded batch of a row group of `rows` rows whose decoded columns are `chunks`, as
+/// many as [`DECODE_BYTES`] holds, at least one; and what the reader holds then, its pages,
+/// dictionaries and a batch. An error, why the group is not decoded, when the chunks' pages and
 /// dictionaries and a single row need more than a reader may hold.
-pub fn batch_rows(chunks: &[Chunk], rows: u64) -> Result<usize, String> {
+pub fn batch_rows(chunks: &[Chunk], rows: u64) -> Result<(usize, u64), String> {
     let held: u64 = chunks.iter().map(Chunk::held).sum();
     let per_row: u64 = chunks.iter().map(|c| c.per_row(rows)).sum();
     let one = held.saturating_add(per_row);
@@ -143,28 +153,21 @@ pub fn batch_rows(chunks: &[Chunk], rows: u64) -> Result<usize, String> {
         return Err(too_big(one));
     }
     let room = DECODE_BYTES.min(allowance() - held);
-    Ok((room / per_row.max(1)).clamp(1, DECODE_ROWS) as usize)
+    let batch = (room / per_row.max(1)).clamp(1, DECODE_ROWS);
+    Ok((
+        batch as usize,
+        held.saturating_add(per_row.saturating_mul(batch)),
+    ))
 }
 
 /// Why a row group is not decoded, and what would decode it.
 fn too_big(need: u64) -> String {
-    let allowance = allowance();
-    let tail = if window_limit() >= DEFAULT_WINDOW_LIMIT {
-        format!(
-            "more than the {} a decoder may hold whatever --max-memory says; rewrite the file \
-             with smaller pages",
-            human(allowance)
-        )
-    } else {
-        format!(
-            "more than --max-memory leaves a decoder ({}, about an eighth of it); raise \
-             --max-memory",
-            human(allowance)
-        )
-    };
     format!(
-        "needs about {} of memory to decode a row with its pages and dictionaries, {tail}",
-        human(need)
+        "needs about {} of memory to decode a row with its pages and dictionaries, more than \
+         --max-memory leaves a Parquet decoder ({}, a quarter of it); raise --max-memory, or \
+         rewrite the file with smaller row groups",
+        human(need),
+        human(allowance())
     )
 }
 
@@ -333,7 +336,7 @@ mod tests {
             assert!(chunk.dictionary > entry.len() as u64, "{chunk:?}");
             assert!(chunk.plain < 1 << 10, "{chunk:?}");
             // Two rows a batch: a mebibyte, not the footer's few bytes a row.
-            assert_eq!(batch_rows(&[chunk], 200), Ok(2));
+            assert_eq!(batch_rows(&[chunk], 200).map(|b| b.0), Ok(2));
         }
     }
 
@@ -345,7 +348,10 @@ mod tests {
         assert_eq!((chunk.value, chunk.dictionary, chunk.values), (0, 0, 4000));
         // 4 bytes of length and 17 of text a row.
         assert_eq!(chunk.plain, 4000 * 21);
-        assert_eq!(batch_rows(&[chunk], 4000), Ok(DECODE_ROWS as usize));
+        assert_eq!(
+            batch_rows(&[chunk], 4000).map(|b| b.0),
+            Ok(DECODE_ROWS as usize)
+        );
     }
 
     #[test]
@@ -368,12 +374,15 @@ mod tests {
             values,
             ..Chunk::default()
         };
-        assert_eq!(batch_rows(&[plain(100, 10)], 10), Ok(1024));
-        assert_eq!(batch_rows(&[plain(10 << 20, 10)], 10), Ok(1));
-        assert_eq!(batch_rows(&[plain(64 << 20, 512)], 512), Ok(8));
-        assert_eq!(batch_rows(&[plain(0, 0)], 0), Ok(1024));
+        assert_eq!(batch_rows(&[plain(100, 10)], 10).map(|b| b.0), Ok(1024));
+        assert_eq!(batch_rows(&[plain(10 << 20, 10)], 10).map(|b| b.0), Ok(1));
+        assert_eq!(batch_rows(&[plain(64 << 20, 512)], 512).map(|b| b.0), Ok(8));
+        assert_eq!(batch_rows(&[plain(0, 0)], 0).map(|b| b.0), Ok(1024));
         // Text and id both count.
-        assert_eq!(batch_rows(&[plain(32 << 20, 512); 2], 512), Ok(8));
+        assert_eq!(
+            batch_rows(&[plain(32 << 20, 512); 2], 512).map(|b| b.0),
+            Ok(8)
+        );
         let bomb = Chunk {
             value: 4 << 20,
             values: 5000,
@@ -381,16 +390,21 @@ mod tests {
             page: 4 << 20,
             ..Chunk::default()
         };
-        assert_eq!(batch_rows(&[bomb], 5000), Ok(1));
+        assert_eq!(batch_rows(&[bomb], 5000).map(|b| b.0), Ok(1));
         let over = Chunk {
             value: allowance(),
             ..bomb
         };
         let e = batch_rows(&[over], 5000).unwrap_err();
+        // The allowance is process-wide, set by the scans other tests run meanwhile.
         assert!(
-            e.starts_with("needs about 137.0 MiB of memory to decode a row with its pages"),
+            e.starts_with("needs about ")
+                && e.contains(" of memory to decode a row with its pages"),
             "{e}"
         );
-        assert!(e.ends_with("rewrite the file with smaller pages"), "{e}");
+        assert!(
+            e.ends_with("rewrite the file with smaller row groups"),
+            "{e}"
+        );
     }
 }

@@ -15,6 +15,7 @@ use parquet::schema::types::SchemaDescriptor;
 
 use super::chunks::{print_of, Positioned, Print};
 use super::{columns, guarded, Leaves, ParquetDump, Picked, TextPrint};
+use crate::budget::{human, Budget, SharedPin};
 use crate::input::field_value::FieldValue;
 
 /// One row of a Parquet dump.
@@ -31,6 +32,13 @@ pub enum Row {
     Bad { line: u64, reason: String },
     /// The reading failed after `line` rows; iteration ends after this.
     Failed { line: u64, reason: String },
+    /// Rows `first..=last`, a row group too large to decode under the memory budget, with why;
+    /// the rows after them are read.
+    Unread {
+        first: u64,
+        last: u64,
+        reason: String,
+    },
 }
 
 impl Row {
@@ -102,6 +110,10 @@ pub struct Rows {
     /// Where the row groups' prints go, and the print of the one being read.
     prints: Option<Arc<Mutex<Vec<TextPrint>>>>,
     print: Option<Arc<Print>>,
+    /// The budget a row group's decoding is charged to, and what the reader's pin covers.
+    budget: Option<(Arc<Budget>, u64)>,
+    /// What the row group being read needs beyond that.
+    extra: Option<SharedPin>,
 }
 
 impl Rows {
@@ -116,7 +128,17 @@ impl Rows {
             done: false,
             prints,
             print: None,
+            budget: None,
+            extra: None,
         }
+    }
+
+    /// Charges the decoding of a row group that needs more than `covered` (what the reader's
+    /// own pin holds for it) to `budget` while it is read; a group the budget cannot hold is
+    /// left unread ([`Row::Unread`]).
+    pub fn charged(mut self, budget: Arc<Budget>, covered: u64) -> Rows {
+        self.budget = Some((budget, covered));
+        self
     }
 
     /// Adds the print of the row group just read whole, if it has one.
@@ -145,21 +167,64 @@ impl Rows {
                 .and_then(|_| self.dump.text_chunk(self.group))
                 .map(|(start, len)| Print::new(start, len));
             let print = self.print.clone();
-            self.reader = Some(
-                self.dump
-                    .reader(self.group, Leaves::TextAndId, None, print)?,
-            );
+            let charged = match self.dump.sized(self.group, Leaves::TextAndId)? {
+                Ok((batch, need)) => self.charge(need).map(|()| batch),
+                Err(too_big) => Err(too_big),
+            };
+            let batch = match charged {
+                Ok(batch) => batch,
+                Err(reason) => {
+                    let (first, last) = (self.starts[self.group] + 1, self.starts[self.group + 1]);
+                    self.print = None;
+                    self.group += 1;
+                    if first <= last {
+                        self.queue.push_back(Row::Unread {
+                            first,
+                            last,
+                            reason: format!("row group {}: {reason}", self.group - 1),
+                        });
+                    }
+                    return Ok(());
+                }
+            };
+            self.reader =
+                Some(
+                    self.dump
+                        .open_group(self.group, Leaves::TextAndId, batch, None, print)?,
+                );
             return Ok(());
         };
         match guarded(|| reader.next().transpose().map_err(super::reason))? {
             Some(batch) => self.take(&batch),
             None => {
                 self.reader = None;
+                self.extra = None;
                 self.printed();
                 self.group += 1;
                 Ok(())
             }
         }
+    }
+
+    /// Pins what a row group's reader needs beyond what is covered, for as long as it is read.
+    fn charge(&mut self, need: u64) -> Result<(), String> {
+        self.extra = None;
+        let Some((budget, covered)) = &self.budget else {
+            return Ok(());
+        };
+        if need > *covered {
+            let pin = budget.pin_shared(need - covered);
+            self.extra = Some(pin.map_err(|_| {
+                format!(
+                    "needs about {} of memory to decode a row with its pages and dictionaries, \
+                     more than --max-memory ({}) leaves beside what is held; raise \
+                     --max-memory, or rewrite the file with smaller row groups",
+                    human(need),
+                    human(budget.limit())
+                )
+            })?);
+        }
+        Ok(())
     }
 
     /// Queues the rows of a decoded batch.

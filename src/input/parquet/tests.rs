@@ -75,6 +75,11 @@ fn show(rows: Rows) -> Vec<String> {
         Row::Doc { line, id, text, .. } => format!("{line} {id:?} {text}"),
         Row::Bad { line, reason } => format!("{line} bad: {reason}"),
         Row::Failed { line, reason } => format!("{line} failed: {reason}"),
+        Row::Unread {
+            first,
+            last,
+            reason,
+        } => format!("{first}-{last} unread: {reason}"),
     })
     .collect()
 }
