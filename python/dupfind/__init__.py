@@ -125,11 +125,15 @@ def dedup(
     import pyarrow as pa
 
     kind, table = _to_table(data, text_column, id_column, keep_by)
-    if text_column not in table.column_names:
-        raise ValueError(
-            f"no column {text_column!r} (text_column): the table has {table.column_names}")
-    if id_column is not None and id_column not in table.column_names:
-        raise ValueError(f"no column {id_column!r} (id_column): the table has {table.column_names}")
+    # Named by the caller's columns: a pandas frame's table holds only those dedup reads.
+    names = list(map(str, data.columns)) if kind == "pandas" else table.column_names
+    if text_column not in names:
+        raise ValueError(f"no column {text_column!r} (text_column): the table has {names}")
+    if id_column is not None and id_column not in names:
+        raise ValueError(f"no column {id_column!r} (id_column): the table has {names}")
+    if keep_by is not None and _keep_by_column(keep_by, names) is None:
+        field = keep_by.rsplit(":", 1)[0] if keep_by.endswith((":max", ":min")) else keep_by
+        raise ValueError(f"no column {field!r} (keep_by): the table has {names}")
     argv = ["dupfind", "scan", "--quiet", "--text-field", text_column]
     argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
                     "ngram": ngram, "num_perm": num_perm, "cluster": cluster, "keep": keep,
@@ -220,6 +224,9 @@ def _to_table(data: Any, text_column: str, id_column: Optional[str], keep_by: Op
         cols = [c for c in dict.fromkeys(wanted) if c is not None and c in data.columns]
         return "pandas", pa.Table.from_pandas(data[cols], preserve_index=False)
     if module == "polars":
+        if not hasattr(data, "to_arrow"):
+            raise TypeError(
+                f"dedup takes a polars DataFrame, not a {type(data).__name__}: collect() it first")
         return "polars", data.to_arrow()
     if module == "datasets":
         # The rows in the dataset's order (an indices mapping applied), as Arrow.
@@ -289,6 +296,12 @@ def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[
                 "(run the dupfind command for another format or an output file)")
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
+    paths = list(paths)
+    if not paths:
+        # The CLI scans `.` without a path; an empty list here is most often a glob that
+        # matched nothing, and scanning the working directory instead would be a surprise.
+        raise ValueError("scan() got no paths (a glob that matched nothing?): give \".\" to "
+                         "scan the working directory")
     argv = ["dupfind", "scan"] + _flags(options, {})
     argv += ["--"] + [os.fspath(p) for p in paths]
     report, _code = _native.scan(argv)

@@ -433,3 +433,34 @@ def test_the_spark_driver_finds_the_installed_command(monkeypatch):
 
     monkeypatch.setenv("PATH", "/nonexistent")
     assert dupfind_spark.find_binary(None) == dp.command()
+
+
+def test_refusals_name_the_callers_columns(dump):
+    """A pandas frame is converted by the columns dedup reads: a refusal still names the frame's
+    own columns, and a missing keep_by column is named before the engine runs."""
+    frame = pd.DataFrame({"x": [1], "body": ["a b c"]})
+    with pytest.raises(ValueError, match=r"no column 'text' \(text_column\): the table has \['x', 'body'\]"):
+        dp.dedup(frame)
+    _, t = dump
+    t = t.select(["id", "text", "n"])
+    with pytest.raises(ValueError, match=r"no column 'qual' \(keep_by\): the table has \['id', 'text', 'n'\]"):
+        dp.dedup(t, keep_by="qual:min")
+    with pytest.raises(ValueError, match=r"\(keep_by\): the table has \['id', 'text', 'n'\]"):
+        dp.dedup(t.to_pandas(), keep_by="qual")
+
+
+def test_a_lazy_polars_frame_is_a_type_error_saying_to_collect_it():
+    pl = pytest.importorskip("polars")
+    with pytest.raises(TypeError, match="collect"):
+        dp.dedup(pl.DataFrame({"text": ["a b c"]}).lazy())
+
+
+def test_scan_of_no_paths_is_refused_not_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("one two three four five six seven")
+    (tmp_path / "b.txt").write_text("one two three four five six seven")
+    with pytest.raises(ValueError, match="no paths"):
+        dp.scan([], quiet=True)
+    with pytest.raises(ValueError, match="no paths"):
+        dp.scan(iter(()), quiet=True)
+    assert dp.scan(".", quiet=True)["stats"]["clusters"] == 1
