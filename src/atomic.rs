@@ -19,6 +19,8 @@ use crate::messages::display_path;
 pub(crate) struct Pending {
     temp: Temp,
     path: PathBuf,
+    /// The temporary name, removed by an interrupt that ends the run before the commit.
+    _held: Option<crate::interrupt::HeldTemp>,
 }
 
 enum Temp {
@@ -42,9 +44,14 @@ impl Pending {
         } else {
             Temp::Named(named_beside(path)?)
         };
+        let held = match &temp {
+            Temp::Named(t) => Some(crate::interrupt::HeldTemp::new(t.path())),
+            Temp::Unnamed(_) => None,
+        };
         Ok(Pending {
             temp,
             path: path.to_path_buf(),
+            _held: held,
         })
     }
 

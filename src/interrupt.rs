@@ -6,7 +6,9 @@
 //! sees half a JSON document. `remove`, `move` and `link` begin their output when they begin to
 //! act: from there an interrupt is noted and they stop between two files.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
 
 use crate::exit::ExitCode;
 
@@ -25,10 +27,48 @@ pub fn install() {
             .is_ok()
         {
             crate::messages::clear_progress_line();
+            remove_held(|_| true);
             std::process::exit(ExitCode::Interrupted.code());
         }
         STATE.store(INTERRUPTED, Ordering::SeqCst);
     });
+}
+
+/// The temporary files being written (a dataset's part, a work file, `-o`'s report), which an
+/// interrupt that ends the run at once removes: the exit runs no destructor, and a
+/// `.dupfind-*.tmp` beside the dataset's parts would stay for good.
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A temporary file's name held for [`remove_held`] while the value lives.
+pub(crate) struct HeldTemp(PathBuf);
+
+impl HeldTemp {
+    pub(crate) fn new(path: &Path) -> HeldTemp {
+        if let Ok(mut held) = HELD.lock() {
+            held.push(path.to_path_buf());
+        }
+        HeldTemp(path.to_path_buf())
+    }
+}
+
+impl Drop for HeldTemp {
+    fn drop(&mut self) {
+        if let Ok(mut held) = HELD.lock() {
+            if let Some(i) = held.iter().position(|p| *p == self.0) {
+                held.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Removes the temporary files held now that `which` picks (one renamed into place since is
+/// gone already).
+fn remove_held(which: impl Fn(&Path) -> bool) {
+    if let Ok(held) = HELD.lock() {
+        for path in held.iter().filter(|p| which(p)) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Marks the start of output; false when an interrupt came first.
@@ -41,4 +81,32 @@ pub fn begin_output() -> bool {
 /// True when an interrupt arrived while the output was being written.
 pub fn interrupted() -> bool {
     STATE.load(Ordering::SeqCst) == INTERRUPTED
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_being_written_is_removed_by_an_interrupt_and_a_committed_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("part-00000.jsonl");
+        let pending = crate::atomic::Pending::new(&part).unwrap();
+        let done = crate::atomic::Pending::new(&dir.path().join("done.json")).unwrap();
+        done.commit().unwrap();
+        let names = || {
+            let mut n: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names().len(), 2, "{:?}", names());
+        // Only this test's: the other tests' files are being written beside it.
+        remove_held(|p| p.starts_with(dir.path()));
+        assert_eq!(names(), ["done.json"]);
+        drop(pending);
+    }
 }

@@ -208,3 +208,47 @@ fn documents_the_dataset_lacks_are_summed_up_as_such_not_as_bad_lines() {
         "{errors}"
     );
 }
+
+#[test]
+fn ctrl_c_while_a_part_is_written_leaves_no_temporary_file_in_the_dataset_directory() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let t = TestDir::new();
+    // Large enough that the part is a while in the writing, even in a release build.
+    let mut dump = String::new();
+    for i in 0..4000u64 {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
+        dump.push('\n');
+    }
+    t.write("in/d.jsonl", &dump);
+    let mut child = t
+        .command(&["scan", "-q", "-j1", "in", "--write-dataset", "out"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let temp = loop {
+        let found = fs::read_dir(t.join("out")).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .find(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        });
+        if let Some(e) = found {
+            break e.path();
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its part was seen being written"
+        );
+        assert!(start.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    // SAFETY: kill(2) on the child's pid, which it holds until waited for.
+    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(killed, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(!temp.exists(), "{} is left", temp.display());
+    let left: Vec<_> = fs::read_dir(t.join("out")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
