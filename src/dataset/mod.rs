@@ -184,6 +184,8 @@ pub fn write(
         written.kept,
         display_path(&to)
     ));
+    // Said on stderr too, as every input error is: the report's `errors` alone is easy to miss.
+    cfg.messages.warn_errors(&written.errors);
     Ok(written)
 }
 

@@ -252,3 +252,43 @@ fn ctrl_c_while_a_part_is_written_leaves_no_temporary_file_in_the_dataset_direct
     let left: Vec<_> = fs::read_dir(t.join("out")).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let t = TestDir::new();
+    let mut dump = String::new();
+    for i in 0..4000u64 {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(9000 + i, 1500)}).to_string());
+        dump.push('\n');
+    }
+    t.write("in/d.jsonl", &dump);
+    let child = t
+        .command(&["scan", "-j1", "in", "--write-dataset", "out"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !fs::read_dir(t.join("out")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(start.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The last record's text, changed while the part is written from the first ones.
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .open(t.join("in/d.jsonl"))
+        .unwrap();
+    f.seek(SeekFrom::Start(dump.len() as u64 - 40)).unwrap();
+    f.write_all(b"XXXXXXXXXX").unwrap();
+    drop(f);
+    let r = super::util::wait_guarded(child);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("in/d.jsonl:4000: not in the dataset"),
+        "{}",
+        r.stderr
+    );
+}
