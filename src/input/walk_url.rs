@@ -68,6 +68,15 @@ pub(super) fn walk_url(root: &Path, opts: &WalkOptions, msgs: &Messages, out: &m
         }
         out.files_seen += 1;
         let path = join(url, &l.below);
+        if let Some(reason) = &l.unreadable {
+            msgs.warn(&format!("{}: {reason}", display_path(&path)));
+            out.errors.push(InputError {
+                path,
+                line: None,
+                error: reason.clone(),
+            });
+            continue;
+        }
         admit(path, l, opts, msgs, out);
     }
     out.errors.append(&mut tree.errors);

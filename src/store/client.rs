@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use object_store::list::PaginatedListStore;
+use object_store::multipart::MultipartStore;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
 /// How long one request may take, retries included, unless `DUPFIND_STORE_TIMEOUT` (seconds)
@@ -133,24 +135,59 @@ fn userinfo(url: &url::Url) -> String {
     }
 }
 
+/// A store's clients: the one every request goes through, and, where the store has them, its
+/// page-by-page listing (a listing that gets past a key the client cannot name, `list`) and
+/// its multipart uploads by id (one an interrupt can abort from another thread, `write`).
+#[derive(Clone)]
+struct Clients {
+    store: Arc<dyn ObjectStore>,
+    pages: Option<Arc<dyn PaginatedListStore>>,
+    parts: Option<Arc<dyn MultipartStore>>,
+}
+
+impl Clients {
+    fn of<S: ObjectStore + PaginatedListStore + MultipartStore>(s: S) -> Clients {
+        let s = Arc::new(s);
+        Clients {
+            store: Arc::clone(&s) as Arc<dyn ObjectStore>,
+            pages: Some(Arc::clone(&s) as Arc<dyn PaginatedListStore>),
+            parts: Some(s as Arc<dyn MultipartStore>),
+        }
+    }
+}
+
 /// The store of `base` (`s3://bucket`), built once and shared.
 pub(super) fn store(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
-    static STORES: Mutex<Option<HashMap<String, Arc<dyn ObjectStore>>>> = Mutex::new(None);
+    clients(base).map(|c| c.store)
+}
+
+/// The page-by-page listing of `base`'s store; None for a web server's.
+pub(super) fn paged(base: &str) -> Result<Option<Arc<dyn PaginatedListStore>>, String> {
+    clients(base).map(|c| c.pages)
+}
+
+/// The multipart uploads of `base`'s store; None for a web server's.
+pub(super) fn multipart(base: &str) -> Result<Option<Arc<dyn MultipartStore>>, String> {
+    clients(base).map(|c| c.parts)
+}
+
+fn clients(base: &str) -> Result<Clients, String> {
+    static STORES: Mutex<Option<HashMap<String, Clients>>> = Mutex::new(None);
     let mut stores = STORES
         .lock()
         .map_err(|_| "the object store's clients were poisoned by a panic".to_string())?;
     let stores = stores.get_or_insert_with(HashMap::new);
     if let Some(s) = stores.get(base) {
-        return Ok(Arc::clone(s));
+        return Ok(s.clone());
     }
     let built = build(base)?;
-    stores.insert(base.to_string(), Arc::clone(&built));
+    stores.insert(base.to_string(), built.clone());
     Ok(built)
 }
 
-fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
+fn build(base: &str) -> Result<Clients, String> {
     let scheme = base.split("://").next().unwrap_or("").to_ascii_lowercase();
-    let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme.as_str() {
+    let built: object_store::Result<Clients> = match scheme.as_str() {
         "s3" | "s3a" => {
             let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
             let mut b = object_store::aws::AmazonS3Builder::from_env()
@@ -186,14 +223,14 @@ fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
             if endpoint.starts_with("http://") {
                 b = b.with_allow_http(true);
             }
-            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            b.build().map(Clients::of)
         }
         "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
             .with_url(base)
             .with_retry(retry())
             .with_client_options(client_options())
             .build()
-            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            .map(Clients::of),
         "az" | "abfs" | "abfss" => {
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
                 .with_url(base)
@@ -203,14 +240,18 @@ fn build(base: &str) -> Result<Arc<dyn ObjectStore>, String> {
             if endpoint.starts_with("http://") {
                 b = b.with_allow_http(true);
             }
-            b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            b.build().map(Clients::of)
         }
         "http" | "https" => object_store::http::HttpBuilder::new()
             .with_url(base)
             .with_retry(retry())
             .with_client_options(client_options().with_allow_http(scheme == "http"))
             .build()
-            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            .map(|s| Clients {
+                store: Arc::new(s),
+                pages: None,
+                parts: None,
+            }),
         other => return Err(format!("{other}:// is not a scheme dupfind reads")),
     };
     built.map_err(|e| format!("cannot set up the client of {base}: {e}"))

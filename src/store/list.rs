@@ -1,8 +1,14 @@
 //! A URL → the objects below it, as a directory's files: a prefix listed (the store pages the
 //! listing, a thousand keys a request on S3), or one object.
+//!
+//! A key with an empty, `.` or `..` segment (`a//b`, `a/./b`: legal on S3, `aws s3 cp` makes
+//! them) is one the client cannot name: it refuses the whole page of the listing that holds it.
+//! So a prefix is listed page by page, and a page refused is asked for again, smaller, until
+//! the key is found alone: the keys around it are listed, and it is reported by itself.
 
 use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use super::client;
 
@@ -13,6 +19,8 @@ pub struct Listed {
     pub below: String,
     pub size: u64,
     pub modified: std::time::SystemTime,
+    /// Why it cannot be read, for a key the client cannot name (its size and time are unknown).
+    pub unreadable: Option<String>,
 }
 
 /// The objects below `url`, in key order: the object itself when `url` names one (and does not
@@ -30,6 +38,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
                     below: String::new(),
                     size: meta.size,
                     modified: meta.last_modified.into(),
+                    unreadable: None,
                 }]))
             }
             Err(object_store::Error::NotFound { .. }) => {}
@@ -37,30 +46,109 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
         }
     }
     let prefix = (!key.as_ref().is_empty()).then_some(&key);
-    let metas: Vec<object_store::ObjectMeta> =
-        client::block_on(store.list(prefix).try_collect())?.map_err(|e| client::reason(&e))?;
-    // The store pages its listing; count its requests roughly, a thousand keys each.
-    client::count(1 + metas.len() as u64 / 1000, 0);
-    if metas.is_empty() {
+    let (metas, odd) = match client::paged(&parsed.base)? {
+        Some(pages) => client::block_on(by_pages(pages.as_ref(), prefix))?,
+        None => {
+            let metas: Vec<ObjectMeta> = client::block_on(store.list(prefix).try_collect())?
+                .map_err(|e| client::reason(&e))?;
+            // The store pages its listing; count its requests roughly, a thousand keys each.
+            client::count(1 + metas.len() as u64 / 1000, 0);
+            Ok((metas, Vec::new()))
+        }
+    }
+    .map_err(|e| client::reason(&e))?;
+    if metas.is_empty() && odd.is_empty() {
         return Ok(None);
     }
     let root = key.as_ref();
+    let below = |k: &'_ str| -> Option<String> {
+        let below = if root.is_empty() {
+            k
+        } else {
+            k.strip_prefix(root)?.strip_prefix('/')?
+        };
+        Some(below.to_string())
+    };
     let mut found: Vec<Listed> = metas
         .into_iter()
         .filter_map(|m| {
-            let k = m.location.as_ref();
-            let below = if root.is_empty() {
-                k
-            } else {
-                k.strip_prefix(root)?.strip_prefix('/')?
-            };
             Some(Listed {
-                below: below.to_string(),
+                below: below(m.location.as_ref())?,
                 size: m.size,
                 modified: m.last_modified.into(),
+                unreadable: None,
             })
         })
         .collect();
+    found.extend(odd.into_iter().filter_map(|k| {
+        Some(Listed {
+            below: below(&k)?,
+            size: 0,
+            modified: std::time::UNIX_EPOCH,
+            unreadable: Some(UNNAMABLE.to_string()),
+        })
+    }));
     found.sort_unstable_by(|a, b| a.below.cmp(&b.below));
     Ok((!found.is_empty()).then_some(found))
+}
+
+/// Why a key with an odd segment is not read.
+const UNNAMABLE: &str = "cannot be read: its key has an empty, '.' or '..' segment ('a//b', \
+                         'a/./b'), which the object store client refuses; copy it to a key \
+                         without one";
+
+/// The keys a page of a listing holds unless asked for fewer: S3's, GCS's and Azure's.
+const PAGE: usize = 1000;
+
+/// Every object below `prefix`, page by page, and the keys the client cannot name. A page that
+/// holds such a key is refused whole; it is asked for again from the same place, half as long,
+/// until a page of one key is refused: that key (named by the refusal) is set aside, and the
+/// listing goes on after it. About twenty requests more for each such key, none for the rest.
+async fn by_pages(
+    pages: &dyn PaginatedListStore,
+    prefix: Option<&object_store::path::Path>,
+) -> object_store::Result<(Vec<ObjectMeta>, Vec<String>)> {
+    // As the store's own listing: the keys below `prefix/`.
+    let prefix = prefix.map(|p| format!("{}/", p.as_ref()));
+    let (mut found, mut odd) = (Vec::new(), Vec::<String>::new());
+    // Where the next page starts: after a page (its token), or after a key set aside.
+    let (mut token, mut offset) = (None::<String>, None::<String>);
+    let mut max = None;
+    loop {
+        let opts = PaginatedListOptions {
+            offset: offset.clone(),
+            page_token: token.clone(),
+            max_keys: max,
+            ..Default::default()
+        };
+        let page = pages.list_paginated(prefix.as_deref(), opts).await;
+        client::count(1, 0);
+        match page {
+            Ok(page) => {
+                found.extend(page.result.objects);
+                match page.page_token {
+                    Some(t) => (token, offset) = (Some(t), None),
+                    None => return Ok((found, odd)),
+                }
+            }
+            Err(object_store::Error::InvalidPath { source }) => {
+                if max != Some(1) {
+                    max = Some((max.unwrap_or(PAGE) / 2).max(1));
+                    continue;
+                }
+                let key = match &source {
+                    object_store::path::Error::EmptySegment { path }
+                    | object_store::path::Error::BadSegment { path, .. } => path.clone(),
+                    _ => return Err(object_store::Error::InvalidPath { source }),
+                };
+                // A store that starts again at the key itself would refuse it for ever.
+                if odd.last() == Some(&key) {
+                    return Err(object_store::Error::InvalidPath { source });
+                }
+                odd.push(key.clone());
+                (token, offset, max) = (None, Some(key), None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }

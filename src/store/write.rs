@@ -85,5 +85,10 @@ fn any_below(url: &str) -> Result<bool, String> {
     let prefix = (!parsed.key.as_ref().is_empty()).then_some(&parsed.key);
     let first = client::block_on(async { store.list(prefix).try_next().await })?;
     client::count(1, 0);
-    first.map(|f| f.is_some()).map_err(|e| client::reason(&e))
+    match first {
+        Ok(f) => Ok(f.is_some()),
+        // A key the client cannot name (`list`) is an object all the same.
+        Err(object_store::Error::InvalidPath { .. }) => Ok(true),
+        Err(e) => Err(client::reason(&e)),
+    }
 }

@@ -549,6 +549,71 @@ fn keys_are_taken_byte_for_byte_and_the_clis_files_are_read() {
 }
 
 #[test]
+fn a_key_the_client_cannot_name_is_an_error_alone_and_the_rest_of_its_prefix_is_scanned() {
+    // Review finding 03: one key with an empty, `.` or `..` segment (legal on S3) made the
+    // client refuse the listing, so the whole prefix gave no document and one error naming it.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("bkt");
+    let a = text(9400, 200);
+    let mut keys = vec!["p/a.txt".to_string(), "p/b.txt".into(), "p/x/z.txt".into()];
+    for k in &keys {
+        s3.put(&format!("bkt/{k}"), &a);
+    }
+    // Unrelated texts on either side of the odd keys, in the same pages of the listing.
+    for i in 0..12 {
+        for (j, dir) in ["m", "y/q"].into_iter().enumerate() {
+            let k = format!("p/{dir}{i:02}.txt");
+            s3.put(&format!("bkt/{k}"), text(9410 + 20 * j as u64 + i, 200));
+            keys.push(k);
+        }
+    }
+    let odd = ["p/./d.txt", "p/x//c.txt", "p/y/../e.txt"];
+    for k in odd {
+        s3.put(&format!("bkt/{k}"), text(9401, 200));
+    }
+    assert_eq!(s3.keys("bkt", "p/").len(), keys.len() + odd.len());
+    let end = s3.endpoint();
+    let r = scan(&s3, &t, &end, &["scan", "--hidden", "s3://bkt/p/"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["stats"]["documents"], keys.len(), "{}", r.stderr);
+    assert_eq!(
+        cluster_paths(&report),
+        vec![vec![
+            "s3://bkt/p/a.txt",
+            "s3://bkt/p/b.txt",
+            "s3://bkt/p/x/z.txt"
+        ]]
+    );
+    let errors: Vec<&str> = (report["errors"].as_array().unwrap().iter())
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors, odd.map(|k| format!("s3://bkt/{k}")));
+    for k in odd {
+        assert!(
+            r.stderr.contains(&format!("s3://bkt/{k}: cannot be read")),
+            "{}",
+            r.stderr
+        );
+    }
+    // Without --hidden, a `.` or `..` segment is a hidden name, as on disk.
+    let r = scan(&s3, &t, &end, &["scan", "s3://bkt/p/"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(r.json()["stats"]["documents"], keys.len());
+    assert_eq!(r.json()["errors"][0]["path"], "s3://bkt/p/x//c.txt");
+    // A dataset prefix holding such a key holds objects.
+    let args = [
+        "scan",
+        "s3://bkt/p/a.txt",
+        "--write-dataset",
+        "s3://bkt/p/x/",
+    ];
+    let r = scan(&s3, &t, &end, &args);
+    assert!(r.stderr.contains("already holds objects"), "{}", r.stderr);
+}
+
+#[test]
 fn an_output_url_is_checked_before_the_scan() {
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();
