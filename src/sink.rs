@@ -11,8 +11,8 @@
 //! Never scanned: the file standard output points to (`dupfind scan . > tree/report.json`: the
 //! shell made it before the run, empty or, with `>>`, holding earlier reports), the one standard
 //! error points to (it grows while the scan warns), and FILE. They are recognised by device and
-//! inode, after the walk and before any is read, and dropped as if the walk had not met them
-//! (not counted in `files_seen`). The temporary file does not exist until the scan is over.
+//! inode (an `-o URL`, by its store and key), after the walk and before any is read, and dropped
+//! as if the walk had not met them (not counted in `files_seen`). The temporary file does not exist until the scan is over.
 //! The walk does not `stat` a plain file ([`crate::input::walk::WalkOptions::defer_metadata`]),
 //! so a walked file is `stat`ed here only when its name is one of those files' names (a file
 //! with one link has one name), or when one of them has several links.
@@ -44,6 +44,8 @@ pub struct Sink {
     file: Option<Target>,
     /// The files the run writes to.
     own: Vec<Own>,
+    /// `-o URL`: the object the run writes to, never scanned either.
+    own_object: Option<PathBuf>,
 }
 
 /// An `-o` file.
@@ -67,6 +69,9 @@ impl Sink {
         if let Some(given) = output.filter(|p| *p != Path::new("-")) {
             let (target, own) = target(given)?;
             sink.own.extend(own);
+            if crate::store::is_url(given) {
+                sink.own_object = Some(given.to_path_buf());
+            }
             sink.file = Some(target);
         }
         Ok(sink)
@@ -80,7 +85,7 @@ impl Sink {
     /// Drops the files the run writes to from the walk's `files`; returns how many paths (with
     /// their aliases) were dropped.
     pub fn drop_own(&self, files: &mut Vec<FileEntry>) -> u64 {
-        if self.own.is_empty() {
+        if self.own.is_empty() && self.own_object.is_none() {
             return 0;
         }
         let mut dropped = 0;
@@ -95,6 +100,14 @@ impl Sink {
     }
 
     fn is_own(&self, f: &FileEntry) -> bool {
+        if let Some(object) = &self.own_object {
+            if crate::store::same_object(&f.path, object) {
+                return true;
+            }
+        }
+        if crate::store::is_url(&f.path) {
+            return false;
+        }
         let id = if !f.deferred && f.id != (0, 0) {
             f.id
         } else {

@@ -77,6 +77,20 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// True when the URLs `a` and `b` name one object: the same store and key, however written
+/// (`S3://b//k` and `s3a://b/k` are `s3://b/k`).
+pub fn same_object(a: &Path, b: &Path) -> bool {
+    let parse = |p: &Path| {
+        let parsed = client::parse(p.to_str()?).ok()?;
+        let base = match parsed.base.strip_prefix("s3a://") {
+            Some(rest) => format!("s3://{rest}"),
+            None => parsed.base,
+        };
+        Some((base, parsed.key))
+    };
+    is_url(a) && is_url(b) && matches!((parse(a), parse(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// Why an index stays on a local disk, for [`refuse_url`].
 pub const INDEX_IS_LOCAL: &str = "an index is committed by an atomic rename under a lock, \
                                   which object stores do not offer";

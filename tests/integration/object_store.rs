@@ -614,6 +614,27 @@ fn a_key_the_client_cannot_name_is_an_error_alone_and_the_rest_of_its_prefix_is_
 }
 
 #[test]
+fn an_output_object_inside_the_scanned_prefix_is_never_scanned() {
+    // Review finding 10: on disk an `-o` file inside the tree is skipped; on S3 the last run's
+    // report was read by the next run as one more document.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("bkt");
+    let a = text(9500, 200);
+    s3.put("bkt/p/a.txt", &a);
+    s3.put("bkt/p/b.txt", &a);
+    let end = s3.endpoint();
+    for root in ["s3://bkt/p/", "s3://bkt/p", "S3://bkt/p/"] {
+        let args = ["scan", root, "-o", "s3://bkt/p/report.json"];
+        let r = scan(&s3, &t, &end, &args);
+        assert_eq!(r.code(), 0, "{root}: {}", r.stderr);
+        let report: Value = serde_json::from_slice(&s3.get("bkt/p/report.json").unwrap()).unwrap();
+        assert_eq!(report["stats"]["files_seen"], 2, "{root}");
+        assert_eq!(report["stats"]["documents"], 2, "{root}");
+    }
+}
+
+#[test]
 fn an_output_url_is_checked_before_the_scan() {
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();
