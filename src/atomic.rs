@@ -70,16 +70,27 @@ impl Pending {
     /// Makes the file durable under its name: fsync, rename over any older one, fsync the
     /// directory (the rename is the commit point); for a URL, the upload's end is.
     pub(crate) fn commit(self) -> Result<()> {
+        self.commit_if(|| true).map(|_| ())
+    }
+
+    /// [`Pending::commit`], when `keep` says so just before the commit point: for a URL, after
+    /// the upload's last part, before its completion (an upload not kept is aborted). Returns
+    /// whether it was committed.
+    pub(crate) fn commit_if(self, keep: impl FnOnce() -> bool) -> Result<bool> {
         let what = || format!("writing {}", display_path(&self.path));
         let temp = match self.temp {
             Temp::Unnamed(mut file) => {
                 std::io::Seek::rewind(&mut file).with_context(what)?;
-                return crate::store::upload(&mut file, &self.path.to_string_lossy())
+                return crate::store::upload(&mut file, &self.path.to_string_lossy(), keep)
                     .map_err(anyhow::Error::msg)
                     .with_context(what);
             }
             Temp::Named(temp) => temp,
         };
+        if !keep() {
+            // Dropped, the temporary file is removed.
+            return Ok(false);
+        }
         temp.as_file().sync_all().with_context(what)?;
         let path = self.path;
         temp.persist(&path)
@@ -88,7 +99,8 @@ impl Pending {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         File::open(dir.unwrap_or(Path::new(".")))
             .and_then(|d| d.sync_all())
-            .with_context(|| format!("syncing the directory of {}", display_path(&path)))
+            .with_context(|| format!("syncing the directory of {}", display_path(&path)))?;
+        Ok(true)
     }
 }
 

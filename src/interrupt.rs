@@ -28,6 +28,8 @@ pub fn install() {
         {
             crate::messages::clear_progress_line();
             remove_held(|_| true);
+            // An unfinished multipart upload would keep its parts (billed, out of sight).
+            crate::store::abort_under_way();
             std::process::exit(ExitCode::Interrupted.code());
         }
         STATE.store(INTERRUPTED, Ordering::SeqCst);

@@ -174,11 +174,9 @@ impl Target {
         write(&mut out).with_context(what)?;
         out.flush().with_context(what)?;
         drop(out);
-        if !keep() {
-            // Dropping the pending file removes it.
-            return Ok(());
-        }
-        pending.commit().with_context(what)
+        // Asked at the commit point: for a URL, before the upload's completion, so that an
+        // interrupt during its parts leaves the object as it was too.
+        pending.commit_if(keep).with_context(what).map(|_| ())
     }
 }
 

@@ -2,13 +2,17 @@
 //! rename, so nothing is written under the final key until the whole content is known. A file
 //! written locally first (in `TMPDIR`, so memory stays bounded) is sent as one PUT when small,
 //! else as a multipart upload that only its completion, after the last part, makes visible; an
-//! upload that fails is aborted. A killed run leaves no object (S3 keeps the parts of an
-//! unfinished upload out of sight, until a lifecycle rule removes them).
+//! upload that fails, or that an interrupt stops, is aborted. A killed run leaves no object (S3
+//! keeps the parts of an unfinished upload out of sight, until a lifecycle rule removes them).
 
 use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::multipart::{MultipartStore, PartId};
+use object_store::path::Path;
+use object_store::{MultipartId, ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::client;
 
@@ -16,34 +20,139 @@ use super::client;
 /// parts are at least 5 MiB (the last excepted).
 const PART: usize = 8 << 20;
 
-/// Sends the content of `file` (read from its start) to the object at `url`.
-pub fn upload(file: &mut std::fs::File, url: &str) -> Result<(), String> {
+/// A multipart upload begun and not yet completed.
+struct UnderWay {
+    parts: Arc<dyn MultipartStore>,
+    key: Path,
+    id: MultipartId,
+}
+
+/// The uploads under way, which an interrupt that ends the run at once aborts
+/// ([`abort_under_way`]): the exit runs no destructor, and an unfinished upload's parts stay
+/// (and are billed) until a lifecycle rule removes them. Held while an upload is completed, so
+/// that each is either completed or aborted, never completed after the abort was decided.
+static UNDER_WAY: Mutex<Vec<UnderWay>> = Mutex::new(Vec::new());
+
+/// How long an interrupt waits for its aborts: a store that does not answer does not hold the
+/// exit for the requests' whole deadline.
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
+/// What an upload stopped by an interrupt says.
+const STOPPED: &str = "interrupted: the upload was aborted, nothing was written";
+
+/// Sends the content of `file` (read from its start) to the object at `url`, if `keep` says so
+/// when all is sent, just before the point where the object appears (the PUT, or the upload's
+/// completion); an interrupt noticed before then aborts it. Returns whether it was written.
+pub fn upload(
+    file: &mut std::fs::File,
+    url: &str,
+    keep: impl FnOnce() -> bool,
+) -> Result<bool, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let key = &parsed.key;
-    let mut first = read_part(file)?;
-    if first.len() < PART {
-        let put = client::block_on(store.put(key, PutPayload::from(first)))?;
-        client::count(1, 0);
-        return put.map(|_| ()).map_err(|e| client::reason(&e));
-    }
-    let mut upload = client::block_on(store.put_multipart(key))?.map_err(|e| client::reason(&e))?;
-    client::count(1, 0);
-    let sent: Result<(), String> = (|| {
-        while !first.is_empty() {
-            let part = upload.put_part(PutPayload::from(std::mem::take(&mut first)));
-            client::block_on(part)?.map_err(|e| client::reason(&e))?;
+    let first = read_part(file)?;
+    let multipart = client::multipart(&parsed.base)?;
+    let parts = match multipart {
+        Some(parts) if first.len() >= PART => parts,
+        _ => {
+            if !keep() {
+                return Ok(false);
+            }
+            let put = client::block_on(store.put(key, PutPayload::from(first)))?;
             client::count(1, 0);
-            first = read_part(file)?;
+            return put.map(|_| true).map_err(|e| client::reason(&e));
         }
-        client::block_on(upload.complete())?.map_err(|e| client::reason(&e))?;
-        client::count(1, 0);
-        Ok(())
-    })();
-    if sent.is_err() {
-        let _ = client::block_on(upload.abort());
+    };
+    let id = client::block_on(parts.create_multipart(key))?.map_err(|e| client::reason(&e))?;
+    client::count(1, 0);
+    let under_way = UnderWay {
+        parts: Arc::clone(&parts),
+        key: key.clone(),
+        id: id.clone(),
+    };
+    if let Ok(mut all) = UNDER_WAY.lock() {
+        all.push(under_way);
+    }
+    let sent = send(file, first, parts.as_ref(), key, &id, keep);
+    if sent != Ok(true) {
+        if let Ok(mut all) = UNDER_WAY.lock() {
+            all.retain(|u| u.id != id);
+        }
+        let _ = client::block_on(parts.abort_multipart(key, &id));
     }
     sent
+}
+
+/// The parts of the upload `id`, `first` then the rest of `file`, and its completion, unless
+/// an interrupt came first or `keep` says no.
+fn send(
+    file: &mut std::fs::File,
+    mut first: Vec<u8>,
+    parts: &dyn MultipartStore,
+    key: &Path,
+    id: &MultipartId,
+    keep: impl FnOnce() -> bool,
+) -> Result<bool, String> {
+    let mut done: Vec<PartId> = Vec::new();
+    while !first.is_empty() {
+        if crate::interrupt::interrupted() {
+            return Err(STOPPED.into());
+        }
+        let payload = PutPayload::from(std::mem::take(&mut first));
+        let part = client::block_on(parts.put_part(key, id, done.len(), payload))?;
+        done.push(part.map_err(|e| client::reason(&e))?);
+        client::count(1, 0);
+        first = read_part(file)?;
+    }
+    // Completed, or aborted by an interrupt, not both: the abort takes this lock first.
+    let mut all = UNDER_WAY
+        .lock()
+        .map_err(|_| "the uploads under way were poisoned by a panic".to_string())?;
+    if crate::interrupt::interrupted() {
+        return Err(STOPPED.into());
+    }
+    if !keep() {
+        return Ok(false);
+    }
+    client::block_on(parts.complete_multipart(key, id, done))?.map_err(|e| client::reason(&e))?;
+    client::count(1, 0);
+    all.retain(|u| u.id != *id);
+    Ok(true)
+}
+
+/// Aborts the uploads under way, for an interrupt that ends the run now; none is completed
+/// after (the lock stays taken until the exit).
+pub fn abort_under_way() {
+    let Ok(all) = UNDER_WAY.lock() else { return };
+    let all = std::mem::ManuallyDrop::new(all);
+    if all.is_empty() {
+        return;
+    }
+    let Ok(rt) = client::runtime() else { return };
+    let (tx, rx) = std::sync::mpsc::channel();
+    for u in all.iter() {
+        let (parts, key, id, tx) = (
+            Arc::clone(&u.parts),
+            u.key.clone(),
+            u.id.clone(),
+            tx.clone(),
+        );
+        rt.spawn(async move {
+            let _ = parts.abort_multipart(&key, &id).await;
+            let _ = tx.send(());
+        });
+    }
+    drop(tx);
+    let until = Instant::now() + ABORT_WAIT;
+    for _ in 0..all.len() {
+        if rx
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            break;
+        }
+    }
 }
 
 /// Up to [`PART`] bytes of `file`; empty at its end.

@@ -406,6 +406,47 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
 }
 
 #[test]
+fn ctrl_c_during_an_upload_aborts_it() {
+    // Review finding 05: an interrupt while a dataset's part went up in parts ended the run at
+    // once and left the multipart upload unfinished (its parts stored, out of sight, billed).
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("out");
+    t.write("big/a.txt", text(9300, 1_600_000));
+    let (port, faults) = proxy(s3.port);
+    faults.hold_parts.store(true, Ordering::SeqCst);
+    let args = ["scan", "big", "--max-size", "64M", "-o", "s3://out/r.json"];
+    let mut cmd = t.command(&[&args[..], &["--write-dataset", "s3://out/ds/"]].concat());
+    s3.env(&mut cmd, &format!("http://127.0.0.1:{port}"));
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while faults.held.load(Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < super::util::HANG_GUARD,
+            "no part was sent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let (status, uploads) = s3.request("GET", "/out?uploads", b"");
+    assert_eq!(status, 200);
+    let uploads = String::from_utf8_lossy(&uploads);
+    assert!(!uploads.contains("<Upload>"), "{uploads}");
+    assert_eq!(s3.keys("out", ""), Vec::<String>::new());
+}
+
+#[test]
 fn reclaimable_bytes_count_every_duplicate_object() {
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();

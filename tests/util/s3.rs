@@ -230,6 +230,11 @@ pub struct Faults {
     pub refuse: std::sync::atomic::AtomicBool,
     /// Requests seen.
     pub seen: AtomicUsize,
+    /// Hold every part of a multipart upload unanswered until its client goes away, as a slow
+    /// upload an interrupt comes in the middle of.
+    pub hold_parts: std::sync::atomic::AtomicBool,
+    /// Parts held so far.
+    pub held: AtomicUsize,
 }
 
 /// A proxy in front of `upstream` on a free port, each request on a connection of its own.
@@ -307,6 +312,12 @@ fn serve(conn: TcpStream, upstream: u16, f: &Faults) -> std::io::Result<()> {
     let denied = f.denied.lock().unwrap().iter().any(|d| d == key);
     if denied && (method == "PUT" || method == "POST") {
         return reply(&mut conn, "403 Forbidden", "AccessDenied");
+    }
+    if f.hold_parts.load(Ordering::SeqCst) && method == "PUT" && path.contains("partNumber=") {
+        f.held.fetch_add(1, Ordering::SeqCst);
+        // Until the client closes the connection (it ends).
+        let _ = reader.read(&mut [0; 1]);
+        return Ok(());
     }
     // Passed on with the connection closed after it, so that the response ends at its EOF.
     let mut up = TcpStream::connect(("127.0.0.1", upstream))?;
