@@ -418,7 +418,7 @@ fn ctrl_c_during_an_upload_aborts_it() {
     let args = ["scan", "big", "--max-size", "64M", "-o", "s3://out/r.json"];
     let mut cmd = t.command(&[&args[..], &["--write-dataset", "s3://out/ds/"]].concat());
     s3.env(&mut cmd, &format!("http://127.0.0.1:{port}"));
-    let mut child = cmd
+    let child = cmd
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -432,10 +432,8 @@ fn ctrl_c_during_an_upload_aborts_it() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
+    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(killed, 0);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
