@@ -81,9 +81,14 @@ impl Pending {
         let temp = match self.temp {
             Temp::Unnamed(mut file) => {
                 std::io::Seek::rewind(&mut file).with_context(what)?;
-                return crate::store::upload(&mut file, &self.path.to_string_lossy(), keep)
-                    .map_err(anyhow::Error::msg)
-                    .with_context(what);
+                return crate::store::upload(
+                    &mut file,
+                    &self.path.to_string_lossy(),
+                    crate::interrupt::interrupted,
+                    keep,
+                )
+                .map_err(anyhow::Error::msg)
+                .with_context(what);
             }
             Temp::Named(temp) => temp,
         };

@@ -55,6 +55,11 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
         StageCommand::Report { work } => *work = seen_from_init_dir(work),
         _ => {}
     }
+    // Ctrl-C ends a task with 130 as it ends a scan, its temporary files removed and its uploads
+    // aborted: death by the signal left both (an unfinished upload's parts stay, billed).
+    if !matches!(cmd, StageCommand::Status { .. }) {
+        crate::interrupt::install();
+    }
     match cmd {
         StageCommand::Init(args) => {
             let against = args.against.map(|dir| crate::config::IndexUse {
@@ -105,7 +110,6 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
             std::io::Write::flush(&mut out)?;
         }
         StageCommand::Report { work } => {
-            crate::interrupt::install();
             let (report, code, cfg, commit) = report::report(&work, index)?;
             return match commit {
                 Some(commit) => crate::deliver::deliver_then_commit(&report, code, &cfg, commit),

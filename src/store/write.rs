@@ -42,10 +42,12 @@ const STOPPED: &str = "interrupted: the upload was aborted, nothing was written"
 
 /// Sends the content of `file` (read from its start) to the object at `url`, if `keep` says so
 /// when all is sent, just before the point where the object appears (the PUT, or the upload's
-/// completion); an interrupt noticed before then aborts it. Returns whether it was written.
+/// completion); an interrupt (`interrupted`, asked between parts and before the completion)
+/// aborts it. Returns whether it was written.
 pub fn upload(
     file: &mut std::fs::File,
     url: &str,
+    interrupted: fn() -> bool,
     keep: impl FnOnce() -> bool,
 ) -> Result<bool, String> {
     let parsed = client::parse(url)?;
@@ -74,7 +76,13 @@ pub fn upload(
     if let Ok(mut all) = UNDER_WAY.lock() {
         all.push(under_way);
     }
-    let sent = send(file, first, parts.as_ref(), key, &id, keep);
+    let to = Upload {
+        parts: parts.as_ref(),
+        key,
+        id: &id,
+        interrupted,
+    };
+    let sent = send(file, first, to, keep);
     if sent != Ok(true) {
         if let Ok(mut all) = UNDER_WAY.lock() {
             all.retain(|u| u.id != id);
@@ -84,19 +92,31 @@ pub fn upload(
     sent
 }
 
-/// The parts of the upload `id`, `first` then the rest of `file`, and its completion, unless
+/// A multipart upload begun.
+struct Upload<'a> {
+    parts: &'a dyn MultipartStore,
+    key: &'a Path,
+    id: &'a MultipartId,
+    interrupted: fn() -> bool,
+}
+
+/// The parts of the upload `to`, `first` then the rest of `file`, and its completion, unless
 /// an interrupt came first or `keep` says no.
 fn send(
     file: &mut std::fs::File,
     mut first: Vec<u8>,
-    parts: &dyn MultipartStore,
-    key: &Path,
-    id: &MultipartId,
+    to: Upload,
     keep: impl FnOnce() -> bool,
 ) -> Result<bool, String> {
+    let Upload {
+        parts,
+        key,
+        id,
+        interrupted,
+    } = to;
     let mut done: Vec<PartId> = Vec::new();
     while !first.is_empty() {
-        if crate::interrupt::interrupted() {
+        if interrupted() {
             return Err(STOPPED.into());
         }
         let payload = PutPayload::from(std::mem::take(&mut first));
@@ -109,7 +129,7 @@ fn send(
     let mut all = UNDER_WAY
         .lock()
         .map_err(|_| "the uploads under way were poisoned by a panic".to_string())?;
-    if crate::interrupt::interrupted() {
+    if interrupted() {
         return Err(STOPPED.into());
     }
     if !keep() {

@@ -408,40 +408,70 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
 #[test]
 fn ctrl_c_during_an_upload_aborts_it() {
     // Review finding 05: an interrupt while a dataset's part went up in parts ended the run at
-    // once and left the multipart upload unfinished (its parts stored, out of sight, billed).
+    // once and left the multipart upload unfinished (its parts stored, out of sight, billed);
+    // a stage had no handler at all, and died of the signal with the same result.
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();
     s3.create_bucket("out");
     t.write("big/a.txt", text(9300, 1_600_000));
     let (port, faults) = proxy(s3.port);
-    faults.hold_parts.store(true, Ordering::SeqCst);
-    let args = ["scan", "big", "--max-size", "64M", "-o", "s3://out/r.json"];
-    let mut cmd = t.command(&[&args[..], &["--write-dataset", "s3://out/ds/"]].concat());
-    s3.env(&mut cmd, &format!("http://127.0.0.1:{port}"));
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while faults.held.load(Ordering::SeqCst) == 0 {
-        assert!(
-            start.elapsed() < super::util::HANG_GUARD,
-            "no part was sent"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
-    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(killed, 0);
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    let (status, uploads) = s3.request("GET", "/out?uploads", b"");
-    assert_eq!(status, 200);
-    let uploads = String::from_utf8_lossy(&uploads);
-    assert!(!uploads.contains("<Upload>"), "{uploads}");
-    assert_eq!(s3.keys("out", ""), Vec::<String>::new());
+    let proxied = format!("http://127.0.0.1:{port}");
+    // `args` run through the proxy holding every part, interrupted once one is held: 130, and
+    // no upload left unfinished, no object written.
+    let interrupted = |args: &[&str], prefix: &str| {
+        faults.held.store(0, Ordering::SeqCst);
+        faults.hold_parts.store(true, Ordering::SeqCst);
+        let mut cmd = t.command(args);
+        s3.env(&mut cmd, &proxied);
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while faults.held.load(Ordering::SeqCst) == 0 {
+            assert!(
+                start.elapsed() < super::util::HANG_GUARD,
+                "no part was sent"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
+        let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(killed, 0);
+        let out = child.wait_with_output().unwrap();
+        faults.hold_parts.store(false, Ordering::SeqCst);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{args:?}: {stderr}");
+        let (status, uploads) = s3.request("GET", "/out?uploads", b"");
+        assert_eq!(status, 200);
+        let uploads = String::from_utf8_lossy(&uploads);
+        assert!(!uploads.contains("<Upload>"), "{args:?}: {uploads}");
+        assert_eq!(s3.keys("out", prefix), Vec::<String>::new(), "{args:?}");
+    };
+    let scan = ["scan", "big", "--max-size", "64M", "-o", "s3://out/r.json"];
+    interrupted(
+        &[&scan[..], &["--write-dataset", "s3://out/ds/"]].concat(),
+        "",
+    );
+
+    // A staged run's dataset stage.
+    let end = s3.endpoint();
+    let stage = |args: &[&str]| {
+        let mut cmd = t.command(&[&["stage"], args, &["--work", "run"]].concat());
+        s3.env(&mut cmd, &end);
+        let r = super::util::run_command(cmd);
+        assert_eq!(r.code(), 0, "{args:?}: {}", r.stderr);
+    };
+    let init = ["init", "--shards", "1", "--parts", "1", "--max-size", "64M"];
+    stage(&[&init[..], &["--write-dataset", "s3://out/sds/", "big"]].concat());
+    stage(&["sign", "--shard", "0/1"]);
+    stage(&["group", "--part", "0/1"]);
+    stage(&["components"]);
+    stage(&["route", "--shard", "0/1"]);
+    stage(&["verify", "--part", "0/1"]);
+    let dataset = ["stage", "dataset", "--shard", "0/1", "--work", "run"];
+    interrupted(&dataset, "sds/");
 }
 
 #[test]
