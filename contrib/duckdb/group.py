@@ -11,7 +11,8 @@ to `docs`; empty for bands), tagged with its lineage (footer key-value metadata 
 and `dupfind.lineage`); then `group/part-J.json` ({"lineage", "part", "keys", "buckets",
 "largest"}, sealed), last. Each file is written under a temporary name, fsynced and renamed into
 place, as the stages write theirs. The key files are checked against their shards' summaries
-first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name.
+first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name. In a
+run --against an index, `attach/keys-J.parquet` (the indexed documents' keys) is grouped too.
 
 DuckDB sorts and spills to disk past its memory limit, so a partition larger than memory is
 grouped all the same (see docs/staged-engines.md for the whole pipeline around it).
@@ -61,26 +62,27 @@ def read_json(path, what):
 
 
 def check_signed(work, plan, part):
-    """Refuses to group before every shard is signed, or key files that are not the ones the
-    shards' summaries record; returns the group summary's `consumed` map."""
+    """Refuses to group before every shard is signed (and, in a run --against an index, the
+    indexed documents attached), or key files that are not the ones their producers' summaries
+    record; returns the group summary's `consumed` map and the key files, work-relative."""
     try:
         signed = workfiles.signed_shards(work, plan)
-        return workfiles.check_keys(work, plan, signed, part)[0]
+        attached = workfiles.attached(work, plan)
+        consumed = workfiles.check_keys(work, plan, signed, part, attached=attached)[0]
     except workfiles.WorkFileError as e:
         raise SystemExit(f"group.py: {e}") from None
-
-
-def keys_path(work, shard, part):
-    """`sign/shard-I.keys-J.parquet`."""
-    return os.path.join(work, "sign", f"shard-{shard:06d}.keys-{part:06d}.parquet")
+    files = [workfiles.key_file(shard, part) for shard in range(plan["shards"])]
+    if attached is not None:
+        files.append(workfiles.attach_key_file(part))
+    return consumed, files
 
 
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
-    consumed = check_signed(work, plan, part)
+    consumed, files = check_signed(work, plan, part)
     attempt = workfiles.fresh_attempt()
     kv = workfiles.tag(plan, attempt, "group", part=part)
-    files = [keys_path(work, shard, part) for shard in range(plan["shards"])]
+    files = [os.path.join(work, rel) for rel in files]
     rel = f"group/part-{part:06d}.parquet"
     temp = workfiles.temp_for(work, rel)
     try:
