@@ -1,5 +1,6 @@
 //! `stage dataset --shard I/N` (with `--write-dataset`): writes shard I's part of the
-//! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N.parquet` a part per input): its
+//! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N-STEM.parquet` a part per input,
+//! numbered by the shard's inputs as `init` listed them): its
 //! documents with text but those the verify partitions listed as duplicates (with `--annotate`:
 //! all of them, each with its cluster numbered as the report numbers it), as `scan
 //! --write-dataset` writes them; the parts in name order are `scan`'s. `dataset/shard-I.json`
