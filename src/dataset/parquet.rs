@@ -166,10 +166,6 @@ fn write_part(
     schema: SchemaRef,
     fill: impl FnOnce(&SchemaDescriptor, &mut dyn FnMut(Piece) -> Result<()>) -> Result<()>,
 ) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|_| !crate::store::is_url(path)) {
-        // A hive partition's directories (`layout`).
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", display_path(dir)))?;
-    }
     let mut part = Part::create(path, schema)?;
     let columns = part.file.schema_descr().clone();
     std::thread::scope(|scope| {
