@@ -16,7 +16,7 @@
 //! (0 for a scan), NNNNN the input's number among the shard's inputs in walk order, STEM the
 //! dump's file name without its extension; a run of plain files in one partition directory is
 //! one input, and its part has no STEM (its rows have their paths). The number counts every
-//! input, those that give no part too (empty, unreadable, every row a duplicate), so a part's
+//! input, those that give no part too (no row, unreadable), so a part's
 //! name does not depend on what the inputs before it held; and no two inputs share a number,
 //! so no two share a part, whatever their names. Said in the name rather than in the part's
 //! key-value metadata, which pyarrow reads as the schema's: that stays the dump's.
