@@ -74,10 +74,17 @@ each() { # stage flag count
         || exit "$(head -n 1 "$failed" 2> /dev/null | grep . || echo 2)"
 }
 
-# True when the work directory holds a run's run.json (a store's is read by `stage status`).
+# True when the work directory holds a run's run.json (a store's is read by `stage status`,
+# which must say it is missing: any other error, a bucket that does not exist, stops the run).
 has_run() {
     if [ "$url" = 1 ]; then
-        "$bin" stage status --work "$work" > /dev/null 2>&1
+        local said
+        said=$("$bin" stage status --work "$work" 2>&1 > /dev/null) && return 0
+        case "$said" in
+            *"run.json is missing: run \`dupfind stage init\` first"*) return 1 ;;
+        esac
+        echo "$said" >&2
+        exit 2
     else
         [ -e "$work/run.json" ]
     fi
