@@ -12,12 +12,15 @@ and `dupfind.lineage`); then `group/part-J.json` ({"lineage", "part", "keys", "b
 "largest"}, sealed), last. Each file is written under a temporary name, fsynced and renamed into
 place, as the stages write theirs. The key files are checked against their shards' summaries
 first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name.
+DIR may be a URL (s3://bucket/prefix, as the stages take it): the key files are then fetched
+into TMPDIR for DuckDB, and each file written is uploaded whole, as the stages write theirs.
 
 DuckDB sorts and spills to disk past its memory limit, so a partition larger than memory is
 grouped all the same (see docs/staged-engines.md for the whole pipeline around it).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,36 +54,37 @@ def sql_list(items):
     return "[" + ", ".join(sql_string(i) for i in items) + "]"
 
 
-def read_json(path, what):
+def read_json(work, rel, what):
     """A JSON file a stage wrote; exits naming the stage to run when it is missing."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(workfiles.read_bytes(work, rel))
     except FileNotFoundError:
-        raise SystemExit(f"group.py: {path} is missing: {what}") from None
-
-
-def check_signed(work, plan, part):
-    """Refuses to group before every shard is signed, or key files that are not the ones the
-    shards' summaries record; returns the group summary's `consumed` map."""
-    try:
-        signed = workfiles.signed_shards(work, plan)
-        return workfiles.check_keys(work, plan, signed, part)[0]
-    except workfiles.WorkFileError as e:
-        raise SystemExit(f"group.py: {e}") from None
-
-
-def keys_path(work, shard, part):
-    """`sign/shard-I.keys-J.parquet`."""
-    return os.path.join(work, "sign", f"shard-{shard:06d}.keys-{part:06d}.parquet")
+        raise SystemExit(f"group.py: {workfiles.location(work, rel)} is missing: {what}") from None
 
 
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
-    consumed = check_signed(work, plan, part)
+    with contextlib.ExitStack() as stack:
+        try:
+            # Every shard signed, and its key file the one its summary records: its footer
+            # here, its CRC-32 as it is read (from a store, into a local copy DuckDB reads).
+            signed = workfiles.signed_shards(work, plan)
+            consumed = workfiles.check_keys(work, plan, signed, part, crc=False)[0]
+            files = []
+            for shard, summary in enumerate(signed):
+                key_rel = workfiles.key_file(shard, part)
+                path, crc = stack.enter_context(workfiles.fetched(work, key_rel))
+                workfiles.check_crc(work, key_rel, summary["lineage"]["files"][key_rel], crc)
+                files.append(path)
+        except workfiles.WorkFileError as e:
+            raise SystemExit(f"group.py: {e}") from None
+        return group_files(con, work, plan, part, files, consumed)
+
+
+def group_files(con, work, plan, part, files, consumed):
+    """Groups the local key `files` of partition `part` and writes its work files."""
     attempt = workfiles.fresh_attempt()
     kv = workfiles.tag(plan, attempt, "group", part=part)
-    files = [keys_path(work, shard, part) for shard in range(plan["shards"])]
     rel = f"group/part-{part:06d}.parquet"
     temp = workfiles.temp_for(work, rel)
     try:
@@ -120,14 +124,14 @@ def parse_part(text, parts):
 def main(argv):
     """Groups the partitions asked for; prints nothing on success (exit 0)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    ap.add_argument("--work", required=True, help="the work directory of a signed run")
+    ap.add_argument("--work", required=True, help="the work directory (or URL) of a signed run")
     ap.add_argument("--part", help="only partition J of M (J/M); default: every partition")
     ap.add_argument("--threads", type=int, help="DuckDB's threads (default: every core)")
     ap.add_argument("--memory-limit", help="DuckDB's memory limit, as 20GB (default: 80%% of RAM)")
     ap.add_argument("--temp-directory", help="where DuckDB spills (default: beside its database)")
     args = ap.parse_args(argv)
-    work = os.path.abspath(args.work)
-    plan = read_json(os.path.join(work, "run.json"), "run `dupfind stage init` first")
+    work = workfiles.local_work(args.work)
+    plan = read_json(work, "run.json", "run `dupfind stage init` first")
     parts = [parse_part(args.part, plan["parts"])] if args.part else range(plan["parts"])
     con = duckdb.connect()
     if args.threads:
