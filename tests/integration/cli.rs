@@ -240,7 +240,10 @@ fn ctrl_c_after_the_o_file_is_replaced_leaves_the_status_of_the_run() {
     let t = TestDir::new();
     let a = text(5, 80);
     let b = format!("{a} extra");
-    t.write("d.jsonl", format!("{}\n{}\n", json!({"text": a}), json!({"text": b})));
+    t.write(
+        "d.jsonl",
+        format!("{}\n{}\n", json!({"text": a}), json!({"text": b})),
+    );
     let (mut err_read, mut err_write) = std::io::pipe().unwrap();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&err_write);
     // SAFETY: fcntl(2) on a descriptor this test owns; a pipe's size is a few pages, so filling
@@ -265,8 +268,15 @@ fn ctrl_c_after_the_o_file_is_replaced_leaves_the_status_of_the_run() {
         .expect("the Ctrl-C handler's thread");
     let switches = || {
         let status = fs::read_to_string(handler.join("status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:"));
-        line.unwrap().split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("voluntary_ctxt_switches:"));
+        line.unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
     };
     let before = switches();
     // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
@@ -278,14 +288,22 @@ fn ctrl_c_after_the_o_file_is_replaced_leaves_the_status_of_the_run() {
     };
     let start = std::time::Instant::now();
     while switches() == before || !waiting() {
-        assert!(start.elapsed() < Duration::from_secs(60), "the handler never ran");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the handler never ran"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     let mut stderr = Vec::new();
     err_read.read_to_end(&mut stderr).unwrap();
     let status = child.wait().unwrap();
-    let stderr = String::from_utf8_lossy(&stderr).trim_start_matches('.').to_string();
-    assert!(stderr.contains("--format paths: 1 duplicate record"), "{stderr}");
+    let stderr = String::from_utf8_lossy(&stderr)
+        .trim_start_matches('.')
+        .to_string();
+    assert!(
+        stderr.contains("--format paths: 1 duplicate record"),
+        "{stderr}"
+    );
     // The run's own status: duplicates found, reported (scan's status without --exit-code).
     assert_eq!(status.code(), Some(0), "{stderr}");
 }

@@ -239,7 +239,8 @@ fn a_stage_on_a_work_url_in_a_missing_bucket_says_no_such_bucket_not_run_init() 
         let r = run_in(&s3, t.path(), &end, &[&["stage"][..], args].concat());
         assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
         assert!(
-            r.stderr.contains("s3://bkt-typo/w/run.json: no such bucket"),
+            r.stderr
+                .contains("s3://bkt-typo/w/run.json: no such bucket"),
             "{args:?}: {}",
             r.stderr
         );
