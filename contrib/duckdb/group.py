@@ -11,7 +11,8 @@ to `docs`; empty for bands), tagged with its lineage (footer key-value metadata 
 and `dupfind.lineage`); then `group/part-J.json` ({"lineage", "part", "keys", "buckets",
 "largest"}, sealed), last. Each file is written under a temporary name, fsynced and renamed into
 place, as the stages write theirs. The key files are checked against their shards' summaries
-first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name.
+first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name. In a
+run --against an index, `attach/keys-J.parquet` (the indexed documents' keys) is grouped too.
 DIR may be a URL (s3://bucket/prefix, as the stages take it): the key files are then fetched
 into TMPDIR for DuckDB, and each file written is uploaded whole, as the stages write theirs.
 
@@ -62,22 +63,37 @@ def read_json(work, rel, what):
         raise SystemExit(f"group.py: {workfiles.location(work, rel)} is missing: {what}") from None
 
 
+def check_signed(work, plan, part):
+    """Refuses to group before every shard is signed (and, in a run --against an index, the
+    indexed documents attached), or key files that are not the ones their producers' summaries
+    record; returns the group summary's `consumed` map and each key file, work-relative, with
+    the CRC-32 its producer recorded (checked as the file is read, once)."""
+    try:
+        signed = workfiles.signed_shards(work, plan)
+        attached = workfiles.attached(work, plan)
+        consumed = workfiles.check_keys(work, plan, signed, part, crc=False,
+                                        attached=attached)[0]
+    except workfiles.WorkFileError as e:
+        raise SystemExit(f"group.py: {e}") from None
+    files = [(workfiles.key_file(shard, part), s) for shard, s in enumerate(signed)]
+    if attached is not None:
+        files.append((workfiles.attach_key_file(part), attached))
+    return consumed, [(rel, s["lineage"]["files"][rel]) for rel, s in files]
+
+
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
+    consumed, keys = check_signed(work, plan, part)
     with contextlib.ExitStack() as stack:
-        try:
-            # Every shard signed, and its key file the one its summary records: its footer
-            # here, its CRC-32 as it is read (from a store, into a local copy DuckDB reads).
-            signed = workfiles.signed_shards(work, plan)
-            consumed = workfiles.check_keys(work, plan, signed, part, crc=False)[0]
-            files = []
-            for shard, summary in enumerate(signed):
-                key_rel = workfiles.key_file(shard, part)
-                path, crc = stack.enter_context(workfiles.fetched(work, key_rel))
-                workfiles.check_crc(work, key_rel, summary["lineage"]["files"][key_rel], crc)
-                files.append(path)
-        except workfiles.WorkFileError as e:
-            raise SystemExit(f"group.py: {e}") from None
+        # Local copies when the work directory is on a store, for DuckDB to read.
+        files = []
+        for rel, want in keys:
+            path, crc = stack.enter_context(workfiles.fetched(work, rel))
+            try:
+                workfiles.check_crc(work, rel, want, crc)
+            except workfiles.WorkFileError as e:
+                raise SystemExit(f"group.py: {e}") from None
+            files.append(path)
         return group_files(con, work, plan, part, files, consumed)
 
 
