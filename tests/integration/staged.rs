@@ -481,6 +481,38 @@ fn the_local_driver_runs_every_stage_as_a_process() {
 }
 
 #[test]
+fn resume_with_other_options_or_inputs_is_refused_naming_them_and_with_the_same_runs() {
+    // Review finding 07: run-local.sh --resume dropped the scan options and inputs given with
+    // it, and reported the run's own (another threshold, over other files) with status 0.
+    let t = TestDir::new();
+    corpus(&t);
+    t.mkdir("other");
+    let bin = super::util::bin();
+    let init = t.run(&["stage", "init", "--work", "w", "--shards", "2", "c"]);
+    assert_eq!(init.code(), 0, "{}", init.stderr);
+    let resume = |args: &[&str]| {
+        let common = ["--resume", "--work", "w", "--dupfind", bin];
+        local_driver(&t, &[&common[..], args].concat())
+    };
+    let r = resume(&["-t", "0.5", "--keep", "newest", "other"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    for says in [
+        "--threshold 0.5 here, the default in the run",
+        "--keep newest here, oldest in the run",
+        "the inputs ",
+    ] {
+        assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+    }
+    assert!(!t.join("w/sign").exists(), "nothing is run");
+    // A default given or left out, and the inputs named from elsewhere, are the same run.
+    let scan = t.run(&["scan", "c"]).stdout;
+    let root = t.join("c").display().to_string();
+    let r = resume(&["-t", "0.8", &root]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, scan);
+}
+
+#[test]
 fn a_task_takes_its_own_thread_count_and_gives_the_same_report() {
     let t = TestDir::new();
     corpus(&t);
