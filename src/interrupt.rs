@@ -48,11 +48,20 @@ static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 pub(crate) struct HeldTemp(PathBuf);
 
 impl HeldTemp {
-    pub(crate) fn new(path: &Path) -> HeldTemp {
-        if let Ok(mut held) = HELD.lock() {
-            held.push(path.to_path_buf());
+    /// Creates a temporary file with `create` and holds its name (`path` of it), the handler
+    /// kept out meanwhile by the lock it takes to remove the held files: a Ctrl-C between the
+    /// file's creation and its holding left it behind.
+    pub(crate) fn create<T, E>(
+        create: impl FnOnce() -> Result<T, E>,
+        path: impl Fn(&T) -> &Path,
+    ) -> Result<(T, HeldTemp), E> {
+        let mut held = HELD.lock();
+        let made = create()?;
+        let name = path(&made).to_path_buf();
+        if let Ok(held) = held.as_mut() {
+            held.push(name.clone());
         }
-        HeldTemp(path.to_path_buf())
+        Ok((made, HeldTemp(name)))
     }
 }
 
