@@ -2,7 +2,11 @@
 # Object store benchmark: `dupfind scan` of the 10k benchmark corpus over S3 on loopback (moto,
 # started here) against the same files on local disk; and a Parquet dump of it on S3, its bytes
 # fetched against its size. Prints the throughput ratio (target: at least 0.5x), the requests
-# per document and the bytes fetched (DUPFIND_STORE_STATS).
+# per document, the requests a second, the CPU seconds of dupfind and of the server (on
+# loopback they share the cores: the server's CPU per request bounds the rate) and the bytes
+# fetched (DUPFIND_STORE_STATS). Both scans run with --keep first, and their clusters are
+# compared: the default, oldest, orders members by modification time, an object's is its
+# upload's, and strict clustering splits a component from its kept member on.
 #
 #   benches/s3.sh                          the corpus of benches/bench.sh (target/bench/corpus-10000)
 #   benches/s3.sh --corpus DIR --runs 3    another corpus; best of R interleaved runs
@@ -13,7 +17,8 @@
 # single Python process: it, not dupfind, bounds the requests a second here, so the ratio is a
 # floor for a real store, whose latency is higher but which serves requests in parallel.
 # s3s-fs (`cargo install s3s-fs@0.14.1 --features binary`; on PATH, or S3S_FS=path) answers
-# several times faster, on its own threads.
+# several times faster, on its own threads (its listing walks the whole prefix again for each
+# page: dupfind lists a level at a time, which it walks once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

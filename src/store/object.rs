@@ -315,13 +315,16 @@ mod kept {
 
     pub const KEEP_MOST: u64 = 4 << 30;
 
+    /// A range of an object kept: its start, its length, and where it is in the file.
+    type Range = (u64, u64, u64);
+
     #[derive(Default)]
     struct Kept {
         /// None until a range is kept; None again if it cannot be written.
         file: Option<File>,
         written: u64,
-        /// By object (URL and listed size): (start, length, offset in `file`).
-        ranges: HashMap<(String, u64), Vec<(u64, u64, u64)>>,
+        /// By object (URL and listed size).
+        ranges: HashMap<(String, u64), Vec<Range>>,
         failed: bool,
     }
 

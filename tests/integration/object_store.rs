@@ -230,9 +230,9 @@ fn each_object_is_one_request_and_a_listing_one_per_directory() {
             _ => text(9800 + i, 200),
         };
         let dir = ["", "x/", "y/", "y/z/"][i as usize % 4];
-        t.write(&format!("c/{dir}d{i:03}.txt"), body);
+        t.write(format!("c/{dir}d{i:03}.txt"), body);
         if i % 5 == 0 {
-            t.write(&format!("c/{dir}e{i:03}.txt"), text(9700 + i / 5, 200));
+            t.write(format!("c/{dir}e{i:03}.txt"), text(9700 + i / 5, 200));
         }
     }
     s3.create_bucket("bkt");
