@@ -163,34 +163,18 @@ fn parquet(texts: &[String]) -> Vec<u8> {
     out
 }
 
-/// `object store: N requests, M bytes fetched` from stderr.
-fn fetched(stderr: &str) -> u64 {
+/// `object store: N requests, M bytes fetched` from stderr: (N, M).
+fn counts(stderr: &str) -> (u64, u64) {
     let line = stderr
         .lines()
         .find(|l| l.contains("object store:"))
         .unwrap_or_else(|| panic!("no counts on stderr: {stderr}"));
-    line.split(", ")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// `object store: N requests, M bytes fetched` from stderr: N.
-fn requests(stderr: &str) -> u64 {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("object store:"))
-        .unwrap_or_else(|| panic!("no counts on stderr: {stderr}"));
-    line.split("object store: ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .unwrap()
-        .parse()
-        .unwrap()
+    let number = |words: &str| words.trim().split(' ').next().unwrap().parse().unwrap();
+    let (requests, bytes) = line.split_once(", ").unwrap();
+    (
+        number(requests.split("object store:").nth(1).unwrap()),
+        number(bytes),
+    )
 }
 
 #[test]
@@ -209,7 +193,7 @@ fn a_parquet_dumps_ranges_are_fetched_once_though_verification_reads_them_again(
         let r = super::util::run_command(cmd);
         assert_eq!(r.code(), 0, "{}", r.stderr);
         assert_eq!(r.json()["stats"]["near_copies"], 2, "{}", r.stdout);
-        (requests(&r.stderr), fetched(&r.stderr))
+        counts(&r.stderr)
     };
     // Exact verification reads the candidates' texts again (rows 0, 5 and 9: three row groups
     // of four), from the ranges the first pass fetched: it costs no request more than
@@ -251,7 +235,7 @@ fn each_object_is_one_request_and_a_listing_one_per_directory() {
     // 60), and the listing's: the prefix's first level, then its directories (x/ and y/).
     // Nothing fetched ahead is fetched twice.
     let most = objects + 2 * docs / 5 + 3;
-    let got = requests(&r.stderr);
+    let (got, _) = counts(&r.stderr);
     assert!(
         got <= most,
         "{got} requests for {objects} objects (at most {most})"
@@ -289,7 +273,7 @@ fn zstd_json_lines_and_parquet_dumps_on_s3_read_as_on_disk() {
         assert_eq!(members(&remote.json()), members(&disk.json()), "{dir}");
         if dir == "p" {
             // Range requests: the footer and the id and text columns, never the wide one.
-            let got = fetched(&remote.stderr);
+            let (_, got) = counts(&remote.stderr);
             assert!(
                 got < pq.len() as u64 / 4,
                 "{got} bytes fetched of a {} byte file",
