@@ -225,7 +225,7 @@ pub(super) fn reason(e: &object_store::Error) -> String {
                          ~/.aws/credentials, GOOGLE_APPLICATION_CREDENTIALS, \
                          AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
     let words = short(&e.to_string());
-    if words.contains("NoSuchBucket") || words.contains("ContainerNotFound") {
+    if is_no_bucket(e) {
         return "no such bucket (check its name, and AWS_ENDPOINT_URL or the region)".to_string();
     }
     match e {
@@ -245,6 +245,13 @@ pub(super) fn reason(e: &object_store::Error) -> String {
             }
         }
     }
+}
+
+/// True when `e` says the bucket (container) does not exist: a NotFound as an object's, which
+/// must not be taken for a missing object (a typo in the bucket is not "run init first").
+pub(super) fn is_no_bucket(e: &object_store::Error) -> bool {
+    let words = e.to_string();
+    words.contains("NoSuchBucket") || words.contains("ContainerNotFound")
 }
 
 /// `words` with an XML error body replaced by its `Code: Message`: the request and host ids
