@@ -2,8 +2,9 @@
 //! the official CLIs read it, and the runtime their requests run on.
 //!
 //! The scan's threads are rayon's and synchronous; a request is a future. Each thread waits for
-//! its own request on a small runtime shared by all ([`block_on`]), so at most one request per
-//! scan thread is in flight (plus the listing's): concurrency is bounded by `--threads`.
+//! its own request on a small runtime shared by all ([`block_on`]); beside those, the runtime
+//! runs the GETs started ahead of their read (`super::prefetch`, bounded there) and a listing's
+//! requests (`super::list`, 16 at once).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

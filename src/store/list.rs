@@ -6,7 +6,7 @@
 //! So a prefix is listed page by page, and a page refused is asked for again, smaller, until
 //! the key is found alone: the keys around it are listed, and it is reported by itself.
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
@@ -46,17 +46,9 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
         }
     }
     let prefix = (!key.as_ref().is_empty()).then_some(&key);
-    let (metas, odd) = match client::paged(&parsed.base)? {
-        Some(pages) => client::block_on(by_pages(pages.as_ref(), prefix))?,
-        None => {
-            let metas: Vec<ObjectMeta> = client::block_on(store.list(prefix).try_collect())?
-                .map_err(|e| client::reason(&e))?;
-            // The store pages its listing; count its requests roughly, a thousand keys each.
-            client::count(1 + metas.len() as u64 / 1000, 0);
-            Ok((metas, Vec::new()))
-        }
-    }
-    .map_err(|e| client::reason(&e))?;
+    let pages = client::paged(&parsed.base)?;
+    let (metas, odd) = client::block_on(list_all(store.as_ref(), pages.as_deref(), prefix))?
+        .map_err(|e| client::reason(&e))?;
     if metas.is_empty() && odd.is_empty() {
         return Ok(None);
     }
@@ -151,4 +143,63 @@ async fn by_pages(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Sub-prefixes listed at once.
+const LISTINGS: usize = 16;
+/// The most sub-prefixes listed one by one: past it, one listing of the whole prefix costs
+/// fewer requests than one or more per sub-prefix.
+const FAN_OUT: usize = 256;
+
+/// Every object below `prefix`. A listing is paged, a thousand keys a request on S3, each page
+/// asked for once the previous one came: 10,000 keys were ten requests one after another (and
+/// some servers, s3s-fs among them, walk the whole prefix again for every page). So the
+/// prefix's first level is listed first (its objects and sub-prefixes, as a directory), and the
+/// sub-prefixes below it, [`LISTINGS`] at a time: one request more per sub-prefix, at most
+/// [`FAN_OUT`] + 1 more for the whole listing. Their order is the caller's to make.
+///
+/// With the keys the client cannot name ([`by_pages`]): a first level that holds one (as a key
+/// or a sub-prefix) is refused, and the whole prefix is listed at once instead.
+async fn list_all(
+    store: &dyn ObjectStore,
+    paged: Option<&dyn PaginatedListStore>,
+    prefix: Option<&object_store::path::Path>,
+) -> object_store::Result<(Vec<ObjectMeta>, Vec<String>)> {
+    let top = match store.list_with_delimiter(prefix).await {
+        Err(object_store::Error::InvalidPath { .. }) => return whole(store, paged, prefix).await,
+        top => top?,
+    };
+    client::count(pages(top.objects.len() + top.common_prefixes.len()), 0);
+    if top.common_prefixes.len() > FAN_OUT {
+        return whole(store, paged, prefix).await;
+    }
+    let (mut all, mut odd) = (top.objects, Vec::new());
+    let mut below = futures::stream::iter(top.common_prefixes)
+        .map(|p| async move { whole(store, paged, Some(&p)).await })
+        .buffer_unordered(LISTINGS);
+    while let Some(found) = below.next().await {
+        let (found, unnamed) = found?;
+        all.extend(found);
+        odd.extend(unnamed);
+    }
+    Ok((all, odd))
+}
+
+/// Every object below `prefix` in one listing: page by page where the store has pages.
+async fn whole(
+    store: &dyn ObjectStore,
+    paged: Option<&dyn PaginatedListStore>,
+    prefix: Option<&object_store::path::Path>,
+) -> object_store::Result<(Vec<ObjectMeta>, Vec<String>)> {
+    if let Some(paged) = paged {
+        return by_pages(paged, prefix).await;
+    }
+    let all: Vec<ObjectMeta> = store.list(prefix).try_collect().await?;
+    client::count(pages(all.len()), 0);
+    Ok((all, Vec::new()))
+}
+
+/// The requests a listing of `keys` keys took, roughly: a thousand keys a page.
+fn pages(keys: usize) -> u64 {
+    1 + keys as u64 / 1000
 }
