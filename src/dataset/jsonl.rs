@@ -37,13 +37,13 @@ pub(super) fn write(
 ) -> Result<()> {
     let pending = Pending::new(path)?;
     let mut out = std::io::BufWriter::new(pending.file());
-    for (start, input) in inputs(docs) {
+    for input in inputs(docs) {
         if input[0].file.record.is_some() {
             write_records(&mut out, input, how, written)?;
             continue;
         }
-        for (i, d) in input.iter().enumerate() {
-            if let Some(text) = file_text(worker, (start + i) as u32, d, how, written) {
+        for d in input {
+            if let Some(text) = file_text(worker, d, how, written) {
                 write_file(&mut out, d, &text, how)?;
                 written.kept += 1;
             }

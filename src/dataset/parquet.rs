@@ -54,10 +54,10 @@ pub(super) fn write(
     worker: &mut DocWorker,
     written: &mut Written,
 ) -> Result<()> {
-    for (n, (start, input)) in inputs(docs).enumerate() {
+    for (n, input) in inputs(docs).enumerate() {
         let path = dir.join(format!("part-{shard:05}-{n:05}.parquet"));
         if input[0].file.record.is_none() {
-            write_files(&path, start, input, how, worker, written)?;
+            write_files(&path, input, how, worker, written)?;
             continue;
         }
         match open_records(input[0].file, &how.cfg.jsonl) {
@@ -102,7 +102,6 @@ fn write_dump(
 /// A run of files as `{path, text, path_bytes}` rows.
 fn write_files(
     path: &std::path::Path,
-    start: usize,
     docs: &[DatasetDoc],
     how: &Writing,
     worker: &mut DocWorker,
@@ -123,8 +122,8 @@ fn write_files(
     let written_schema = annotated.clone().unwrap_or(schema.clone());
     write_part(path, written_schema, |_, send| {
         let mut batch = FileRows::default();
-        for (i, d) in docs.iter().enumerate() {
-            let Some(text) = file_text(worker, (start + i) as u32, d, how, written) else {
+        for d in docs {
+            let Some(text) = file_text(worker, d, how, written) else {
                 continue;
             };
             written.kept += 1;

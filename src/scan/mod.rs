@@ -161,6 +161,7 @@ fn write_dataset(
             )
         })
         .map(|d| DatasetDoc {
+            doc: d as u32,
             file: &corpus.files[d],
             hash: corpus.docs[d].hash,
             fate: marks[d].map(|m| Fate::of(m, clusters)),

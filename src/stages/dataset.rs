@@ -86,8 +86,10 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         };
         Some(Fate::of(mark, &clusters))
     };
-    let docs: Vec<DatasetDoc> = (rows.iter())
-        .map(|r| DatasetDoc {
+    // The stage's engine holds no text: each file is read again, each dump's records too.
+    let docs: Vec<DatasetDoc> = (rows.iter().enumerate())
+        .map(|(i, r)| DatasetDoc {
+            doc: i as u32,
             file: &r.file,
             hash: r.hash,
             fate: fate(r.doc),

@@ -121,6 +121,37 @@ fn only_verified_duplicates_are_left_out_never_linked_members() {
 }
 
 #[test]
+fn a_file_after_a_skipped_file_and_a_dumps_kept_records_is_written() {
+    // a.bin (binary: no text, not written), then two records one word apart (a candidate pair,
+    // whose texts the scan keeps by document id to verify it), then z.txt: z.txt's place among
+    // the documents written is the second record's id, whose text it was checked against.
+    let t = TestDir::new();
+    let w = text(4300, 30);
+    let records = [
+        serde_json::json!({"text": w}),
+        serde_json::json!({"text": edit(&w, &[2])}),
+    ];
+    t.write("in/a.bin", "x\0y")
+        .write("in/d.jsonl", format!("{}\n{}\n", records[0], records[1]))
+        .write("in/z.txt", "a plain file with a few words of its own");
+    for extra in [&[][..], &["--annotate"]] {
+        let args = |out| [&["-q", "--write-dataset", out][..], extra, &["in"]].concat();
+        let r = t.run(&[&["scan"][..], &args("out")].concat());
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.json()["errors"], serde_json::json!([]));
+        let paths: Vec<Value> = (lines(&t.join("out/part-00000.jsonl")).iter())
+            .map(|r| r.get("path").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(paths, [Value::Null, Value::Null, Value::from("in/z.txt")]);
+        let staged = super::dataset_parquet::staged(&t, 1, "w", &args("staged-out"));
+        assert_eq!((staged.code(), &staged.stdout), (r.code(), &r.stdout));
+        fs::remove_dir_all(t.join("out")).unwrap();
+        fs::remove_dir_all(t.join("staged-out")).unwrap();
+        fs::remove_dir_all(t.join("w")).unwrap();
+    }
+}
+
+#[test]
 fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();
     corpus(&t);
