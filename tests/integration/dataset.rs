@@ -152,6 +152,57 @@ fn a_file_after_a_skipped_file_and_a_dumps_kept_records_is_written() {
 }
 
 #[test]
+fn a_record_longer_than_max_size_is_written_as_it_is_a_line_longer_that_is_no_json_is_not() {
+    // The record over --max-size is no document, yet a JSON object of the dump, as a Parquet
+    // row of any size is; it ends in CRLF. The line after it is as long, and not JSON.
+    let big = serde_json::json!({"id": "big", "text": "word ".repeat(600)}).to_string();
+    let dump = format!(
+        "{}\n{big}\r\n{{not json {}\n{}\n",
+        serde_json::json!({"id": "a", "text": text(4400, 40)}),
+        "x".repeat(3000),
+        serde_json::json!({"id": "c", "text": text(4401, 40)}),
+    );
+    let t = TestDir::new();
+    t.write("in/d.jsonl", &dump);
+    let plain = t.run(&[
+        "scan",
+        "-q",
+        "--max-size",
+        "1K",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    // The scan's report is as it was: both long lines are bad lines.
+    assert_eq!(plain.code(), 2, "{}", plain.stderr);
+    assert_eq!(plain.json()["errors"].as_array().unwrap().len(), 2);
+    let written = fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let want: Vec<&str> = dump.lines().filter(|l| !l.starts_with("{not")).collect();
+    let want = want.join("\n").replace('\r', "") + "\n";
+    assert!(
+        written == want,
+        "the dataset is not the dump's records as they are"
+    );
+    let r = t.run(&[
+        "scan",
+        "-q",
+        "--max-size",
+        "1K",
+        "--annotate",
+        "--write-dataset",
+        "ann",
+        "in",
+    ]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let out = lines(&t.join("ann/part-00000.jsonl"));
+    let ids: Vec<&Value> = out.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, ["a", "big", "c"]);
+    assert_eq!(out[1]["text"], "word ".repeat(600));
+    assert_eq!(out[1]["dupfind_keep"], true);
+    assert_eq!(out[1]["dupfind_cluster"], Value::Null);
+}
+
+#[test]
 fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();
     corpus(&t);
