@@ -85,11 +85,40 @@ impl Pending {
         temp.persist(&path)
             .map_err(|e| e.error)
             .with_context(|| format!("renaming into {}", display_path(&path)))?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        File::open(dir.unwrap_or(Path::new(".")))
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("syncing the directory of {}", display_path(&path)))
+        sync_dir(&path)
     }
+
+    /// As [`Pending::commit`], but never over a file already at its name: false then. On disk
+    /// the temporary file is linked to the name (or renamed without replacing), for a URL the
+    /// PUT is on condition that no object is at its key; either way, of two writers at once,
+    /// one is told the file exists. The content must be small, one PUT.
+    pub(crate) fn commit_new(self) -> Result<bool> {
+        let what = || format!("writing {}", display_path(&self.path));
+        let temp = match self.temp {
+            Temp::Unnamed(mut file) => {
+                std::io::Seek::rewind(&mut file).with_context(what)?;
+                return crate::store::create(&mut file, &self.path.to_string_lossy())
+                    .map_err(anyhow::Error::msg)
+                    .with_context(what);
+            }
+            Temp::Named(temp) => temp,
+        };
+        temp.as_file().sync_all().with_context(what)?;
+        let path = self.path;
+        match temp.persist_noclobber(&path) {
+            Ok(_) => sync_dir(&path).map(|()| true),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.error).with_context(|| format!("creating {}", display_path(&path))),
+        }
+    }
+}
+
+/// Makes the name `path` now has durable: fsync of its directory.
+fn sync_dir(path: &Path) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    File::open(dir.unwrap_or(Path::new(".")))
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing the directory of {}", display_path(path)))
 }
 
 /// A fresh temporary file in `path`'s directory (made if missing).

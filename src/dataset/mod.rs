@@ -21,6 +21,7 @@
 //! decoding was most of what the dataset cost (docs/performance.md).
 
 mod annotate;
+mod claim;
 mod inputs;
 mod jsonl;
 mod parquet;
@@ -40,6 +41,7 @@ use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
 
 pub use annotate::{marks, Fate, Mark};
+pub use claim::{claim, refuse_held, release, Writer};
 pub use inputs::{check_inputs, refuse_existing};
 
 use annotate::Annotation;

@@ -57,6 +57,8 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let format = cfg
         .dataset_format
         .context("run.json names no dataset format: the run was planned by another dupfind")?;
+    // `stage init` claimed the directory for this run; another run may have it since.
+    dataset::refuse_held(&dir, dataset::Writer::Run(&plan.run))?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
     let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
     // Every partition's clusters, numbered as the report numbers them, and this shard's marks.

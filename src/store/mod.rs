@@ -23,7 +23,7 @@ pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::prefetch;
 pub use whole::{download, exists};
-pub use write::{check_writable, upload};
+pub use write::{check_writable, create, delete, upload};
 
 /// The schemes read through the object store, each followed by `://`.
 const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

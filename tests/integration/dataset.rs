@@ -203,6 +203,97 @@ fn a_record_longer_than_max_size_is_written_as_it_is_a_line_longer_that_is_no_js
 }
 
 #[test]
+fn a_staged_run_claims_its_dataset_directory_another_run_and_a_scan_are_refused_it() {
+    let t = TestDir::new();
+    t.write("a/x.txt", text(4500, 100))
+        .write("b/y.txt", text(4501, 100));
+    let init = |work: &str, input: &str| {
+        t.run(&[
+            "stage",
+            "init",
+            "--work",
+            work,
+            "--write-dataset",
+            "ds",
+            input,
+        ])
+    };
+    let claimed = "is claimed by the staged run";
+    assert_eq!(init("wa", "a").code(), 0);
+    // Run B, started before run A wrote anything, and a scan are refused the directory.
+    let b = init("wb", "b");
+    assert_eq!(b.code(), 2, "{}", b.stderr);
+    assert!(b.stderr.contains(claimed), "{}", b.stderr);
+    assert!(
+        b.stderr.contains("wa)"),
+        "names run A's work directory: {}",
+        b.stderr
+    );
+    let scan = t.run(&["scan", "--write-dataset", "ds", "b"]);
+    assert_eq!(
+        (scan.code(), scan.stdout.as_str()),
+        (2, ""),
+        "{}",
+        scan.stderr
+    );
+    assert!(scan.stderr.contains(claimed), "{}", scan.stderr);
+    // A stage dataset writes only into a directory that names its run: one claimed by another
+    // run since, or no longer claimed, is refused.
+    let run = |work: &str, stages: &[&str]| {
+        let mut last = None;
+        for stage in stages {
+            let flag = if ["group", "verify"].contains(stage) {
+                "--part"
+            } else {
+                "--shard"
+            };
+            let args: Vec<&str> = match *stage {
+                "components" | "report" => vec!["stage", stage, "--work", work],
+                _ => vec!["stage", stage, "--work", work, flag, "0/1"],
+            };
+            let r = t.run(&args);
+            if r.code() != 0 {
+                return r;
+            }
+            last = Some(r);
+        }
+        last.unwrap()
+    };
+    let before = ["sign", "group", "components", "route", "verify"];
+    assert_eq!(run("wa", &before).code(), 0);
+    let marker = t.join("ds/_dupfind_run");
+    let mine = fs::read(&marker).unwrap();
+    fs::remove_file(&marker).unwrap();
+    let gone = run("wa", &["dataset"]);
+    assert_eq!(gone.code(), 2, "{}", gone.stderr);
+    assert!(
+        gone.stderr.contains("no longer names this run"),
+        "{}",
+        gone.stderr
+    );
+    assert_eq!(init("wc", "b").code(), 0, "claims the directory");
+    let taken = run("wa", &["dataset"]);
+    assert_eq!(taken.code(), 2, "{}", taken.stderr);
+    assert!(taken.stderr.contains(claimed), "{}", taken.stderr);
+    assert!(!t.join("ds/part-00000.jsonl").exists());
+    // Given back to run A, it writes its part; its report ends the claim, and its part refuses
+    // the directory to another run.
+    fs::write(&marker, mine).unwrap();
+    let a = run("wa", &["dataset", "report"]);
+    assert_eq!(a.code(), 0, "{}", a.stderr);
+    let names: Vec<String> = (fs::read_dir(t.join("ds")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["part-00000.jsonl"]);
+    assert!(fs::read_to_string(t.join("ds/part-00000.jsonl"))
+        .unwrap()
+        .contains("a/x.txt"));
+    let b = init("wd", "b");
+    assert_eq!(b.code(), 2, "{}", b.stderr);
+    assert!(b.stderr.contains("already holds a dataset"), "{}", b.stderr);
+}
+
+#[test]
 fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();
     corpus(&t);
