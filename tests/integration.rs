@@ -23,6 +23,9 @@ mod containment;
 /// `--write-dataset`.
 #[path = "integration/dataset.rs"]
 mod dataset;
+/// The Parquet dataset's layout: hive partitions, parts by input; dictionary types.
+#[path = "integration/dataset_layout.rs"]
+mod dataset_layout;
 /// `--write-dataset` as Parquet, `--annotate`.
 #[path = "integration/dataset_parquet.rs"]
 mod dataset_parquet;

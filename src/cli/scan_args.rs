@@ -253,8 +253,9 @@ pub struct ScanArgs {
     /// The dataset's format: parquet or jsonl [default: parquet when every input is a Parquet
     /// dump, else jsonl].
     ///
-    /// parquet: a part file per input, DIR/part-SSSSS-NNNNN.parquet, with the input's schema
-    /// (JSON Lines dumps are refused); jsonl: DIR/part-SSSSS.jsonl, a Parquet row as an object of
+    /// parquet: a part file per input, DIR/part-SSSSS-NNNNN-NAME.parquet (in the input's
+    /// key=value partition directories), with the input's schema (JSON Lines dumps are
+    /// refused); jsonl: DIR/part-SSSSS.jsonl, a Parquet row as an object of
     /// all its columns.
     // This and --annotate's two are left out of -h, which stays within 80 lines; --help has them.
     #[arg(long, value_enum, value_name = "FORMAT", requires = "write_dataset", hide_short_help = true, help_heading = OUTPUT)]

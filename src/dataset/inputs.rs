@@ -7,15 +7,16 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::annotate;
+use super::{annotate, layout};
 use crate::config::{Config, DatasetFormat};
 use crate::input::jsonl::JsonlOptions;
 use crate::input::parquet::{self, ParquetDump};
 use crate::input::walk::FileEntry;
 use crate::messages::display_path;
 
-/// Refuses `dir` when it holds a dataset already (a `part-*.jsonl` or `part-*.parquet` file):
-/// nothing of it is overwritten.
+/// Refuses `dir` when it holds a dataset already (a `part-*.jsonl` or `part-*.parquet` file, in
+/// it or in its hive partition directories, where Parquet parts go): nothing of it is
+/// overwritten.
 pub fn refuse_existing(dir: &Path) -> Result<()> {
     if crate::store::is_url(dir) {
         let url = dir.to_string_lossy();
@@ -30,21 +31,33 @@ pub fn refuse_existing(dir: &Path) -> Result<()> {
         }
         return Ok(());
     }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(dir))),
-    };
-    for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", display_path(dir)))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with("part-") && (name.ends_with(".jsonl") || name.ends_with(".parquet")) {
-            bail!(
-                "--write-dataset: {} already holds a dataset ({name}); nothing was written. \
-                 Remove it, or write the dataset to another directory",
-                display_path(dir)
-            );
+    // The directories to look in, partitions found on the way added.
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(at) = dirs.pop() {
+        let entries = match std::fs::read_dir(&at) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(&at))),
+        };
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", display_path(&at)))?;
+            let name = entry.file_name();
+            if layout::is_partition(&name) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(entry.path());
+                continue;
+            }
+            let name = name.to_string_lossy();
+            if name.starts_with("part-") && (name.ends_with(".jsonl") || name.ends_with(".parquet"))
+            {
+                let held = entry.path();
+                let held = held.strip_prefix(dir).unwrap_or(&held);
+                bail!(
+                    "--write-dataset: {} already holds a dataset ({}); nothing was written. \
+                     Remove it, or write the dataset to another directory",
+                    display_path(dir),
+                    display_path(held)
+                );
+            }
         }
     }
     Ok(())

@@ -24,6 +24,7 @@ mod annotate;
 mod claim;
 mod inputs;
 mod jsonl;
+mod layout;
 mod parquet;
 
 use std::path::Path;
@@ -43,6 +44,7 @@ use crate::messages::{display_path, InputError};
 pub use annotate::{marks, Fate, Mark};
 pub use claim::{claim, refuse_held, release, Writer};
 pub use inputs::{check_inputs, refuse_existing};
+pub use layout::Layout;
 
 use annotate::Annotation;
 
@@ -143,8 +145,9 @@ impl Writing<'_> {
 
 /// Writes shard `shard`'s part of the dataset (a scan is shard 0) to `dir` in `format`: `docs`
 /// (in input order; a dump's records one after another), but the duplicates, each file
-/// atomically. A Parquet dump's row group whose text column chunk has the print it had when
-/// the group was read (`prints`, by dump) holds the texts read, without decoding it again.
+/// atomically; as Parquet, in the parts `layout` (the shard's inputs) says. A Parquet dump's
+/// row group whose text column chunk has the print it had when the group was read (`prints`,
+/// by dump) holds the texts read, without decoding it again.
 ///
 /// `dir` may be a URL: object stores have no rename, so each part is written whole to a local
 /// temporary file, then sent to its key, where it appears when complete
@@ -152,7 +155,7 @@ impl Writing<'_> {
 pub fn write(
     dir: &Path,
     shard: u32,
-    format: DatasetFormat,
+    (format, layout): (DatasetFormat, Option<&Layout>),
     docs: &[DatasetDoc],
     cfg: &Config,
     engine: &Engine,
@@ -175,7 +178,8 @@ pub fn write(
             path
         }
         DatasetFormat::Parquet => {
-            parquet::write(dir, shard, docs, &how, &mut worker, &mut written)?;
+            let layout = layout.context("a Parquet dataset is written without its inputs")?;
+            parquet::write(dir, shard, docs, layout, &how, &mut worker, &mut written)?;
             dir.to_path_buf()
         }
     };

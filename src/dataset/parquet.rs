@@ -1,5 +1,6 @@
 //! The dataset as Parquet (`--dataset-format parquet`): one part per input of the shard, in
-//! order, `part-SSSSS-NNNNN.parquet`. A Parquet dump's part has the dump's schema exactly as
+//! order, `part-SSSSS-NNNNN-STEM.parquet` in the input's hive partition directories
+//! ([`super::layout`]). A Parquet dump's part has the dump's schema exactly as
 //! its writer's Arrow schema gives it (names, types, nesting, nullability, field and schema
 //! metadata), its rows in their order; a run of files is one part of `{path, text, path_bytes}`
 //! rows (`path_bytes` binary, null unless the name is not UTF-8). With `--annotate`, the five
@@ -25,6 +26,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescriptor;
 
 use super::annotate::{self, Annotation};
+use super::layout::{part_path, Layout};
 use super::{
     file_text, input_clash, inputs, not_written, DatasetDoc, DumpRows, Piece, Writing, Written,
 };
@@ -45,21 +47,36 @@ const IN_FLIGHT: usize = 2;
 /// Files' texts gathered into a batch before it is handed to the writer.
 const FILE_BATCH_BYTES: usize = 8 << 20;
 
-/// The parts of shard `shard`'s `docs`, in `dir`.
+/// The parts of shard `shard`'s `docs`, in `dir`, where `layout` (the shard's inputs) places
+/// them.
 pub(super) fn write(
     dir: &std::path::Path,
     shard: u32,
     docs: &[DatasetDoc],
+    layout: &Layout,
     how: &Writing,
     worker: &mut DocWorker,
     written: &mut Written,
 ) -> Result<()> {
-    for (n, input) in inputs(docs).enumerate() {
-        let path = dir.join(format!("part-{shard:05}-{n:05}.parquet"));
+    let mut cursor = layout.cursor();
+    for input in inputs(docs) {
         if input[0].file.record.is_none() {
-            write_files(&path, input, how, worker, written)?;
+            // Files of two parts may follow one another here: a dump without a document, or
+            // another partition directory, was between them.
+            let parts = (input.iter())
+                .map(|d| cursor.part_of(&d.file.path))
+                .collect::<Result<Vec<u32>>>()?;
+            let mut at = 0;
+            for run in parts.chunk_by(|a, b| a == b) {
+                let files = &input[at..at + run.len()];
+                let path = part_path(dir, shard, run[0], &files[0].file.path, false);
+                write_files(&path, files, how, worker, written)?;
+                at += run.len();
+            }
             continue;
         }
+        let n = cursor.part_of(&input[0].file.path)?;
+        let path = part_path(dir, shard, n, &input[0].file.path, true);
         match open_records(input[0].file, &how.cfg.jsonl) {
             Ok(Opened::Parquet(dump)) => write_dump(&path, input, dump, how, written)?,
             // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.

@@ -59,6 +59,7 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
     let mut cfg = scan_config(&["-q", "--write-dataset", out, "--annotate", root]).unwrap();
     cfg.messages.quiet = true;
     let walked = walk(&cfg.walk, &cfg.messages).unwrap();
+    let layout = Layout::of(&walked.files);
     let engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, walked.files, &engine, true).unwrap();
     assert_eq!(signed.prints.get(&path).map(Vec::len), Some(2));
@@ -75,7 +76,7 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
 
     dump(&path, &"text 5 ".repeat(40));
     let dir = Path::new(out);
-    let format = DatasetFormat::Parquet;
+    let format = (DatasetFormat::Parquet, Some(&layout));
     let written = write(dir, 0, format, &docs, &cfg, &engine, &signed.prints).unwrap();
     assert_eq!(written.kept, 3);
     let errors: Vec<(Option<u64>, &str)> = (written.errors.iter())
@@ -85,7 +86,7 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
         errors,
         [(Some(4), "not in the dataset: file changed during the scan")]
     );
-    let part = dir.join("part-00000-00000.parquet");
+    let part = dir.join("part-00000-00000-d.parquet");
     assert_eq!(
         text_codecs(&part),
         [Compression::SNAPPY, Compression::ZSTD(Default::default())]

@@ -73,6 +73,10 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         .transpose()?;
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
+    // A Parquet dataset's parts are numbered by input, those that give no part too: taken now,
+    // while the inputs are known.
+    let layout = (dataset_format == Some(crate::config::DatasetFormat::Parquet))
+        .then(|| crate::dataset::Layout::of(&joined.to_read));
     let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
     ingest::keep_by::check_seen(cfg, &signed.summary.keep_seen)?;
@@ -94,7 +98,7 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         mut late_errors,
     } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
     if let (Some(dir), Some(format)) = (&cfg.dataset, dataset_format) {
-        let to = (dir.as_path(), format);
+        let to = (dir.as_path(), (format, layout.as_ref()));
         let clustered = (found.as_slice(), clusters.as_slice());
         late_errors.extend(write_dataset(
             cfg,
@@ -148,7 +152,13 @@ fn write_dataset(
     corpus: &Corpus,
     (found, clusters): (&[cluster::Found], &[report::ClusterOut]),
     prints: &crate::input::parquet::TextPrints,
-    (dir, format): (&std::path::Path, crate::config::DatasetFormat),
+    (dir, format): (
+        &std::path::Path,
+        (
+            crate::config::DatasetFormat,
+            Option<&crate::dataset::Layout>,
+        ),
+    ),
 ) -> Result<Vec<crate::messages::InputError>> {
     use crate::dataset::{self, DatasetDoc, Fate};
     use crate::ingest::worker::Outcome;

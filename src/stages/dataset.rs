@@ -1,5 +1,6 @@
 //! `stage dataset --shard I/N` (with `--write-dataset`): writes shard I's part of the
-//! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N.parquet` a part per input): its
+//! deduplicated dataset (`DIR/part-I.jsonl`, or `DIR/part-I-N-STEM.parquet` a part per input,
+//! numbered by the shard's inputs as `init` listed them): its
 //! documents with text but those the verify partitions listed as duplicates (with `--annotate`:
 //! all of them, each with its cluster numbered as the report numbers it), as `scan
 //! --write-dataset` writes them; the parts in name order are `scan`'s. `dataset/shard-I.json`
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::config::DatasetFormat;
 use crate::dataset::{self, DatasetDoc, Fate, Mark};
 use crate::ingest;
 
@@ -49,7 +51,7 @@ pub struct DatasetSummary {
 pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let plan = Plan::read(work)?;
     let cfg = plan.config()?;
-    plan.shard(shard)?;
+    let (start, end) = plan.shard(shard)?;
     let Some(dir) = cfg.dataset.clone() else {
         return Ok(());
     };
@@ -97,11 +99,20 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
             fate: fate(r.doc),
         })
         .collect();
+    // A Parquet dataset's parts are numbered by the shard's inputs, as scan numbers its own.
+    let layout = match format {
+        DatasetFormat::Parquet => {
+            let inputs = super::init::read_inputs(work, &plan, &mut lineage, start, end)?;
+            Some(dataset::Layout::of(&inputs))
+        }
+        DatasetFormat::Jsonl => None,
+    };
     let engine = ingest::engine(&cfg, None);
     // No prints: the sign stage does not keep them, so a row group copied whole is checked by
     // decoding its text column.
     let prints = Default::default();
-    let written = dataset::write(&dir, shard, format, &docs, &cfg, &engine, &prints)?;
+    let to = (format, layout.as_ref());
+    let written = dataset::write(&dir, shard, to, &docs, &cfg, &engine, &prints)?;
     let summary = DatasetSummary {
         lineage,
         shard,

@@ -59,7 +59,13 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
             all(Tasks::Attach),
         ]
         .concat(),
-        Tasks::Dataset => [one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
+        // A Parquet dataset's parts are numbered by the shard's inputs, which init listed.
+        Tasks::Dataset => match plan.options.dataset_format {
+            Some(crate::cli::DatasetFormatArg::Parquet) => {
+                [one(Tasks::Init, 0), one(Tasks::Sign, i), all(Tasks::Verify)].concat()
+            }
+            _ => [one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
+        },
     }
 }
 

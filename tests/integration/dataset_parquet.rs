@@ -24,7 +24,7 @@ use super::util::{edit, run_command, text, TestDir};
 
 /// Rows (1-based) 2 and 4 are near-copies of row 1, row 5 a byte-identical copy of row 3, row 10
 /// has no text; the rest are unique. Every other column is typed, nested or nullable.
-fn table(first: usize, rows: usize) -> RecordBatch {
+pub(super) fn table(first: usize, rows: usize) -> RecordBatch {
     let a = text(9000, 250);
     let b = text(9001, 250);
     let texts: Vec<Option<String>> = (1..=rows)
@@ -107,7 +107,7 @@ fn table(first: usize, rows: usize) -> RecordBatch {
 }
 
 /// Writes `batch` to `rel` in row groups of 5 rows, snappy.
-fn write(t: &TestDir, rel: &str, batch: &RecordBatch) {
+pub(super) fn write(t: &TestDir, rel: &str, batch: &RecordBatch) {
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(5))
         .set_compression(Compression::SNAPPY)
@@ -148,7 +148,7 @@ fn read_dataset(dir: &Path) -> (SchemaRef, RecordBatch) {
 }
 
 /// The rows of `batch` whose ids are in `ids`, in order.
-fn rows_with_ids(batch: &RecordBatch, keep: impl Fn(&str) -> bool) -> RecordBatch {
+pub(super) fn rows_with_ids(batch: &RecordBatch, keep: impl Fn(&str) -> bool) -> RecordBatch {
     let ids = batch
         .column(0)
         .as_any()
@@ -160,7 +160,7 @@ fn rows_with_ids(batch: &RecordBatch, keep: impl Fn(&str) -> bool) -> RecordBatc
 
 /// The ids the report lists as duplicates, each with its cluster's id and size, its
 /// representative's id and its similarity.
-fn duplicates(report: &Value) -> HashMap<String, (i64, i64, String, f64)> {
+pub(super) fn duplicates(report: &Value) -> HashMap<String, (i64, i64, String, f64)> {
     let mut out = HashMap::new();
     for c in report["clusters"].as_array().unwrap() {
         for d in c["duplicates"].as_array().unwrap() {
@@ -209,7 +209,7 @@ fn a_parquet_dump_goes_back_out_with_its_schema_but_the_rows_listed_as_duplicate
         r.stderr
     );
     let (schema, rows) = read_dataset(&t.join("out"));
-    assert!(t.join("out/part-00000-00000.parquet").exists());
+    assert!(t.join("out/part-00000-00000-d.parquet").exists());
     assert_eq!(schema.as_ref(), input.schema().as_ref());
     let expected = rows_with_ids(&input, |id| !dups.contains_key(id));
     assert_eq!(rows.columns(), expected.columns());
@@ -559,7 +559,7 @@ fn files_become_path_and_text_rows_a_part_per_run_of_files() {
         "in",
     ]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
-    // a, b, c; the dump; e: three parts, in input order.
+    // a, b, c; the dump; e: three parts, in input order, the dump's named after it.
     let names: Vec<String> = {
         let mut n: Vec<String> = std::fs::read_dir(t.join("out"))
             .unwrap()
@@ -572,7 +572,7 @@ fn files_become_path_and_text_rows_a_part_per_run_of_files() {
         names,
         [
             "part-00000-00000.parquet",
-            "part-00000-00001.parquet",
+            "part-00000-00001-d.parquet",
             "part-00000-00002.parquet"
         ]
     );
@@ -690,7 +690,7 @@ fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encode
     let expected = rows_with_ids(&input, |id| !dups.contains_key(id));
     assert_eq!(rows.columns(), expected.columns());
     // The kept rows of the first group encoded again; the other five as they were.
-    let part = t.join("out/part-00000-00000.parquet");
+    let part = t.join("out/part-00000-00000-d.parquet");
     assert_eq!(codecs(&part, 1), [zstd, gzip, gzip, gzip, gzip, gzip]);
     assert_eq!(codecs(&part, 2)[1..], [zstd; 5]);
 
@@ -703,7 +703,7 @@ fn row_groups_without_a_dropped_row_are_copied_in_their_codecs_the_others_encode
     // Every row, that without text (r10) too.
     assert_eq!(columns(&rows, 0..own), input.columns());
     // Every group as it was, that with the row without text too; the added columns are zstd.
-    let part = t.join("ann/part-00000-00000.parquet");
+    let part = t.join("ann/part-00000-00000-d.parquet");
     assert_eq!(codecs(&part, 1), [gzip; 6]);
     // Leaf 12: the input has ten leaf columns (meta has two), then cluster, size, keep.
     assert_eq!(codecs(&part, 12), [zstd; 6]);
@@ -879,6 +879,8 @@ fn spark_markers_beside_parquet_parts_are_no_inputs() {
     let report = r.json();
     assert_eq!(report["stats"]["files_seen"], 1, "{}", r.stdout);
     assert_eq!(report["stats"]["skipped"]["hidden"], 4, "{}", r.stdout);
-    assert!(t.join("out/part-00000-00000.parquet").exists());
+    assert!(t
+        .join("out/part-00000-00000-part-00000-abc.snappy.parquet")
+        .exists());
     assert!(!t.join("out/part-00000.jsonl").exists());
 }

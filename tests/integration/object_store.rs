@@ -12,6 +12,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::Value;
 
+use super::dataset_parquet::{table, write};
 use super::util::s3::{free_port, proxy, S3};
 use super::util::{cluster_paths, edit, text, Run, TestDir};
 
@@ -403,6 +404,37 @@ fn the_report_and_the_dataset_are_written_to_s3_whole() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("s3://out/r2/report.json"), "{}", r.stderr);
     assert_eq!(s3.keys("out", "r2/"), Vec::<String>::new());
+}
+
+#[test]
+fn a_parquet_dataset_sent_to_s3_keeps_its_inputs_partition_directories() {
+    // Review finding 09, on a store: each part under its key=value prefixes, named after its
+    // input, the bytes written on disk for the same files.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    t.mkdir("crawl/lang=en").mkdir("crawl/lang=fr");
+    write(&t, "crawl/lang=en/a.parquet", &table(0, 6));
+    write(&t, "crawl/lang=fr/a.parquet", &table(6, 6));
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("crawl"), "bkt/crawl/");
+    let local = t.run(&["scan", "crawl", "--write-dataset", "ds"]);
+    let end = s3.endpoint();
+    let args = ["scan", "s3://bkt/crawl/", "--write-dataset", "s3://bkt/ds/"];
+    let r = scan(&s3, &t, &end, &args);
+    assert_eq!(r.code(), local.code(), "{}", r.stderr);
+    let parts = [
+        "lang=en/part-00000-00000-a.parquet",
+        "lang=fr/part-00000-00001-a.parquet",
+    ];
+    let keys: Vec<String> = parts.iter().map(|p| format!("ds/{p}")).collect();
+    assert_eq!(s3.keys("bkt", "ds/"), keys);
+    for part in parts {
+        let sent = s3.get(&format!("bkt/ds/{part}")).unwrap();
+        assert!(
+            sent == std::fs::read(t.join("ds").join(part)).unwrap(),
+            "{part}"
+        );
+    }
 }
 
 #[test]

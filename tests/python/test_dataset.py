@@ -110,7 +110,7 @@ def test_pyarrow_reads_the_input_schema_and_the_rows_not_listed_as_duplicates(du
     assert out.equals(t.filter(keep))
     assert documents(t).num_rows < t.num_rows
     # Bounded row groups, zstd.
-    meta = pq.read_metadata(cwd / "out" / "part-00000-00000.parquet")
+    meta = pq.read_metadata(cwd / "out" / "part-00000-00000-d.parquet")
     assert meta.row_group(0).column(0).compression == "ZSTD"
 
 
@@ -197,3 +197,40 @@ def test_the_staged_parts_are_the_scans_table(dupfind, tmp_path, annotate):
         got = pq.read_table(tmp_path / out)
         assert got.schema.equals(want.schema, check_metadata=True)
         assert got.equals(want), f"{shards} shards"
+
+
+def test_a_hive_partitioned_dump_reads_back_with_its_partition_columns(dupfind, tmp_path):
+    """Review finding 09: the parts were flat, so a hive reader of the dataset lost the columns
+    the input's `key=value` directories gave it. pyarrow and DuckDB read the dataset's
+    partitions as the input's, with the rows not listed as duplicates; a text column that is a
+    dictionary stays one (finding 15)."""
+    import pyarrow.dataset as ds
+    t = table(0, 90)
+    t = t.set_column(1, "text", pc.dictionary_encode(t["text"].cast(pa.string())))
+    for (region, batch), part in [(("eu", "1"), t.slice(0, 40)), (("us", "1"), t.slice(0, 0)),
+                                  (("us", "2"), t.slice(40))]:
+        d = tmp_path / "crawl" / f"region={region}" / f"batch={batch}"
+        os.makedirs(d)
+        write(part, d / "part-0.parquet")
+    _, report = scan(dupfind, tmp_path, "--write-dataset", "out", "crawl")
+    dups = duplicate_ids(report)
+    assert dups
+    want = ds.dataset(tmp_path / "crawl", partitioning="hive").to_table()
+    got = ds.dataset(tmp_path / "out", partitioning="hive").to_table()
+    assert got.schema.names == t.schema.names + ["region", "batch"]
+    assert got.schema.equals(want.schema)
+    assert str(got.schema.field("text").type).startswith("dictionary")
+    keep = pa.array([i not in dups for i in want["id"].to_pylist()])
+    # As values: a dictionary column's dictionaries differ once rows are left out.
+    assert got.to_pylist() == want.filter(keep).to_pylist()
+    parts = sorted(os.path.relpath(os.path.join(d, f), tmp_path / "out")
+                   for d, _, files in os.walk(tmp_path / "out") for f in files)
+    # The empty input (us/1) has no part, and shifts no number.
+    assert parts == ["region=eu/batch=1/part-00000-00000-part-0.parquet",
+                     "region=us/batch=2/part-00000-00002-part-0.parquet"]
+    duckdb = pytest.importorskip("duckdb")
+    query = "select id, region, batch from read_parquet('{}/**/*.parquet', hive_partitioning=true)"
+    con = duckdb.connect()
+    rows = con.execute(query.format(tmp_path / "out")).fetchall()
+    inputs = con.execute(query.format(tmp_path / "crawl")).fetchall()
+    assert rows == [r for r in inputs if r[0] not in dups]

@@ -237,17 +237,22 @@ impl ParquetDump {
     /// The file's metadata with the types of the Arrow schema its writer embedded, as pyarrow
     /// reads it (time zones, large, view and dictionary types, field metadata), so that rows
     /// written out again keep them; the Parquet schema's own when there is none, when it does
-    /// not fit the file, or when it makes the text column something other than a string.
+    /// not fit the file, or when it makes the text column something other than a string or a
+    /// dictionary of strings (which the rows' texts are decoded from: `rows::text_arrays`).
     fn typed(&self) -> ArrowReaderMetadata {
         let metadata = self.meta.metadata().clone();
         let typed = guarded(|| {
             ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
                 .map_err(|e| e.to_string())
         });
+        let text = |t: &DataType| match t {
+            DataType::Dictionary(_, values) => columns::is_text(values),
+            t => columns::is_text(t),
+        };
         match typed {
             Ok(m)
                 if columns::find(m.schema().fields(), &self.cols.text)
-                    .is_some_and(|f| columns::is_text(f.data_type())) =>
+                    .is_some_and(|f| text(f.data_type())) =>
             {
                 m
             }

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, RowSelection, RowSelector};
 use parquet::column::writer::ColumnCloseResult;
@@ -415,6 +416,25 @@ impl RowBatch {
     }
 }
 
+/// The arrays along the text column's path in `batch`, the text itself as plain strings: rows
+/// typed as the dump's writer wrote them ([`ParquetDump::whole_rows`]) may hold it as a
+/// dictionary, which the rows written keep, while the texts are hashed as the scan read them.
+fn text_arrays(batch: &RecordBatch, dump: &ParquetDump) -> Result<Vec<ArrayRef>, String> {
+    let mut text = columns::arrays_at(batch, &dump.cols.text)
+        .ok_or_else(|| format!("the batch has no column \"{}\"", dump.cols.text_name))?;
+    let plain = match text.last().and_then(|a| a.as_any_dictionary_opt()) {
+        Some(d) => Some(
+            arrow_select::take::take(d.values().as_ref(), d.keys(), None)
+                .map_err(|e| format!("decoding the dictionary of the text column: {e}"))?,
+        ),
+        None => None,
+    };
+    if let (Some(plain), Some(last)) = (plain, text.last_mut()) {
+        *last = plain;
+    }
+    Ok(text)
+}
+
 impl WholeRows {
     pub(super) fn new(dump: ParquetDump) -> WholeRows {
         WholeRows {
@@ -447,9 +467,7 @@ impl WholeRows {
                 self.group += 1;
                 continue;
             };
-            let text = columns::arrays_at(&batch, &self.dump.cols.text).ok_or_else(|| {
-                format!("the batch has no column \"{}\"", self.dump.cols.text_name)
-            })?;
+            let text = text_arrays(&batch, &self.dump)?;
             let first = self.line;
             self.line += batch.num_rows() as u64;
             return Ok(Some(RowBatch { first, batch, text }));
@@ -486,9 +504,9 @@ impl Iterator for GroupRows<'_> {
             Ok(None) => return None,
             Err(e) => return Some(Err(e)),
         };
-        let Some(text) = columns::arrays_at(&batch, &self.dump.cols.text) else {
-            let name = &self.dump.cols.text_name;
-            return Some(Err(format!("the batch has no column \"{name}\"")));
+        let text = match text_arrays(&batch, self.dump) {
+            Ok(text) => text,
+            Err(e) => return Some(Err(e)),
         };
         let first = self.line;
         self.line += batch.num_rows() as u64;
