@@ -70,22 +70,7 @@ impl Pending {
     /// Makes the file durable under its name: fsync, rename over any older one, fsync the
     /// directory (the rename is the commit point); for a URL, the upload's end is.
     pub(crate) fn commit(self) -> Result<()> {
-        let what = || format!("writing {}", display_path(&self.path));
-        let temp = match self.temp {
-            Temp::Unnamed(mut file) => {
-                std::io::Seek::rewind(&mut file).with_context(what)?;
-                return crate::store::upload(&mut file, &self.path.to_string_lossy())
-                    .map_err(anyhow::Error::msg)
-                    .with_context(what);
-            }
-            Temp::Named(temp) => temp,
-        };
-        temp.as_file().sync_all().with_context(what)?;
-        let path = self.path;
-        temp.persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming into {}", display_path(&path)))?;
-        sync_dir(&path)
+        self.put(true).map(drop)
     }
 
     /// As [`Pending::commit`], but never over a file already at its name: false then. On disk
@@ -93,32 +78,46 @@ impl Pending {
     /// PUT is on condition that no object is at its key; either way, of two writers at once,
     /// one is told the file exists. The content must be small, one PUT.
     pub(crate) fn commit_new(self) -> Result<bool> {
+        self.put(false)
+    }
+
+    /// Commits, over an older file when `replace`, else only where there is none (false then).
+    fn put(self, replace: bool) -> Result<bool> {
         let what = || format!("writing {}", display_path(&self.path));
         let temp = match self.temp {
             Temp::Unnamed(mut file) => {
                 std::io::Seek::rewind(&mut file).with_context(what)?;
-                return crate::store::create(&mut file, &self.path.to_string_lossy())
-                    .map_err(anyhow::Error::msg)
-                    .with_context(what);
+                let url = self.path.to_string_lossy();
+                let sent = match replace {
+                    true => crate::store::upload(&mut file, &url).map(|()| true),
+                    false => crate::store::create(&mut file, &url),
+                };
+                return sent.map_err(anyhow::Error::msg).with_context(what);
             }
             Temp::Named(temp) => temp,
         };
         temp.as_file().sync_all().with_context(what)?;
         let path = self.path;
-        match temp.persist_noclobber(&path) {
-            Ok(_) => sync_dir(&path).map(|()| true),
-            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e.error).with_context(|| format!("creating {}", display_path(&path))),
+        let persisted = match replace {
+            true => temp.persist(&path).map(drop),
+            false => temp.persist_noclobber(&path).map(drop),
+        };
+        match persisted {
+            Ok(()) => {}
+            Err(e) if !replace && e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Ok(false)
+            }
+            Err(e) => {
+                return Err(e.error)
+                    .with_context(|| format!("renaming into {}", display_path(&path)))
+            }
         }
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        File::open(dir.unwrap_or(Path::new(".")))
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("syncing the directory of {}", display_path(&path)))?;
+        Ok(true)
     }
-}
-
-/// Makes the name `path` now has durable: fsync of its directory.
-fn sync_dir(path: &Path) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    File::open(dir.unwrap_or(Path::new(".")))
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing the directory of {}", display_path(path)))
 }
 
 /// A fresh temporary file in `path`'s directory (made if missing).
