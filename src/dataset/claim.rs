@@ -126,3 +126,31 @@ fn read(dir: &Path) -> Result<Option<Claim>> {
         .with_context(|| format!("{} is not a staged run's claim", display_path(&path)))?;
     Ok(Some(claim))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn of_two_runs_claiming_one_directory_at_once_the_second_is_refused() {
+        // Both checked before either claimed: the claim itself refuses the second.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ds");
+        refuse_held(&dir, Writer::New).unwrap();
+        claim(&dir, "aaaa", Path::new("/runs/a")).unwrap();
+        let second = claim(&dir, "bbbb", Path::new("/runs/b")).unwrap_err();
+        let said = format!("{second:#}");
+        assert!(
+            said.contains("claimed by the staged run aaaa (work directory /runs/a)"),
+            "{said}"
+        );
+        refuse_held(&dir, Writer::Run("aaaa")).unwrap();
+        assert!(refuse_held(&dir, Writer::Run("bbbb")).is_err());
+        // Released by its own run alone.
+        release(&dir, "bbbb").unwrap();
+        assert!(refuse_held(&dir, Writer::New).is_err());
+        release(&dir, "aaaa").unwrap();
+        refuse_held(&dir, Writer::New).unwrap();
+    }
+}
