@@ -2,7 +2,11 @@
 # Object store benchmark: `dupfind scan` of the 10k benchmark corpus over S3 on loopback (moto,
 # started here) against the same files on local disk; and a Parquet dump of it on S3, its bytes
 # fetched against its size. Prints the throughput ratio (target: at least 0.5x), the requests
-# per document and the bytes fetched (DUPFIND_STORE_STATS).
+# per document, the requests a second, the CPU seconds of dupfind and of the server (on
+# loopback they share the cores: the server's CPU per request bounds the rate) and the bytes
+# fetched (DUPFIND_STORE_STATS). Both scans run with --keep first, and their clusters are
+# compared: the default, oldest, orders members by modification time, an object's is its
+# upload's, and strict clustering splits a component from its kept member on.
 #
 #   benches/s3.sh                          the corpus of benches/bench.sh (target/bench/corpus-10000)
 #   benches/s3.sh --corpus DIR --runs 3    another corpus; best of R interleaved runs
@@ -13,7 +17,8 @@
 # single Python process: it, not dupfind, bounds the requests a second here, so the ratio is a
 # floor for a real store, whose latency is higher but which serves requests in parallel.
 # s3s-fs (`cargo install s3s-fs@0.14.1 --features binary`; on PATH, or S3S_FS=path) answers
-# several times faster, on its own threads.
+# several times faster, on its own threads (its listing walks the whole prefix again for each
+# page: dupfind lists a level at a time, which it walks once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,24 +87,36 @@ PY
 
 docs=$(find "$corpus" -type f | wc -l)
 best() { sort -n | head -1; }
-seconds() { # ARGS → wall seconds of one run; its stdout to $work/out, stderr to $work/err
+# CPU seconds (user + system) the server has used so far: on loopback it shares the cores with
+# dupfind, and its CPU per request is what bounds the requests a second.
+server_cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($14 + $15) / t }' "/proc/$server_pid/stat"; }
+seconds() { # ARGS → wall seconds of one run; its stdout to $work/out, stderr to $work/err, and
+    # its CPU seconds (user + system) to $work/cpu
     local start end
     start=$(date +%s.%N)
-    DUPFIND_STORE_STATS=1 "$bin" scan -j "$threads" "$@" > "$work/out" 2> "$work/err"
+    DUPFIND_STORE_STATS=1 /usr/bin/time -f "%U %S" -o "$work/time" \
+        "$bin" scan -j "$threads" --keep first "$@" > "$work/out" 2> "$work/err"
     end=$(date +%s.%N)
+    awk '{ print $1 + $2 }' "$work/time" > "$work/cpu"
     echo "$end - $start" | bc
 }
 local_t=() s3_t=()
 for _ in $(seq "$runs"); do
     local_t+=("$(seconds "$corpus")")
     cp "$work/out" "$work/local.json"
+    cp "$work/cpu" "$work/local.cpu"
+    before=$(server_cpu)
     s3_t+=("$(seconds s3://bench/corpus/)")
+    echo "$(server_cpu) - $before" | bc > "$work/server.cpu"
     cp "$work/err" "$work/s3.err"
     cp "$work/out" "$work/s3.json"
+    cp "$work/cpu" "$work/s3.cpu"
 done
 lt=$(printf '%s\n' "${local_t[@]}" | best)
 st=$(printf '%s\n' "${s3_t[@]}" | best)
-# The same clusters, the paths but for their prefix.
+# The same clusters, the paths but for their prefix. `--keep first` above: the default, oldest,
+# orders members by modification time, and an object's is its upload's, not its file's; strict
+# clustering splits a component from its kept member on, so the clusters themselves would differ.
 clusters() { jq -c "[.clusters[] | [.members[].path | sub(\"^$2\"; \"\")]]" "$1"; }
 same=no
 if [ "$(clusters "$work/local.json" "$corpus/")" = "$(clusters "$work/s3.json" "s3://bench/corpus/")" ]; then
@@ -107,8 +124,10 @@ if [ "$(clusters "$work/local.json" "$corpus/")" = "$(clusters "$work/s3.json" "
 fi
 requests=$(sed -n 's/.*object store: \([0-9]*\) requests.*/\1/p' "$work/s3.err")
 echo "corpus: $corpus ($docs documents), -j $threads, best of $runs"
-echo "local disk:  $lt s"
-echo "S3 ($server):   $st s   ratio $(echo "scale=3; $lt / $st" | bc)x   requests/document $(echo "scale=2; $requests / $docs" | bc)   same clusters: $same"
+echo "local disk:  $lt s (CPU $(cat "$work/local.cpu") s)"
+echo "S3 ($server):   $st s   ratio $(echo "scale=3; $lt / $st" | bc)x   same clusters: $same"
+echo "  requests/document $(echo "scale=3; $requests / $docs" | bc)   requests/s $(echo "$requests / $st" | bc)"
+echo "  CPU (last run): dupfind $(cat "$work/s3.cpu") s, server $(cat "$work/server.cpu") s"
 
 pq=$(ls "$work/pq")
 size=$(stat -c %s "$work/pq/$pq")

@@ -8,6 +8,8 @@
 #   benches/staged.sh --docs 100000 --shards 2 --parts 2 --runs 3
 #
 # Options: --docs N, --shards N, --parts M, --runs R, --work DIR. Needs /usr/bin/time.
+# BASELINE=/path/to/dupfind runs that build too, interleaved with this one (scan and the staged
+# run each round), and prints its ratios beside this build's: a change measured in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,11 +25,14 @@ while [ $# -gt 0 ]; do
     esac
 done
 cargo build --release --quiet --bin dupfind --example corpus
-bin=$(realpath target/release/dupfind)
+target=${CARGO_TARGET_DIR:-target}
+bin=$(realpath "$target/release/dupfind")
+builds=("$bin")
+if [ -n "${BASELINE:-}" ]; then builds+=("$(realpath "$BASELINE")"); fi
 mkdir -p "$work"
 corpus=$work/corpus-$docs
 if [ ! -d "$corpus" ]; then
-    target/release/examples/corpus gen --out "$corpus.tmp" --docs "$docs" --seed 1 >&2
+    "$target/release/examples/corpus" gen --out "$corpus.tmp" --docs "$docs" --seed 1 >&2
     mv "$corpus.tmp" "$corpus"
 fi
 bytes=$(find "$corpus" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
@@ -43,19 +48,25 @@ timed() {
 
 : > "$work/times.tsv"
 for _ in $(seq "$runs"); do
-    timed scan "$bin" scan -q -j2 "$corpus"
-    rm -rf "$stagework"
-    timed staged contrib/staged/run-local.sh --shards "$shards" --parts "$parts" --jobs 2 \
-        --work "$stagework" --dupfind "$bin" -q -j1 "$corpus"
-    cmp -s "$work/out-scan.json" "$work/out-staged.json" || { echo "staged.sh: the reports differ" >&2; exit 1; }
+    for k in "${!builds[@]}"; do
+        b=${builds[$k]} tag=""
+        if [ "$k" = 1 ]; then tag=-baseline; fi
+        timed "scan$tag" "$b" scan -q -j2 "$corpus"
+        rm -rf "$stagework"
+        timed "staged$tag" contrib/staged/run-local.sh --shards "$shards" --parts "$parts" --jobs 2 \
+            --work "$stagework" --dupfind "$b" -q -j1 "$corpus"
+        cmp -s "$work/out-scan$tag.json" "$work/out-staged$tag.json" || { echo "staged.sh: the reports differ" >&2; exit 1; }
+    done
 done
 echo "corpus: $corpus ($docs documents, $bytes bytes); $shards shards x $parts parts; $runs runs; reports identical"
 awk -F'\t' '
     { n = $1; if (!(n in w) || $2 < w[n]) w[n] = $2; if (!(n in c) || $3 < c[n]) c[n] = $3; if ($4 > r[n]) r[n] = $4 }
     END {
-        printf "%-8s %8s %8s %10s\n", "run", "wall s", "CPU s", "peak RSS MB"
-        for (n in w) printf "%-8s %8.3f %8.3f %10.0f\n", n, w[n], c[n], r[n] / 1024
+        printf "%-16s %8s %8s %10s\n", "run", "wall s", "CPU s", "peak RSS MB"
+        for (n in w) printf "%-16s %8.3f %8.3f %10.0f\n", n, w[n], c[n], r[n] / 1024
         printf "ratios staged/scan: wall %.2fx, CPU %.2fx (best of each)\n", w["staged"] / w["scan"], c["staged"] / c["scan"]
+        if ("scan-baseline" in w)
+            printf "ratios of the baseline: wall %.2fx, CPU %.2fx (best of each)\n", w["staged-baseline"] / w["scan-baseline"], c["staged-baseline"] / c["scan-baseline"]
     }' "$work/times.tsv"
 
 # Each stage alone, once, one process at a time (-j1 inside each).

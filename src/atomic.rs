@@ -32,7 +32,7 @@ enum Temp {
 
 impl Pending {
     pub(crate) fn new(path: &Path) -> Result<Pending> {
-        let temp = if crate::store::is_url(path) {
+        let (temp, held) = if crate::store::is_url(path) {
             let file = tempfile::tempfile().with_context(|| {
                 format!(
                     "creating a temporary file in {} for {}",
@@ -40,13 +40,11 @@ impl Pending {
                     display_path(path)
                 )
             })?;
-            Temp::Unnamed(file)
+            (Temp::Unnamed(file), None)
         } else {
-            Temp::Named(named_beside(path)?)
-        };
-        let held = match &temp {
-            Temp::Named(t) => Some(crate::interrupt::HeldTemp::new(t.path())),
-            Temp::Unnamed(_) => None,
+            let (temp, held) =
+                crate::interrupt::HeldTemp::create(|| named_beside(path), |t| t.path())?;
+            (Temp::Named(temp), Some(held))
         };
         Ok(Pending {
             temp,

@@ -57,7 +57,7 @@ fn write_report(report: &report::Report, cfg: &Config) -> Result<()> {
             withheld = report::write(report, cfg.format, cfg.color, out)?;
             Ok(())
         },
-        || !interrupt::interrupted(),
+        interrupt::settle,
     );
     for warning in &withheld {
         cfg.messages.warn(warning);

@@ -3,7 +3,9 @@
 //! The report is written only after the scan, so an interrupt before writing exits at once from
 //! the signal handler's thread (nothing has reached stdout). Once writing has begun, the
 //! interrupt is only noted, and the run ends with 130 after the last byte, so a reader never
-//! sees half a JSON document. `remove`, `move` and `link` begin their output when they begin to
+//! sees half a JSON document. An `-o` file is replaced only when no interrupt has come by then,
+//! and from that point on ([`settle`]) an interrupt no longer changes the run's outcome: a
+//! status of 130 always means the file was left as it was. `remove`, `move` and `link` begin their output when they begin to
 //! act: from there an interrupt is noted and they stop between two files.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +17,8 @@ use crate::exit::ExitCode;
 const SCANNING: u8 = 0;
 const WRITING: u8 = 1;
 const INTERRUPTED: u8 = 2;
+/// The report is being put in place: the run ends as if no interrupt came.
+const SETTLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(SCANNING);
 
@@ -30,7 +34,8 @@ pub fn install() {
             remove_held(|_| true);
             std::process::exit(ExitCode::Interrupted.code());
         }
-        STATE.store(INTERRUPTED, Ordering::SeqCst);
+        // Once settled, the `-o` file is (being) replaced: 130 would say it was left as it was.
+        let _ = STATE.compare_exchange(WRITING, INTERRUPTED, Ordering::SeqCst, Ordering::SeqCst);
     });
 }
 
@@ -43,11 +48,20 @@ static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 pub(crate) struct HeldTemp(PathBuf);
 
 impl HeldTemp {
-    pub(crate) fn new(path: &Path) -> HeldTemp {
-        if let Ok(mut held) = HELD.lock() {
-            held.push(path.to_path_buf());
+    /// Creates a temporary file with `create` and holds its name (`path` of it), the handler
+    /// kept out meanwhile by the lock it takes to remove the held files: a Ctrl-C between the
+    /// file's creation and its holding left it behind.
+    pub(crate) fn create<T, E>(
+        create: impl FnOnce() -> Result<T, E>,
+        path: impl Fn(&T) -> &Path,
+    ) -> Result<(T, HeldTemp), E> {
+        let mut held = HELD.lock();
+        let made = create()?;
+        let name = path(&made).to_path_buf();
+        if let Ok(held) = held.as_mut() {
+            held.push(name.clone());
         }
-        HeldTemp(path.to_path_buf())
+        Ok((made, HeldTemp(name)))
     }
 }
 
@@ -75,6 +89,15 @@ fn remove_held(which: impl Fn(&Path) -> bool) {
 pub fn begin_output() -> bool {
     STATE
         .compare_exchange(SCANNING, WRITING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+}
+
+/// Marks the point of no return of an output written whole before it is put in place (`-o`'s
+/// report): false when an interrupt came first, and then it must be left unwritten; true, and
+/// a later interrupt is ignored.
+pub fn settle() -> bool {
+    STATE
+        .compare_exchange(WRITING, SETTLED, Ordering::SeqCst, Ordering::SeqCst)
         .is_ok()
 }
 

@@ -11,13 +11,17 @@ to `docs`; empty for bands), tagged with its lineage (footer key-value metadata 
 and `dupfind.lineage`); then `group/part-J.json` ({"lineage", "part", "keys", "buckets",
 "largest"}, sealed), last. Each file is written under a temporary name, fsynced and renamed into
 place, as the stages write theirs. The key files are checked against their shards' summaries
-first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name.
+first (contrib/staged/workfiles.py): a misplaced, stale or damaged one is refused by name. In a
+run --against an index, `attach/keys-J.parquet` (the indexed documents' keys) is grouped too.
+DIR may be a URL (s3://bucket/prefix, as the stages take it): the key files are then fetched
+into TMPDIR for DuckDB, and each file written is uploaded whole, as the stages write theirs.
 
 DuckDB sorts and spills to disk past its memory limit, so a partition larger than memory is
 grouped all the same (see docs/staged-engines.md for the whole pipeline around it).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,36 +55,52 @@ def sql_list(items):
     return "[" + ", ".join(sql_string(i) for i in items) + "]"
 
 
-def read_json(path, what):
+def read_json(work, rel, what):
     """A JSON file a stage wrote; exits naming the stage to run when it is missing."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(workfiles.read_bytes(work, rel))
     except FileNotFoundError:
-        raise SystemExit(f"group.py: {path} is missing: {what}") from None
+        raise SystemExit(f"group.py: {workfiles.location(work, rel)} is missing: {what}") from None
 
 
 def check_signed(work, plan, part):
-    """Refuses to group before every shard is signed, or key files that are not the ones the
-    shards' summaries record; returns the group summary's `consumed` map."""
+    """Refuses to group before every shard is signed (and, in a run --against an index, the
+    indexed documents attached), or key files that are not the ones their producers' summaries
+    record; returns the group summary's `consumed` map and each key file, work-relative, with
+    the CRC-32 its producer recorded (checked as the file is read, once)."""
     try:
         signed = workfiles.signed_shards(work, plan)
-        return workfiles.check_keys(work, plan, signed, part)[0]
+        attached = workfiles.attached(work, plan)
+        consumed = workfiles.check_keys(work, plan, signed, part, crc=False,
+                                        attached=attached)[0]
     except workfiles.WorkFileError as e:
         raise SystemExit(f"group.py: {e}") from None
-
-
-def keys_path(work, shard, part):
-    """`sign/shard-I.keys-J.parquet`."""
-    return os.path.join(work, "sign", f"shard-{shard:06d}.keys-{part:06d}.parquet")
+    files = [(workfiles.key_file(shard, part), s) for shard, s in enumerate(signed)]
+    if attached is not None:
+        files.append((workfiles.attach_key_file(part), attached))
+    return consumed, [(rel, s["lineage"]["files"][rel]) for rel, s in files]
 
 
 def group_part(con, work, plan, part):
     """Groups partition `part` into `group/part-J.parquet`, then writes `group/part-J.json`."""
-    consumed = check_signed(work, plan, part)
+    consumed, keys = check_signed(work, plan, part)
+    with contextlib.ExitStack() as stack:
+        # Local copies when the work directory is on a store, for DuckDB to read.
+        files = []
+        for rel, want in keys:
+            path, crc = stack.enter_context(workfiles.fetched(work, rel))
+            try:
+                workfiles.check_crc(work, rel, want, crc)
+            except workfiles.WorkFileError as e:
+                raise SystemExit(f"group.py: {e}") from None
+            files.append(path)
+        return group_files(con, work, plan, part, files, consumed)
+
+
+def group_files(con, work, plan, part, files, consumed):
+    """Groups the local key `files` of partition `part` and writes its work files."""
     attempt = workfiles.fresh_attempt()
     kv = workfiles.tag(plan, attempt, "group", part=part)
-    files = [keys_path(work, shard, part) for shard in range(plan["shards"])]
     rel = f"group/part-{part:06d}.parquet"
     temp = workfiles.temp_for(work, rel)
     try:
@@ -120,14 +140,14 @@ def parse_part(text, parts):
 def main(argv):
     """Groups the partitions asked for; prints nothing on success (exit 0)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    ap.add_argument("--work", required=True, help="the work directory of a signed run")
+    ap.add_argument("--work", required=True, help="the work directory (or URL) of a signed run")
     ap.add_argument("--part", help="only partition J of M (J/M); default: every partition")
     ap.add_argument("--threads", type=int, help="DuckDB's threads (default: every core)")
     ap.add_argument("--memory-limit", help="DuckDB's memory limit, as 20GB (default: 80%% of RAM)")
     ap.add_argument("--temp-directory", help="where DuckDB spills (default: beside its database)")
     args = ap.parse_args(argv)
-    work = os.path.abspath(args.work)
-    plan = read_json(os.path.join(work, "run.json"), "run `dupfind stage init` first")
+    work = workfiles.local_work(args.work)
+    plan = read_json(work, "run.json", "run `dupfind stage init` first")
     parts = [parse_part(args.part, plan["parts"])] if args.part else range(plan["parts"])
     con = duckdb.connect()
     if args.threads:

@@ -21,12 +21,13 @@ Each task runs the binary with as many threads as it has CPUs (--cpus-per-task, 
 and Ray runs as many at once as the cluster has CPUs for. Without --address, `ray.init()` starts
 a local cluster on this machine and stops it at the end; with one (`auto`, `ray://…`), the tasks
 go to that cluster, whose nodes must all see DIR, the inputs and the binary at the same paths,
-as Spark's executors must. Every option this script does not know is passed to
-`dupfind stage init` as a scan option or input. Nothing but the report goes to stdout.
+as Spark's executors must (and the index of --against DIR, which the sign and verify tasks read,
+at the path the driver's `stage init` opened it). Every option this script does not know is
+passed to `dupfind stage init` as a scan option or input. Nothing but the report goes to stdout.
 """
 
+import json
 import os
-import subprocess
 import sys
 import time
 
@@ -56,14 +57,15 @@ def parse_args(argv):
     return opts, rest
 
 
-def run_in_tasks(ray, binary, stage, work, flag, count, cpus):
+def run_in_tasks(ray, binary, stage, work, flag, count, cpus, index_at):
     """Runs a per-shard or per-partition stage as `count` Ray tasks of `cpus` CPUs each, one
-    index each. Forwards each task's stderr to ours in index order, raises StageError for the
-    first that failed, and returns (summed seconds of the binary, the longest task's seconds)."""
+    index each (`index_at`: the run's index, which the sign and verify tasks check they see).
+    Forwards each task's stderr to ours in index order, raises StageError for the first that
+    failed, and returns (summed seconds of the binary, the longest task's seconds)."""
     task = ray.remote(num_cpus=cpus, max_retries=0)(common.run_stage)
     # Every Ray worker runs on a machine with the driver's binary at its path (a local cluster,
     # or the package's command on every node): the binary as the Spark driver's tasks take it.
-    results = ray.get([task.remote(("path", binary), stage, work, flag, i, count, cpus)
+    results = ray.get([task.remote(("path", binary), stage, work, flag, i, count, cpus, index_at)
                        for i in range(count)])
     return common.task_results(results, stage, flag, count)
 
@@ -91,10 +93,13 @@ def run_pipeline(opts, init_args, timings):
         common.finish_init(init)
         timings.add("ray start + init", time.monotonic() - start,
                     f"ray.init {ray_seconds:.2f} s, stage init alongside")
+        plan = json.loads(common.workfiles.read_bytes(work, "run.json"))
+        index_at = common.index_dir(plan)
 
         def each(stage, flag, count, unit):
             common.timed(timings, stage,
-                         lambda: run_in_tasks(ray, binary, stage, work, flag, count, cpus),
+                         lambda: run_in_tasks(ray, binary, stage, work, flag, count, cpus,
+                                              index_at),
                          common.task_note(count, unit))
 
         def on_driver(stage):
@@ -103,11 +108,7 @@ def run_pipeline(opts, init_args, timings):
                              [binary, "stage", stage, "--work", work], f"dupfind stage {stage}"))
 
         each("sign", "--shard", shards, "shard tasks")
-        # With --against: the indexed documents the new ones meet (no task otherwise).
-        todo = subprocess.run([binary, "stage", "status", "--work", work, "--todo", "attach"],
-                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
-        if todo.stdout.strip():
-            on_driver("attach")
+        common.attach_on_driver(binary, work, plan, timings)
         each("group", "--part", parts, "partition tasks")
         on_driver("components")
         each("route", "--shard", shards, "shard tasks")

@@ -10,6 +10,7 @@ What runs where (docs/staged-engines.md has the whole story):
     stage init         the driver (a subprocess, started while the JVM starts)
     stage sign         Spark tasks, one per shard: the binary, over files in DIR, with as
                        many threads as a task has cores (spark.task.cpus)
+    stage attach       the driver, with --against (the indexed documents the new ones meet)
     group              Spark SQL: the key files read by the tasks with pyarrow into Arrow
                        batches, grouped by (table, key) -- the shuffle -- and each partition's
                        buckets written by its task with pyarrow, in the group stage's exact
@@ -27,8 +28,11 @@ read with the credentials of the environment, or a shared file system mounted at
 everywhere; the inputs likewise. Spark moves only Arrow batches and small values. On a cluster
 (a master other than local[N]) the driver ships its binary to the executors (SparkContext.addFile)
 unless --executor-dupfind names the path of the same binary on every executor. Every option this
-script does not know is passed to `dupfind stage init` as a scan option or input. Nothing but
-the report goes to stdout; Spark's log is cut to errors.
+script does not know is passed to `dupfind stage init` as a scan option or input (--against DIR,
+--update and --prune too: the index, a local directory, is opened by init, attach and report on
+the driver and by the sign and verify tasks, so on a cluster it must be at the same path on the
+driver and on every executor). Nothing but the report goes to stdout; Spark's log is cut to
+errors.
 """
 
 import json
@@ -167,13 +171,49 @@ def task_binary(binary):
     return path
 
 
-def run_stage(binary, stage, work, flag, index, count, threads):
+# The stages whose tasks open the index of a run --against one (docs/staged.md).
+READS_INDEX = ("sign", "verify")
+
+
+def index_dir(plan):
+    """The index of a run --against one (run.json's `against.dir`, relative to `cwd`, the
+    directory `stage init` ran in), or None."""
+    import base64
+
+    against = plan.get("against")
+    if not against:
+        return None
+    path = os.fsdecode(base64.b64decode(against["dir"]))
+    return os.path.join(os.fsdecode(base64.b64decode(plan["cwd"])), path)
+
+
+def missing_index(index_at, stage, index, count):
+    """The message of a task of `stage` that would open the index `index_at` on a machine that
+    does not have it, or None. The binary would say only that the path is missing; this says
+    where the index must be."""
+    if index_at is None or stage not in READS_INDEX or os.path.isdir(index_at):
+        return None
+    import socket
+
+    return (f"stage {stage} {index}/{count} on {socket.gethostname()}: there is no index at "
+            f"{index_at} (--against) on this machine: the sign and verify tasks read the index, "
+            "so it must be at that path on every machine that runs tasks (a shared file system, "
+            "read-only) as well as on the driver's, where stage init, attach and report open it "
+            "(and --update writes it); or run the whole pipeline on the index's machine (a "
+            "local master, contrib/staged/run-local.sh)\n")
+
+
+def run_stage(binary, stage, work, flag, index, count, threads, index_at=None):
     """Runs `dupfind stage STAGE --work WORK FLAG INDEX/COUNT --threads THREADS` (in a Spark task).
 
     Returns a dict: index, status, stderr, seconds. A failure is returned, not raised, so that
     the driver reports the binary's own message rather than a Python traceback through Py4J.
+    `index_at` is the run's index (`index_dir`), checked first by the tasks that read it.
     """
     start = time.monotonic()
+    missing = missing_index(index_at, stage, index, count)
+    if missing:
+        return {"index": index, "status": 2, "stdout": "", "seconds": 0.0, "stderr": missing}
     try:
         path = task_binary(binary)
         cmd = [path, "stage", stage, "--work", work, flag, f"{index}/{count}",
@@ -196,7 +236,7 @@ def run_stage(binary, stage, work, flag, index, count, threads):
     }
 
 
-def run_in_tasks(sc, binary, stage, work, flag, count):
+def run_in_tasks(sc, binary, stage, work, flag, count, index_at=None):
     """Runs a per-shard or per-partition stage as `count` Spark tasks, one index each, each
     binary with as many threads as a task has cores (`spark.task.cpus`).
 
@@ -205,7 +245,7 @@ def run_in_tasks(sc, binary, stage, work, flag, count):
     """
     threads = max(1, int(sc.getConf().get("spark.task.cpus", "1")))
     results = (sc.parallelize(range(count), count)
-               .map(lambda i: run_stage(binary, stage, work, flag, i, count, threads))
+               .map(lambda i: run_stage(binary, stage, work, flag, i, count, threads, index_at))
                .collect())
     return task_results(results, stage, flag, count)
 
@@ -237,6 +277,15 @@ def run_on_driver(cmd, what):
     sys.stderr.write(proc.stdout.decode("utf-8", "replace"))
     if proc.returncode != 0:
         raise StageError(what, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+
+
+def attach_on_driver(binary, work, plan, timings):
+    """`dupfind stage attach` on the driver, in a run --against an index (nothing otherwise):
+    once, after every shard is signed, before the group step, which reads its keys."""
+    if plan.get("against"):
+        timed(timings, "attach (driver)",
+              lambda: run_on_driver([binary, "stage", "attach", "--work", work],
+                                    "dupfind stage attach"))
 
 
 # --- the group stage's files, as `dupfind stage group` writes them (src/stages/group.rs) ---
@@ -305,24 +354,39 @@ class GroupError(Exception):
 
 
 def plan_parts(work, plan):
-    """Each partition's group attempt: its id, the key rows it reads and the sign summaries it
-    consumes; and each shard's key files' CRC-32s, as its summary records them. Every key file's
-    tag is checked against its shard's summary from its footer alone (on a store, two range
+    """Each partition's group attempt: its id, the key rows it reads and the summaries it
+    consumes (every shard's sign summary, and attach's in a run --against an index); and the
+    CRC-32 of each key file, as its producer's summary records it: `crcs[I][J]` is shard I's of
+    partition J, and with an index `crcs[N][J]` attach's (`key_source`). Every key file's tag is
+    checked against its producer's summary from its footer alone (on a store, two range
     requests); its CRC-32 is checked by the task that reads it (`key_reader`)."""
     import workfiles
 
     try:
         signed = workfiles.signed_shards(work, plan)
+        attached = workfiles.attached(work, plan)
         parts = []
         for j in range(plan["parts"]):
-            consumed, keys = workfiles.check_keys(work, plan, signed, j, crc=False)
+            consumed, keys = workfiles.check_keys(work, plan, signed, j, crc=False,
+                                                  attached=attached)
             parts.append({"attempt": workfiles.fresh_attempt(), "keys": keys,
                           "consumed": consumed})
     except workfiles.WorkFileError as e:
         raise GroupError(str(e)) from None
-    crcs = [[s["lineage"]["files"][workfiles.key_file(i, j)] for j in range(plan["parts"])]
-            for i, s in enumerate(signed)]
+    producers = signed + ([attached] if attached else [])
+    crcs = [[p["lineage"]["files"][key_source(plan, i, j)] for j in range(plan["parts"])]
+            for i, p in enumerate(producers)]
     return parts, crcs
+
+
+def key_source(plan, i, part):
+    """The key file of partition `part` of source `i`: shard I's for I < N, attach's for I = N
+    (a run --against an index: the indexed documents' keys, one more shard)."""
+    import workfiles
+
+    if i < plan["shards"]:
+        return workfiles.key_file(i, part)
+    return workfiles.attach_key_file(part)
 
 
 def finish_part(work, plan, part, info, out):
@@ -346,12 +410,14 @@ def open_part(work, plan, part, info):
 KEY_ROWS = "part int, `table` int, `key` long, doc long, aux long"
 
 
-def key_reader(work, parts, crcs):
-    """The mapInArrow function reading the key files in the tasks: in, the ids I*M+J of shard
-    I's key file of partition J; out, its rows with their partition, as Arrow batches. Each
-    file is read once (from a store, one streamed GET into the task's scratch directory) and
-    its CRC-32 checked against its shard's summary (`crcs`, a broadcast) before a row leaves.
+def key_reader(work, plan, crcs):
+    """The mapInArrow function reading the key files in the tasks: in, the ids I*M+J of source
+    I's key file of partition J (`key_source`); out, its rows with their partition, as Arrow
+    batches. Each file is read once (from a store, one streamed GET into the task's scratch
+    directory) and its CRC-32 checked against its producer's summary (`crcs`, a broadcast)
+    before a row leaves.
     """
+    parts = plan["parts"]
 
     def read(batches):
         import pyarrow as pa
@@ -360,10 +426,10 @@ def key_reader(work, parts, crcs):
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                shard, part = divmod(i, parts)
-                rel = workfiles.key_file(shard, part)
+                source, part = divmod(i, parts)
+                rel = key_source(plan, source, part)
                 with workfiles.fetched(work, rel) as (path, crc):
-                    workfiles.check_crc(work, rel, crcs.value[shard][part], crc)
+                    workfiles.check_crc(work, rel, crcs.value[source][part], crc)
                     for rows in pq.ParquetFile(path).iter_batches():
                         tag = pa.repeat(pa.scalar(part, pa.int32()), rows.num_rows)
                         yield pa.RecordBatch.from_arrays(
@@ -417,7 +483,8 @@ def bucket_writer(work, plan, parts):
 def group_with_spark(spark, work, plan):
     """The group stage as Spark SQL: the shuffle, then each partition's files from its task.
 
-    The key files of partition J (`sign/shard-I.keys-J.parquet`) become the buckets of
+    The key files of partition J (`sign/shard-I.keys-J.parquet`, and `attach/keys-J.parquet`
+    in a run --against an index) become the buckets of
     `group/part-J.parquet`, as `dupfind stage group --part J/M` would write them: every
     (table, key) of two or more rows, `docs` increasing, `aux` parallel to it for the content
     table and empty for bands. Partitions without a bucket get an empty file from the driver.
@@ -427,11 +494,12 @@ def group_with_spark(spark, work, plan):
     from pyspark.sql import functions as F
 
     start = time.monotonic()
-    shards, parts = plan["shards"], plan["parts"]
+    parts = plan["parts"]
     info, crcs = plan_parts(work, plan)
-    # One reading task per shard: its key files are the ids [I*M, (I+1)*M), one range.
-    keys = (spark.range(0, shards * parts, 1, shards)
-            .mapInArrow(key_reader(work, parts, spark.sparkContext.broadcast(crcs)), KEY_ROWS))
+    # One reading task per shard (and attach's): its key files are the ids [I*M, (I+1)*M).
+    sources = len(crcs)
+    keys = (spark.range(0, sources * parts, 1, sources)
+            .mapInArrow(key_reader(work, plan, spark.sparkContext.broadcast(crcs)), KEY_ROWS))
     # Repartitioning by `part` is the one shuffle: the aggregate below needs its rows clustered
     # by (part, table, key), which rows clustered by `part` already are.
     members = F.sort_array(F.collect_list(F.struct("doc", "aux")))
@@ -559,10 +627,12 @@ def run_pipeline(opts, init_args, timings):
         # The work-file contract, for the group step's tasks (and this driver).
         sc.addPyFile(WORKFILES)
         tasks_binary = executor_binary(sc, binary, opts["executor_dupfind"])
+        index_at = index_dir(plan)
 
         timed(timings, "sign",
-              lambda: run_in_tasks(sc, tasks_binary, "sign", work, "--shard", shards),
+              lambda: run_in_tasks(sc, tasks_binary, "sign", work, "--shard", shards, index_at),
               task_note(shards, "shard tasks"))
+        attach_on_driver(binary, work, plan, timings)
         timed(timings, "group (Spark SQL)",
               lambda: group_with_spark(spark, work, plan),
               lambda g: f"{g['buckets']} buckets into {parts} partitions; key files opened "
@@ -574,7 +644,7 @@ def run_pipeline(opts, init_args, timings):
               lambda: run_in_tasks(sc, tasks_binary, "route", work, "--shard", shards),
               task_note(shards, "shard tasks"))
         timed(timings, "verify",
-              lambda: run_in_tasks(sc, tasks_binary, "verify", work, "--part", parts),
+              lambda: run_in_tasks(sc, tasks_binary, "verify", work, "--part", parts, index_at),
               task_note(parts, "partition tasks"))
         # With --write-dataset, each shard's part of the deduplicated dataset; else nothing.
         timed(timings, "dataset",
@@ -624,12 +694,6 @@ def run_report(binary, work, timings):
 def main(argv):
     """Runs the pipeline; the exit status is the report's (as `dupfind scan`'s)."""
     opts, init_args = parse_args(argv)
-    if any(a == "--against" or a.startswith("--against=") for a in init_args):
-        # Its group step (Spark SQL) does not read `stage attach`'s keys yet (docs/staged.md).
-        sys.stderr.write("dupfind_spark: --against is not supported by the Spark driver yet; "
-                         "run the stages with contrib/staged/run-local.sh or a job array "
-                         "(docs/staged.md)\n")
-        return 2
     return run_timed(run_pipeline, opts, init_args)
 
 

@@ -13,7 +13,8 @@
 # cores / J, at least 1), --resume (DIR holds a run that
 # stopped or a task that was run again: skip init, run every shard or partition that
 # `dupfind stage status` finds missing, damaged or stale, stage by stage, and nothing else;
-# --shards and --parts are read from DIR's run.json),
+# --shards and --parts are read from DIR's run.json; scan options and inputs given with it
+# must be the run's own, as `dupfind stage init --resume` checks them),
 # --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository).
 # Everything else is passed to `dupfind stage init` as scan options and inputs.
 set -euo pipefail
@@ -74,17 +75,26 @@ each() { # stage flag count
         || exit "$(head -n 1 "$failed" 2> /dev/null | grep . || echo 2)"
 }
 
-# True when the work directory holds a run's run.json (a store's is read by `stage status`).
+# True when the work directory holds a run's run.json (a store's is read by `stage status`,
+# which must say it is missing: any other error, a bucket that does not exist, stops the run).
 has_run() {
     if [ "$url" = 1 ]; then
-        "$bin" stage status --work "$work" > /dev/null 2>&1
+        local said
+        said=$("$bin" stage status --work "$work" 2>&1 > /dev/null) && return 0
+        case "$said" in
+            *"run.json is missing: run \`dupfind stage init\` first"*) return 1 ;;
+        esac
+        echo "$said" >&2
+        exit 2
     else
         [ -e "$work/run.json" ]
     fi
 }
 
+started=0
 if [ "$resume" = 0 ] || ! has_run; then
     "$bin" stage init --work "$work" --shards "${shards:-1}" --parts "${parts:-1}" "${args[@]}"
+    started=1
 fi
 # The run's own counts (--shards and --parts need not be given again with --resume).
 if [ "$url" = 1 ]; then
@@ -102,6 +112,11 @@ for c in $counts; do
     fi
     printf -v "$given" %s "$want"
 done
+# Options and inputs given to resume a run must be the run's own: init checks them, naming what
+# differs, and leaves the run as it is.
+if [ "$started" = 0 ] && [ ${#args[@]} -gt 0 ]; then
+    "$bin" stage init --resume --work "$work" --shards "$shards" --parts "$parts" "${args[@]}"
+fi
 each sign --shard "$shards"
 # With --against: the indexed documents the new ones meet (no task otherwise).
 if [ -n "$("$bin" stage status --work "$work" --todo attach)" ]; then

@@ -323,18 +323,37 @@ def key_file(shard, part):
     return f"sign/shard-{shard:06d}.keys-{part:06d}.parquet"
 
 
-def check_keys(work, plan, signed, part, crc=True):
-    """Checks partition `part`'s key files of every shard against the shards' summaries;
-    returns the `consumed` map of a group summary and the key rows of the files. Without
-    `crc`, only their footers are read (whoever reads the files then checks their CRC-32s)."""
+def attached(work, plan):
+    """In a run --against an index, `stage attach`'s summary, checked (its keys are one more
+    shard's for the group step); None in a run without one."""
+    if not plan.get("against"):
+        return None
+    return read_summary(work, "attach/summary.json", plan, "attach", missing=(
+        "the indexed documents have not been attached (run `dupfind stage attach`)"))
+
+
+def attach_key_file(part):
+    """The work-relative name of `stage attach`'s key file of partition `part`."""
+    return f"attach/keys-{part:06d}.parquet"
+
+
+def check_keys(work, plan, signed, part, crc=True, attached=None):
+    """Checks partition `part`'s key files of every shard (and attach's, given its summary in a
+    run --against an index) against their producers' summaries; returns the `consumed` map of a
+    group summary and the key rows of the files. Without `crc`, only their footers are read
+    (whoever reads the files then checks their CRC-32s)."""
+    sources = [(key_file(shard, part), summary, {"shard": shard}, f"sign/shard-{shard:06d}.json")
+               for shard, summary in enumerate(signed)]
+    if attached is not None:
+        sources.append((attach_key_file(part), attached, {}, "attach/summary.json"))
     consumed, rows = {}, 0
-    for shard, summary in enumerate(signed):
-        rel = key_file(shard, part)
-        rows += check_tag(work, rel, summary, "sign", shard=shard, part=part).num_rows
+    for rel, summary, at, name in sources:
+        stage = summary["lineage"]["stage"]
+        rows += check_tag(work, rel, summary, stage, part=part, **at).num_rows
         if crc:
             with fetched(work, rel) as (_, got):
                 check_crc(work, rel, summary["lineage"]["files"][rel], got)
-        consumed[f"sign/shard-{shard:06d}.json"] = summary["lineage"]["attempt"]
+        consumed[name] = summary["lineage"]["attempt"]
     return consumed, rows
 
 

@@ -127,7 +127,7 @@ def dedup(
     kind, table = _to_table(data, text_column, id_column, keep_by)
     # Named by the caller's columns: a pandas frame's table holds only those dedup reads.
     names = list(map(str, data.columns)) if kind == "pandas" else table.column_names
-    if text_column not in names:
+    if _column(text_column, names) is None:
         raise ValueError(f"no column {text_column!r} (text_column): the table has {names}")
     if id_column is not None and id_column not in names:
         raise ValueError(f"no column {id_column!r} (id_column): the table has {names}")
@@ -141,7 +141,7 @@ def dedup(
                     "max_memory": max_memory}, _DEFAULTS)
     # The engine reads the table through the Arrow C stream interface, its buffers where they
     # lie, and returns the five columns the same way: the table's own columns are never copied.
-    engine = _decoded(table, [text_column, id_column,
+    engine = _decoded(table, [_column(text_column, table.column_names), id_column,
                               _keep_by_column(keep_by, table.column_names)])
     report, _code, added = _native.dedup(engine, argv, id_column)
     _warn_errors(json.loads(report))
@@ -182,6 +182,12 @@ def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[
     for suffix in (":max", ":min"):
         if field.endswith(suffix):
             field = field[: -len(suffix)]
+    return _column(field, columns)
+
+
+def _column(field: str, columns: Sequence[str]) -> Optional[str]:
+    """The column a field reads: itself, or the struct column a dotted name (`meta.text`) is
+    in, as the CLI's --text-field and --keep-by read a dump's nested fields."""
     if field in columns:
         return field
     top = field.split(".")[0]
@@ -219,7 +225,8 @@ def _to_table(data: Any, text_column: str, id_column: Optional[str], keep_by: Op
     module = _module(data)
     if module == "pandas":
         # The index is the frame's, not a column; only the columns dedup reads are converted.
-        wanted = [text_column, id_column, _keep_by_column(keep_by, list(map(str, data.columns)))]
+        columns = list(map(str, data.columns))
+        wanted = [_column(text_column, columns), id_column, _keep_by_column(keep_by, columns)]
         wanted += [c for c in data.columns if str(c).startswith("dupfind_")]
         cols = [c for c in dict.fromkeys(wanted) if c is not None and c in data.columns]
         return "pandas", pa.Table.from_pandas(data[cols], preserve_index=False)
@@ -278,10 +285,13 @@ def _like(kind: str, data: Any, table, added):
     raise AssertionError(kind)
 
 
-def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
+def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]], None] = None,
          **options: Any) -> Dict[str, Any]:
     """Runs `dupfind scan PATHS` with `options` and returns its report: exactly the JSON the
     CLI prints with `--format json`, as a dict.
+
+    With `files_from="LIST"` the paths may be left out (None, or no argument): the list's files
+    are scanned, as `dupfind scan --files-from LIST` does; paths given too are scanned besides.
 
     Options are scan's flags with `_` for `-` (`num_perm=64`, `keep_by="quality"`,
     `write_dataset="out"`, `exclude=["*.log", "tmp/"]`); True gives a bare flag. The CLI checks
@@ -294,14 +304,16 @@ def scan(paths: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[
             raise ValueError(
                 f"scan() returns the JSON report: {name!r} is not an option of scan() "
                 "(run the dupfind command for another format or an output file)")
-    if isinstance(paths, (str, bytes, os.PathLike)):
+    if paths is None:
+        paths = []
+    elif isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
     paths = list(paths)
-    if not paths:
+    if not paths and options.get("files_from") in (None, False):
         # The CLI scans `.` without a path; an empty list here is most often a glob that
         # matched nothing, and scanning the working directory instead would be a surprise.
         raise ValueError("scan() got no paths (a glob that matched nothing?): give \".\" to "
-                         "scan the working directory")
+                         "scan the working directory, or files_from=LIST to scan a list")
     argv = ["dupfind", "scan"] + _flags(options, {})
     argv += ["--"] + [os.fspath(p) for p in paths]
     report, _code = _native.scan(argv)

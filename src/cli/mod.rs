@@ -221,6 +221,11 @@ pub struct StageInitArgs {
     /// With --update: also drop the indexed documents whose files are gone.
     #[arg(long, requires = "update")]
     pub prune: bool,
+    /// When DIR holds a run already: leave it as it is if it is the run these options would
+    /// start (the same shards, partitions, scan options, inputs and index), and refuse it naming
+    /// what differs otherwise (`contrib/staged/run-local.sh --resume` runs this).
+    #[arg(long)]
+    pub resume: bool,
     /// The scan's options and inputs.
     #[command(flatten)]
     pub scan: ScanArgs,

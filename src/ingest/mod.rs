@@ -29,6 +29,7 @@ use crate::ingest::worker::{Claims, DocResult, DocWorker, Engine, Outcome, Sketc
 use crate::input::jsonl::JsonlOptions;
 use crate::input::parquet::TextPrints;
 use crate::input::read::SizeLimits;
+use crate::input::readahead::Begun;
 use crate::input::walk::FileEntry;
 use crate::messages::{InputError, Messages};
 use crate::sketch::bottomk::Sketches;
@@ -269,14 +270,18 @@ impl Ingest<'_> {
             return out;
         }
         let bar = self.msgs.progress(files.len() as u64, "reading", "files");
+        let objects = files.iter().any(|f| crate::store::is_url(&f.path));
+        let _ahead = crate::input::readahead::fetch_ahead(&self.engine.budget, objects);
         let mut bottom = Vec::new();
         // Documents whose file has other names, found when read.
         let mut linked = Vec::new();
         let mut plain = |run: &mut [FileEntry], out: &mut Ingested, bottom: &mut Vec<u64>| {
+            let begun = Begun::new(run.len(), objects);
             let docs = self.sketch_each(run, &workers, &mut out.sigs, bottom, |w, i, file, sig| {
                 w.read_ahead((run.as_ptr() as usize, i, run.len()), |j| {
-                    Some(&run[j].path)
+                    (!begun.is(j)).then_some(&run[j].path)
                 });
+                begun.mark(i);
                 let r = w.process(file, sig, &claims, self.cache);
                 bar.inc(1);
                 (r, w.take_meta())

@@ -327,7 +327,8 @@ impl<'a> DocWorker<'a> {
         path_of: impl Fn(usize) -> Option<&'p Path>,
     ) {
         let waited = std::mem::take(&mut self.waited);
-        self.readahead.before(run_i_len, waited, path_of);
+        let object = path_of(run_i_len.1).is_some_and(crate::store::is_url);
+        self.readahead.before(run_i_len, waited, object, path_of);
     }
 
     /// The metadata of the file the last [`DocWorker::process`] opened, if it got that far.

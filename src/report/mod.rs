@@ -16,6 +16,7 @@ mod model;
 pub mod params;
 mod parquet;
 pub mod paths;
+mod pretty;
 mod text;
 
 use std::io::{BufWriter, Write};
@@ -64,7 +65,7 @@ pub fn write(
     let mut withheld = Vec::new();
     match format {
         OutputFormat::Json => buffered(out, |out| {
-            serde_json::to_writer_pretty(&mut *out, report)?;
+            pretty::to_writer(&mut *out, report)?;
             Ok(out.write_all(b"\n")?)
         })?,
         OutputFormat::Jsonl => buffered(out, |out| {

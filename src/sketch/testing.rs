@@ -25,12 +25,21 @@ pub(super) fn word_strings(text: &str, shared: &mut WordBuffers) -> Vec<String> 
         };
         // `hash_words` sizes its own buffer; the portable body gets one long enough for
         // any text, of which only the first `count` slots may be written.
-        let mut out = Vec::new();
+        let mut out: Vec<u64> = Vec::new();
         let count = if portable {
-            out = vec![u64::MAX; text.len() + 9];
-            words(text, &mut WordBuffers::default(), &hash, &mut out)
+            let mut room = vec![std::mem::MaybeUninit::new(u64::MAX); text.len() + 9];
+            let count = words(text, &mut WordBuffers::default(), &hash, &mut room);
+            // SAFETY: every slot was initialized (to u64::MAX) before `words` wrote some.
+            out.extend(room.iter().map(|x| unsafe { x.assume_init() }));
+            count
         } else {
-            hash_words(text, shared, hash, &mut out)
+            let count = hash_words(text, shared, hash, &mut out);
+            assert_eq!(
+                out.len(),
+                count,
+                "hash_words leaves only the hashes in `out`"
+            );
+            count
         };
         let got = got.into_inner();
         let want: Vec<u64> = (1..=got.len() as u64).collect();

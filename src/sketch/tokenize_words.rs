@@ -2,6 +2,8 @@
 //! each handed straight to a hash ([`hash_words`]), most of them as two 8-byte words with no
 //! branch on their length or case. See [`hash_words`] for how.
 
+use std::mem::MaybeUninit;
+
 use crate::cpu;
 use crate::sketch::hash::le64;
 use crate::sketch::keep_at_most;
@@ -49,9 +51,8 @@ impl WordBuffers {
 }
 
 /// Hashes the tokens of [`for_each_token`](crate::sketch::tokenize::for_each_token): writes `hash(token)` for each, in order, to
-/// `out[..count]` and returns the count. ASCII tokens of at most 16 bytes come to `hash` as
-/// [`Word::Short`], the others as [`Word::Bytes`]. `out` is grown (zero-filled) to hold the most
-/// tokens the text can have, never shrunk: kept between texts, it is zeroed only when it grows.
+/// `out`, which holds them alone afterwards, and returns the count. ASCII tokens of at most 16
+/// bytes come to `hash` as [`Word::Short`], the others as [`Word::Bytes`].
 ///
 /// The hashes are written by index, not pushed, and the count is a local: a push, or any state
 /// of the caller's updated per token, kept a length in memory, one store and reload chained
@@ -75,14 +76,39 @@ pub fn hash_words(
 ) -> usize {
     // Every token takes a byte and, but for the last, a separator.
     let bound = text.len() / 2 + 1;
-    if out.len() < bound {
-        out.resize(bound, 0);
+    // `words` grows the lowercased copy itself; grown here, the old copy is dropped rather
+    // than copied (out of `words`, whose loop that code slowed by 1 %).
+    let lowered = text.len().div_ceil(64) * 64 + 16;
+    if bufs.lower.len() < lowered {
+        grow_zeroed(&mut bufs.lower, lowered);
     }
+    // The hashes are written, not zeroed first: zeros over the whole bound (three times what
+    // prose needs) were a memset and page faults after every document that
+    // [`WordBuffers::trim`] followed. A new allocation: growing the old one copied its bytes,
+    // all stale.
+    if out.capacity() < bound {
+        *out = Vec::with_capacity(bound);
+    }
+    out.clear();
+    let room = &mut out.spare_capacity_mut()[..bound];
     #[cfg(target_arch = "x86_64")]
-    if let Some(bmi) = cpu::Bmi1Popcnt::detect() {
-        return words_bmi(bmi, text, bufs, &hash, out);
-    }
-    words(text, bufs, &hash, out)
+    let count = match cpu::Bmi1Popcnt::detect() {
+        Some(bmi) => words_bmi(bmi, text, bufs, &hash, room),
+        None => words(text, bufs, &hash, room),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let count = words(text, bufs, &hash, room);
+    // SAFETY: `words` wrote `room[i]` for every i below the count it returned (each token
+    // writes `out[count]`, then counts it), and `room` is `out`'s spare capacity from 0.
+    unsafe { out.set_len(count) };
+    count
+}
+
+/// Replaces `v` by `len` zeros, dropping what it held first: `resize` copied the old contents
+/// (a megabyte after [`WordBuffers::trim`]), to be written over.
+fn grow_zeroed(v: &mut Vec<u8>, len: usize) {
+    *v = Vec::new();
+    *v = vec![0; len];
 }
 
 /// [`words`] compiled with BMI1 and POPCNT, which list token starts and ends in fewer
@@ -95,14 +121,14 @@ pub(super) fn words_bmi(
     text: &str,
     bufs: &mut WordBuffers,
     hash: &impl Fn(Word<'_>) -> u64,
-    out: &mut [u64],
+    out: &mut [MaybeUninit<u64>],
 ) -> usize {
     #[target_feature(enable = "bmi1,popcnt")]
     fn bmi(
         text: &str,
         bufs: &mut WordBuffers,
         hash: &impl Fn(Word<'_>) -> u64,
-        out: &mut [u64],
+        out: &mut [MaybeUninit<u64>],
     ) -> usize {
         words(text, bufs, hash, out)
     }
@@ -116,7 +142,7 @@ pub(super) fn words(
     text: &str,
     bufs: &mut WordBuffers,
     hash: &impl Fn(Word<'_>) -> u64,
-    out: &mut [u64],
+    out: &mut [MaybeUninit<u64>],
 ) -> usize {
     let mut count = 0;
     let bytes = text.as_bytes();
@@ -242,14 +268,14 @@ fn word_at(
     end: usize,
     scratch: &mut Vec<u8>,
     hash: &impl Fn(Word<'_>) -> u64,
-    out: &mut [u64],
+    out: &mut [MaybeUninit<u64>],
     count: usize,
 ) -> usize {
     let n = end - start;
     if let (Some(&(ml, mh)), Some(w)) = (WORD_MASKS.get(n), lower.get(start..start + 16)) {
         let (lo, hi) = (le64(w) & ml, le64(&w[8..]) & mh);
         if (lo | hi) & (0x80 * ONES) == 0 {
-            out[count] = hash(Word::Short(lo, hi, n));
+            out[count].write(hash(Word::Short(lo, hi, n)));
             return count + 1;
         }
     }
@@ -265,24 +291,24 @@ fn special_word(
     end: usize,
     scratch: &mut Vec<u8>,
     hash: &impl Fn(Word<'_>) -> u64,
-    out: &mut [u64],
+    out: &mut [MaybeUninit<u64>],
     mut count: usize,
 ) -> usize {
     let tok = &text.as_bytes()[start..end];
     if !tok.is_ascii() {
         if text.is_char_boundary(start) && text.is_char_boundary(end) {
             scalar_tokens(text, start, end, scratch, &mut |b: &[u8], s, e| {
-                out[count] = hash(Word::Bytes(&b[s..e]));
+                out[count].write(hash(Word::Bytes(&b[s..e])));
                 count += 1;
             });
         }
     } else if tok.iter().any(u8::is_ascii_uppercase) {
         scratch.clear();
         scratch.extend(tok.iter().map(u8::to_ascii_lowercase));
-        out[count] = hash(Word::Bytes(scratch));
+        out[count].write(hash(Word::Bytes(scratch)));
         count += 1;
     } else {
-        out[count] = hash(Word::Bytes(tok));
+        out[count].write(hash(Word::Bytes(tok)));
         count += 1;
     }
     count

@@ -62,9 +62,7 @@ pub fn init(
         bail!("-o applies to `dupfind scan`; `dupfind stage report` prints the report on stdout");
     }
     // The options as stored (without the inputs), then the config from the whole command line.
-    let mut options: ScanArgs = serde_json::from_value(serde_json::to_value(&args)?)?;
-    // -0 stays for the paths `stage report` prints; the --files-from list is read here.
-    options.null &= options.format == Some(crate::cli::Format::Paths);
+    let mut options = stored_options(&args)?;
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
     cfg.against = against;
@@ -171,6 +169,15 @@ pub fn init(
     }
     // Last: a directory with run.json holds a complete start.
     files::write_json(&plan_path, &plan)
+}
+
+/// The scan options as run.json stores them (without the inputs, and the dataset's format not
+/// yet chosen).
+pub(super) fn stored_options(args: &ScanArgs) -> Result<ScanArgs> {
+    let mut options: ScanArgs = serde_json::from_value(serde_json::to_value(args)?)?;
+    // -0 stays for the paths `stage report` prints; the --files-from list is read here.
+    options.null &= options.format == Some(crate::cli::Format::Paths);
+    Ok(options)
 }
 
 /// What the staged pipeline does not do yet, refused before anything is written.

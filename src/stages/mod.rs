@@ -31,6 +31,7 @@ pub(crate) mod lineage;
 pub(crate) mod plan;
 mod records;
 pub(crate) mod report;
+mod resume;
 mod route;
 mod sign;
 mod status;
@@ -63,14 +64,24 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
                 create: false,
                 prune: args.prune,
             });
-            init::init(
-                &args.work,
-                args.shards,
-                args.parts,
-                args.scan,
-                against,
-                index,
-            )?;
+            if args.resume && files::exists(&args.work.join("run.json"))? {
+                resume::same_run(
+                    &args.work,
+                    args.shards,
+                    args.parts,
+                    args.scan,
+                    against.as_ref(),
+                )?;
+            } else {
+                init::init(
+                    &args.work,
+                    args.shards,
+                    args.parts,
+                    args.scan,
+                    against,
+                    index,
+                )?;
+            }
         }
         StageCommand::Sign { task, shard } => {
             check_count(&task.work, "--shard", shard.1, |p| p.shards)?;

@@ -1,9 +1,12 @@
 //! `stage route --shard I/N`: sends each of the shard's documents that belongs to a candidate
-//! component to its verify partition (`route/part-K/shard-I.parquet`), with its content read
-//! again when verification needs it (exact or edit verification, `--pairs`): a file is read
-//! from its path, a record of a plain dump from its offset, the records of a compressed dump by
-//! streaming it once. The content must hash as it did when signed, or the document carries the
-//! reason instead. `route/shard-I.json`, last, lists the partitions written.
+//! component to its verify partition (`route/part-K/shard-I.parquet`), a dump record with its
+//! content read again when verification needs it (exact or edit verification, `--pairs`): a
+//! record of a plain dump from its offset, the records of a compressed dump by streaming it
+//! once. The content must hash as it did when signed, or the record carries the reason instead.
+//! A file's content is not carried: the verify task reads it from its path, as `scan` reads it
+//! again, which costs what reading it here would and saves compressing, writing and reading it
+//! back twice (route's file, then verify's spill). `route/shard-I.json`, last, lists the
+//! partitions written.
 
 use std::path::{Path, PathBuf};
 
@@ -144,17 +147,16 @@ fn read_assign(
     Ok(out)
 }
 
-/// Reads the contents of the units among `rows` ((partition, unit, row)): a copy's content is
-/// its unit's, which verification takes instead.
+/// Reads the contents of the dump records among the units of `rows` ((partition, unit, row)):
+/// a copy's content is its unit's, which verification takes instead. A record is carried
+/// because a verify task would have to stream a compressed dump from its start to reach it.
 fn read_texts(cfg: &Config, rows: &mut [(u32, i64, DocRow)]) -> Result<()> {
     let units: Vec<usize> = (0..rows.len())
-        .filter(|&i| rows[i].1 == rows[i].2.doc)
+        .filter(|&i| rows[i].1 == rows[i].2.doc && rows[i].2.file.record.is_some())
         .collect();
     let entries: Vec<FileEntry> = units.iter().map(|&i| rows[i].2.file.clone()).collect();
     let engine = ingest::engine(cfg, None);
-    let records: Vec<u32> = (0..entries.len() as u32)
-        .filter(|&l| entries[l as usize].record.is_some())
-        .collect();
+    let records: Vec<u32> = (0..entries.len() as u32).collect();
     ingest::spill_records(&engine, &entries, &records, &cfg.jsonl)
         .context("cannot store the texts of dump records in a temporary file")?;
     let texts: Vec<Result<Vec<u8>, String>> = (0..entries.len())

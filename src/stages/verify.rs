@@ -1,10 +1,11 @@
 //! `stage verify --part K/M`: verifies partition K's candidate components and builds their
 //! clusters, with `scan`'s own stages: the partition's documents become a corpus of their own
 //! (numbered in run-wide order, so every ordering is `scan`'s), its buckets the candidates, its
-//! copies the byte-identical groups, the carried contents what verification reads again; then
-//! verify, cluster and cluster records run unchanged. Writes the cluster records with the
-//! run-wide id of their first member and the clustered documents' marks (`records`), then
-//! `verify/part-K.json`: the counts and errors.
+//! copies the byte-identical groups, the records' carried contents what verification reads
+//! again (a file it reads from its path, as `scan` does); then verify, cluster and cluster
+//! records run unchanged. Writes the cluster records with the run-wide id of their first
+//! member and the clustered documents' marks (`records`), then `verify/part-K.json`: the
+//! counts and errors.
 
 use std::path::{Path, PathBuf};
 

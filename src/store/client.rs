@@ -2,8 +2,9 @@
 //! the official CLIs read it, and the runtime their requests run on.
 //!
 //! The scan's threads are rayon's and synchronous; a request is a future. Each thread waits for
-//! its own request on a small runtime shared by all ([`block_on`]), so at most one request per
-//! scan thread is in flight (plus the listing's): concurrency is bounded by `--threads`.
+//! its own request on a small runtime shared by all ([`block_on`]); beside those, the runtime
+//! runs the GETs started ahead of their read (`super::prefetch`, bounded there) and a listing's
+//! requests (`super::list`, 16 at once).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -224,7 +225,7 @@ pub(super) fn reason(e: &object_store::Error) -> String {
                          ~/.aws/credentials, GOOGLE_APPLICATION_CREDENTIALS, \
                          AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
     let words = short(&e.to_string());
-    if words.contains("NoSuchBucket") || words.contains("ContainerNotFound") {
+    if is_no_bucket(e) {
         return "no such bucket (check its name, and AWS_ENDPOINT_URL or the region)".to_string();
     }
     match e {
@@ -244,6 +245,13 @@ pub(super) fn reason(e: &object_store::Error) -> String {
             }
         }
     }
+}
+
+/// True when `e` says the bucket (container) does not exist: a NotFound as an object's, which
+/// must not be taken for a missing object (a typo in the bucket is not "run init first").
+pub(super) fn is_no_bucket(e: &object_store::Error) -> bool {
+    let words = e.to_string();
+    words.contains("NoSuchBucket") || words.contains("ContainerNotFound")
 }
 
 /// `words` with an XML error body replaced by its `Code: Message`: the request and host ids

@@ -1,8 +1,8 @@
 //! A URL → the objects below it, as a directory's files: a prefix listed (the store pages the
 //! listing, a thousand keys a request on S3), or one object.
 
-use futures::TryStreamExt;
-use object_store::{ObjectStore, ObjectStoreExt};
+use futures::{StreamExt, TryStreamExt};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use super::client;
 
@@ -37,10 +37,8 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
         }
     }
     let prefix = (!key.as_ref().is_empty()).then_some(&key);
-    let metas: Vec<object_store::ObjectMeta> =
-        client::block_on(store.list(prefix).try_collect())?.map_err(|e| client::reason(&e))?;
-    // The store pages its listing; count its requests roughly, a thousand keys each.
-    client::count(1 + metas.len() as u64 / 1000, 0);
+    let metas =
+        client::block_on(list_all(store.as_ref(), prefix))?.map_err(|e| client::reason(&e))?;
     if metas.is_empty() {
         return Ok(None);
     }
@@ -63,4 +61,46 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
         .collect();
     found.sort_unstable_by(|a, b| a.below.cmp(&b.below));
     Ok((!found.is_empty()).then_some(found))
+}
+
+/// Sub-prefixes listed at once.
+const LISTINGS: usize = 16;
+/// The most sub-prefixes listed one by one: past it, one listing of the whole prefix costs
+/// fewer requests than one or more per sub-prefix.
+const FAN_OUT: usize = 256;
+
+/// Every object below `prefix`. A listing is paged, a thousand keys a request on S3, each page
+/// asked for once the previous one came: 10,000 keys were ten requests one after another (and
+/// some servers, s3s-fs among them, walk the whole prefix again for every page). So the
+/// prefix's first level is listed first (its objects and sub-prefixes, as a directory), and the
+/// sub-prefixes below it, [`LISTINGS`] at a time: one request more per sub-prefix, at most
+/// [`FAN_OUT`] + 1 more for the whole listing. Their order is the caller's to make.
+async fn list_all(
+    store: &dyn ObjectStore,
+    prefix: Option<&object_store::path::Path>,
+) -> object_store::Result<Vec<ObjectMeta>> {
+    let top = store.list_with_delimiter(prefix).await?;
+    client::count(pages(top.objects.len() + top.common_prefixes.len()), 0);
+    if top.common_prefixes.len() > FAN_OUT {
+        let all: Vec<ObjectMeta> = store.list(prefix).try_collect().await?;
+        client::count(pages(all.len()), 0);
+        return Ok(all);
+    }
+    let mut all = top.objects;
+    let mut below = futures::stream::iter(top.common_prefixes)
+        .map(|p| async move {
+            let found: Vec<ObjectMeta> = store.list(Some(&p)).try_collect().await?;
+            client::count(pages(found.len()), 0);
+            Ok::<_, object_store::Error>(found)
+        })
+        .buffer_unordered(LISTINGS);
+    while let Some(found) = below.next().await {
+        all.extend(found?);
+    }
+    Ok(all)
+}
+
+/// The requests a listing of `keys` keys took, roughly: a thousand keys a page.
+fn pages(keys: usize) -> u64 {
+    1 + keys as u64 / 1000
 }

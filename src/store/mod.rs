@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
-pub use prefetch::prefetch;
+pub use prefetch::{forget, prefetch, Allowance, MOST as PREFETCH_MOST};
 pub use whole::{download, exists};
 pub use write::{check_writable, create, delete, upload};
 

@@ -19,7 +19,9 @@ pub fn download(url: &str, out: &mut impl Write) -> Result<Option<u64>, String> 
     client::count(1, 0);
     let got = match got {
         Ok(g) => g,
-        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e @ object_store::Error::NotFound { .. }) if !client::is_no_bucket(&e) => {
+            return Ok(None)
+        }
         Err(e) => return Err(client::reason(&e)),
     };
     let size = got.meta.size;

@@ -47,6 +47,20 @@ pub struct Judge<'a> {
     /// Documents below this id come from the index scanned against: a pair of two of them was
     /// judged when the later was new, and is never a candidate again.
     pub first_new: u32,
+    /// The estimate below which MinHash's prefilter rules a pair out ([`prefilter_floor`]).
+    pub floor: f64,
+}
+
+/// The estimate floor of [`Judge::plausible`] for `method` at `lanes` signature values:
+/// [`estimate_floor`] of the report threshold, resolved once (a logarithm and a root that
+/// were computed for every candidate pair).
+pub fn prefilter_floor(method: &MethodConfig, lanes: usize) -> f64 {
+    match method {
+        MethodConfig::MinHash {
+            report_threshold, ..
+        } => estimate_floor(*report_threshold, lanes),
+        MethodConfig::SimHash { .. } => f64::NEG_INFINITY,
+    }
 }
 
 impl<'a> Judge<'a> {
@@ -60,6 +74,7 @@ impl<'a> Judge<'a> {
             canon,
             bottom: &corpus.bottom,
             first_new: corpus.indexed(),
+            floor: prefilter_floor(method, corpus.lanes),
         }
     }
 
@@ -153,9 +168,7 @@ impl<'a> Judge<'a> {
                 self.lanes,
                 *report_threshold,
             ),
-            MethodConfig::MinHash {
-                report_threshold, ..
-            } => self.estimate(a, b) >= estimate_floor(*report_threshold, self.lanes),
+            MethodConfig::MinHash { .. } => self.estimate(a, b) >= self.floor,
             MethodConfig::SimHash { .. } => true,
         }
     }
@@ -398,6 +411,7 @@ mod tests {
             canon: &f.canon,
             bottom: &f.bottom,
             first_new,
+            floor: prefilter_floor(&f.method, 128),
         }
     }
 

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::candidates::buckets::Buckets;
 use crate::ingest::worker::{DocWorker, Engine};
+use crate::input::readahead::Begun;
 use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError, Messages, Progress};
 use crate::pairs::{DocId, Pair, Score, UnionFind};
@@ -325,6 +326,10 @@ impl SetVerifier<'_> {
             })
             .collect();
         let path_of = |i: usize| from_file[i].then(|| self.files[fresh[i] as usize].path.as_path());
+        let objects = (0..fresh.len()).any(|i| path_of(i).is_some_and(crate::store::is_url));
+        let _ahead = crate::input::readahead::fetch_ahead(&self.engine.budget, objects);
+        let begun = Begun::new(fresh.len(), objects);
+        let path_of = |i: usize| path_of(i).filter(|_| !begun.is(i));
         let loaded: Vec<(u32, Result<Set, String>)> = taken
             .into_par_iter()
             .enumerate()
@@ -333,6 +338,7 @@ impl SetVerifier<'_> {
                 |w, (i, (d, hash, kept))| {
                     // Called for kept sets too, so that the worker sees its run in order.
                     w.read_ahead((fresh.as_ptr() as usize, i, fresh.len()), path_of);
+                    begun.mark(i);
                     let r = match kept {
                         Some(raw) => {
                             let mut v = raw.into_vec();

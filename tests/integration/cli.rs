@@ -231,6 +231,84 @@ fn interrupt_exits_130_with_empty_or_complete_output() {
 }
 
 #[test]
+fn ctrl_c_after_the_o_file_is_replaced_leaves_the_status_of_the_run() {
+    // Review finding 06: an interrupt that came after `-o`'s report was put in place, before the
+    // run ended, made it exit 130, which says the file was left as it was. Deterministic: the
+    // run is held, its report in place, at the warning `--format paths` writes after it, on a
+    // standard error that is a full pipe.
+    use std::io::Write;
+    let t = TestDir::new();
+    let a = text(5, 80);
+    let b = format!("{a} extra");
+    t.write(
+        "d.jsonl",
+        format!("{}\n{}\n", json!({"text": a}), json!({"text": b})),
+    );
+    let (mut err_read, mut err_write) = std::io::pipe().unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&err_write);
+    // SAFETY: fcntl(2) on a descriptor this test owns; a pipe's size is a few pages, so filling
+    // it without blocking takes a few writes.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+    while err_write.write(&[b'.'; 4096]).is_ok() {}
+    // SAFETY: as above; the child must block, not fail, on the full pipe.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
+    let mut child = t
+        .command(&["scan", "--format", "paths", "-o", "rep.txt", "d.jsonl"])
+        .stderr(err_write)
+        .spawn()
+        .unwrap();
+    wait_in_syscall(child.id(), &[libc::SYS_write], 2);
+    assert!(fs::read_to_string(t.join("rep.txt")).unwrap().is_empty());
+    // The handler runs on the thread the `ctrlc` crate names; the run goes on only once the
+    // handler has run and its thread waits again (one more voluntary context switch).
+    let handler = fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .map(|t| t.unwrap().path())
+        .find(|t| fs::read_to_string(t.join("comm")).unwrap().trim() == "ctrl-c")
+        .expect("the Ctrl-C handler's thread");
+    let switches = || {
+        let status = fs::read_to_string(handler.join("status")).unwrap();
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("voluntary_ctxt_switches:"));
+        line.unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = switches();
+    // SAFETY: kill(2) on the pid of a child that has not been waited for yet.
+    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(killed, 0);
+    let waiting = || {
+        let call = fs::read_to_string(handler.join("syscall")).unwrap();
+        call.starts_with(&format!("{} ", libc::SYS_futex))
+    };
+    let start = std::time::Instant::now();
+    while switches() == before || !waiting() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the handler never ran"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut stderr = Vec::new();
+    err_read.read_to_end(&mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&stderr)
+        .trim_start_matches('.')
+        .to_string();
+    assert!(
+        stderr.contains("--format paths: 1 duplicate record"),
+        "{stderr}"
+    );
+    // The run's own status: duplicates found, reported (scan's status without --exit-code).
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+#[test]
 fn ctrl_c_while_the_file_list_is_read_from_stdin_exits_130_as_while_stdin_is() {
     // Review finding: `scan --files-from -` read its list before installing the handler, so a
     // SIGINT ignored by the parent (a shell's `&`) stayed ignored there; `scan -` exited 130.

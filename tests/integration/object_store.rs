@@ -163,20 +163,83 @@ fn parquet(texts: &[String]) -> Vec<u8> {
     out
 }
 
-/// `object store: N requests, M bytes fetched` from stderr.
-fn fetched(stderr: &str) -> u64 {
+/// `object store: N requests, M bytes fetched` from stderr: (N, M).
+fn counts(stderr: &str) -> (u64, u64) {
     let line = stderr
         .lines()
         .find(|l| l.contains("object store:"))
         .unwrap_or_else(|| panic!("no counts on stderr: {stderr}"));
-    line.split(", ")
-        .nth(1)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    let number = |words: &str| words.trim().split(' ').next().unwrap().parse().unwrap();
+    let (requests, bytes) = line.split_once(", ").unwrap();
+    (
+        number(requests.split("object store:").nth(1).unwrap()),
+        number(bytes),
+    )
+}
+
+#[test]
+fn a_parquet_dumps_ranges_are_fetched_once_though_verification_reads_them_again() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    let (_, texts) = records();
+    t.write("p/a.parquet", parquet(&texts));
+    s3.create_bucket("dumps");
+    s3.put_dir(&t.join("p"), "dumps/p/");
+    let end = s3.endpoint();
+    let counted = |verify: &str| {
+        let mut cmd = t.command(&["scan", "--verify", verify, "s3://dumps/p/"]);
+        s3.env(&mut cmd, &end);
+        cmd.env("DUPFIND_STORE_STATS", "1");
+        let r = super::util::run_command(cmd);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.json()["stats"]["near_copies"], 2, "{}", r.stdout);
+        counts(&r.stderr)
+    };
+    // Exact verification reads the candidates' texts again (rows 0, 5 and 9: three row groups
+    // of four), from the ranges the first pass fetched: it costs no request more than
+    // estimating from the signatures, which reads nothing again.
+    let (estimate, exact) = (counted("estimate"), counted("exact"));
+    assert_eq!(exact, estimate, "(requests, bytes) of exact, of estimate");
+}
+
+#[test]
+fn each_object_is_one_request_and_a_listing_one_per_directory() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    // 150 documents in three directories and their parent, 30 of them near-duplicates (whose
+    // texts exact verification reads again).
+    let docs = 150;
+    for i in 0..docs {
+        let body = match i % 5 {
+            0 => edit(&text(9700 + i / 5, 200), &[50]),
+            _ => text(9800 + i, 200),
+        };
+        let dir = ["", "x/", "y/", "y/z/"][i as usize % 4];
+        t.write(format!("c/{dir}d{i:03}.txt"), body);
+        if i % 5 == 0 {
+            t.write(format!("c/{dir}e{i:03}.txt"), text(9700 + i / 5, 200));
+        }
+    }
+    s3.create_bucket("bkt");
+    s3.put_dir(&t.join("c"), "bkt/c/");
+    let objects = docs + docs / 5;
+    let mut cmd = t.command(&["scan", "-j", "2", "s3://bkt/c/"]);
+    s3.env(&mut cmd, &s3.endpoint());
+    cmd.env("DUPFIND_STORE_STATS", "1");
+    let r = super::util::run_command(cmd);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["stats"]["documents"], objects);
+    assert_eq!(report["stats"]["near_copies"], docs / 5);
+    // A GET per object, one more per document verification reads again (at most the pairs'
+    // 60), and the listing's: the prefix's first level, then its directories (x/ and y/).
+    // Nothing fetched ahead is fetched twice.
+    let most = objects + 2 * docs / 5 + 3;
+    let (got, _) = counts(&r.stderr);
+    assert!(
+        got <= most,
+        "{got} requests for {objects} objects (at most {most})"
+    );
 }
 
 #[test]
@@ -210,7 +273,7 @@ fn zstd_json_lines_and_parquet_dumps_on_s3_read_as_on_disk() {
         assert_eq!(members(&remote.json()), members(&disk.json()), "{dir}");
         if dir == "p" {
             // Range requests: the footer and the id and text columns, never the wide one.
-            let got = fetched(&remote.stderr);
+            let (_, got) = counts(&remote.stderr);
             assert!(
                 got < pq.len() as u64 / 4,
                 "{got} bytes fetched of a {} byte file",

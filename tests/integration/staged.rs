@@ -481,6 +481,38 @@ fn the_local_driver_runs_every_stage_as_a_process() {
 }
 
 #[test]
+fn resume_with_other_options_or_inputs_is_refused_naming_them_and_with_the_same_runs() {
+    // Review finding 07: run-local.sh --resume dropped the scan options and inputs given with
+    // it, and reported the run's own (another threshold, over other files) with status 0.
+    let t = TestDir::new();
+    corpus(&t);
+    t.mkdir("other");
+    let bin = super::util::bin();
+    let init = t.run(&["stage", "init", "--work", "w", "--shards", "2", "c"]);
+    assert_eq!(init.code(), 0, "{}", init.stderr);
+    let resume = |args: &[&str]| {
+        let common = ["--resume", "--work", "w", "--dupfind", bin];
+        local_driver(&t, &[&common[..], args].concat())
+    };
+    let r = resume(&["-t", "0.5", "--keep", "newest", "other"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    for says in [
+        "--threshold 0.5 here, the default in the run",
+        "--keep newest here, oldest in the run",
+        "the inputs ",
+    ] {
+        assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+    }
+    assert!(!t.join("w/sign").exists(), "nothing is run");
+    // A default given or left out, and the inputs named from elsewhere, are the same run.
+    let scan = t.run(&["scan", "c"]).stdout;
+    let root = t.join("c").display().to_string();
+    let r = resume(&["-t", "0.8", &root]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, scan);
+}
+
+#[test]
 fn a_task_takes_its_own_thread_count_and_gives_the_same_report() {
     let t = TestDir::new();
     corpus(&t);
@@ -928,4 +960,53 @@ fn a_damaged_or_missing_clusters_file_is_named_before_any_of_the_report_is_writt
     fs::write(&file, &saved).unwrap();
     let again = t.run(&["stage", "report", "--work", "w"]);
     assert_eq!(again.stdout, ok.stdout);
+}
+
+#[test]
+fn a_member_file_changed_after_route_is_reported_by_verify_which_reads_it_again() {
+    // verify reads a file's content from its path (route carries only dump records'), so a
+    // file edited once routed is caught as `scan` catches one edited after its first pass: an
+    // error, and left out of its cluster, never compared with its old content.
+    let t = TestDir::new();
+    let base = text(77, 300);
+    for v in 0..3usize {
+        t.write(format!("c/d{v}/near-{v}.txt"), edit(&base, &[v * 13 + 1]));
+    }
+    t.write("c/d0/alone.txt", text(78, 300));
+    let init = [
+        "stage", "init", "--work", "w", "--shards", "2", "--parts", "1",
+    ];
+    let r = t.run(&[&init[..], &["c"]].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    for (stage, flag, n) in [("sign", "--shard", 2), ("group", "--part", 1)] {
+        for i in 0..n {
+            let r = t.run(&["stage", stage, "--work", "w", flag, &format!("{i}/{n}")]);
+            assert_eq!(r.code(), 0, "{}", r.stderr);
+        }
+    }
+    let r = t.run(&["stage", "components", "--work", "w"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    for i in ["0/2", "1/2"] {
+        let r = t.run(&["stage", "route", "--work", "w", "--shard", i]);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+    }
+    t.write("c/d1/near-1.txt", text(79, 300));
+    let r = t.run(&["stage", "verify", "--work", "w", "--part", "0/1"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(r.stderr.contains("near-1.txt"), "{}", r.stderr);
+    let report = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!(report.code(), 2, "{}", report.stderr);
+    let json = report.json();
+    let errors = json["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0]["path"].as_str().unwrap().ends_with("near-1.txt"));
+    assert_eq!(errors[0]["error"], "file changed during the scan");
+    let members: Vec<&str> = (json["clusters"][0]["members"].as_array().unwrap().iter())
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(
+        members.iter().all(|p| !p.ends_with("near-1.txt")),
+        "{members:?}"
+    );
 }

@@ -223,6 +223,36 @@ fn a_missing_truncated_or_unconfirmed_work_file_on_s3_is_named_and_never_trusted
 }
 
 #[test]
+fn a_stage_on_a_work_url_in_a_missing_bucket_says_no_such_bucket_not_run_init() {
+    // Review finding 08: the bucket's 404 was taken for a missing run.json ("run `dupfind stage
+    // init` first"), and run-local.sh --resume, which asks `stage status`, started a new run.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus_on_s3(&s3, &t);
+    let end = s3.endpoint();
+    let w = "s3://bkt-typo/w";
+    for args in [
+        &["status", "--work", w][..],
+        &["sign", "--work", w, "--shard", "0/1"],
+        &["report", "--work", w],
+    ] {
+        let r = run_in(&s3, t.path(), &end, &[&["stage"][..], args].concat());
+        assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("s3://bkt-typo/w/run.json: no such bucket"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("stage init"), "{args:?}: {}", r.stderr);
+    }
+    let r = local_driver(&s3, &t, &["--resume", "--work", w, "s3://bkt/c/"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no such bucket"), "{}", r.stderr);
+    assert!(!r.stderr.contains("inputs.parquet"), "{}", r.stderr);
+}
+
+#[test]
 fn a_staged_run_claims_its_dataset_prefix_on_s3_another_run_is_refused_it() {
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();

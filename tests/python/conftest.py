@@ -74,3 +74,65 @@ def scan(dupfind, docs):
         return cache[key]
 
     return report
+
+
+def index_files(path):
+    """The files of the index at `path`, by name, with their bytes."""
+    return sorted((name, open(os.path.join(path, name), "rb").read())
+                  for name in os.listdir(path))
+
+
+def restore_index(path, files):
+    """Puts `files` (from `index_files`) back as the index at `path`, whatever it holds now."""
+    import shutil
+
+    shutil.rmtree(path)
+    os.mkdir(path)
+    for name, data in files:
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(data)
+
+
+def indexed_then_changed(dupfind, docs, root):
+    """A copy of the corpus under `root`, indexed (`root/idx`), then a night's changes, as
+    tests/integration/staged_against.rs makes them: new near-copies and an exact copy of indexed
+    documents, an indexed file edited (it supersedes its indexed document) and one deleted
+    (gone, met by a new near-copy). Returns (the inputs' root, the index)."""
+    import shutil
+
+    inputs, idx = os.path.join(root, "c"), os.path.join(root, "idx")
+    shutil.copytree(docs, inputs)
+    run([dupfind, "index", "build", "--index", idx, "-q", inputs])
+
+    def read(rel):
+        with open(os.path.join(inputs, rel), encoding="utf-8") as f:
+            return f.read()
+
+    def write(rel, text):
+        os.makedirs(os.path.dirname(os.path.join(inputs, rel)), exist_ok=True)
+        with open(os.path.join(inputs, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def near(text, n):
+        # Every n-th word replaced: a near-copy well above the threshold.
+        words = text.split(" ")
+        return " ".join("changed" if i % n == 7 else w for i, w in enumerate(words))
+
+    gone = read("d001/doc00041.txt")
+    write("new/near-0.txt", near(read("d000/doc00000.txt"), 60))
+    write("new/copy-2.txt", read("d000/doc00002.txt"))
+    write("new/near-gone.txt", near(gone, 50))
+    os.unlink(os.path.join(inputs, "d001/doc00041.txt"))
+    write("d002/doc00080.txt", read("d002/doc00080.txt") + "And a new ending.\n")
+    return inputs, idx
+
+
+def scan_against(dupfind, inputs, idx, options):
+    """`scan --against IDX OPTIONS INPUTS` (which may update the index): the finished process
+    and the index's files after it; the index is put back as it was."""
+    before = index_files(idx)
+    want = subprocess.run([dupfind, "scan", "--against", idx, *options, inputs],
+                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    after = index_files(idx)
+    restore_index(idx, before)
+    return want, after

@@ -8,7 +8,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, comparable_summary, run
+from conftest import ROOT, comparable_summary, indexed_then_changed, run, scan_against
+from test_spark_cluster import BUCKET, s3_env  # noqa: F401  (moto, as the Spark tests start it)
 
 GROUP = os.path.join(ROOT, "contrib", "duckdb", "group.py")
 
@@ -85,6 +86,53 @@ def test_pipeline_with_duckdb_group_reports_as_scan(dupfind, docs, scan, tmp_pat
     want_status, want = scan(options)
     assert out == want
     assert status == want_status
+
+
+def test_pipeline_with_duckdb_group_and_its_work_on_s3_reports_as_scan(dupfind, docs, scan,
+                                                                       s3_env):
+    """Review finding 12: with --work s3://…, group.py took the URL for a local path and said
+    to run `stage init`; it reads and writes the work files on the store, as the stages do."""
+    work = f"s3://{BUCKET}/duckdb-run"
+    on_s3 = {"env": s3_env}
+    run([dupfind, "stage", "init", "--work", work, "--shards", "2", "--parts", "2", docs],
+        **on_s3)
+    for i in range(2):
+        run([dupfind, "stage", "sign", "--work", work, "--shard", f"{i}/2"], **on_s3)
+    run([sys.executable, GROUP, "--work", work], **on_s3)
+    for name, flag in [("components", None), ("route", "--shard"), ("verify", "--part")]:
+        for i in range(2 if flag else 1):
+            run([dupfind, "stage", name, "--work", work, *([flag, f"{i}/2"] if flag else [])],
+                **on_s3)
+    status, out = run([dupfind, "stage", "report", "--work", work], ok=(0, 1), **on_s3)
+    assert (status, out) == scan([])
+    # Uploaded, not written under a local path named after the URL.
+    assert not os.path.exists("s3:")
+
+
+def test_duckdb_groups_the_indexed_documents_keys_of_a_run_against_an_index(dupfind, docs,
+                                                                            tmp_path):
+    """In a run --against an index, DuckDB groups attach's keys with the shards' (one more
+    source, its summary consumed), as the group stage does, and the run reports as scan
+    --against does."""
+    inputs, idx = indexed_then_changed(dupfind, docs, str(tmp_path))
+    rust, duck = tmp_path / "rust", tmp_path / "duck"
+    signed(dupfind, rust, inputs, 2, 3, ["--against", idx])
+    stage(dupfind, "attach", rust)
+    import shutil
+
+    shutil.copytree(rust, duck)
+    for j in range(3):
+        stage(dupfind, "group", rust, "--part", f"{j}/3")
+    run([sys.executable, GROUP, "--work", str(duck)])
+    assert buckets(duck) == buckets(rust)
+    stage(dupfind, "components", duck)
+    for i in range(2):
+        stage(dupfind, "route", duck, "--shard", f"{i}/2")
+    for k in range(3):
+        stage(dupfind, "verify", duck, "--part", f"{k}/3")
+    _, out = run([dupfind, "stage", "report", "--work", str(duck)])
+    want, _ = scan_against(dupfind, inputs, idx, [])
+    assert out == want.stdout
 
 
 def test_duckdb_refuses_an_unsigned_run(dupfind, docs, tmp_path):

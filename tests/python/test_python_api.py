@@ -447,6 +447,26 @@ def test_refusals_name_the_callers_columns(dump):
         dp.dedup(t.to_pandas(), keep_by="qual")
 
 
+def test_dedup_reads_a_dotted_text_column_in_a_struct_as_the_cli_reads_it(dupfind, tmp_path):
+    # Review finding 11: text_column="meta.text" was refused, though --text-field meta.text
+    # reads the same table as a Parquet dump and keep_by takes a dotted field.
+    a = "The harbor bridge reopened on Monday after two years of repairs to its deck."
+    texts = [a, a[:-1] + "!", "Knead the dough for ten minutes, then let it rise for an hour."]
+    t = pa.table({"id": ["x", "y", "z"],
+                  "meta": [{"text": s, "q": q} for s, q in zip(texts, [1, 5, 2])]})
+    write(t, tmp_path / "d.parquet")
+    run([dupfind, "scan", "-q", "-t", "0.7", "--text-field", "meta.text", "--keep-by",
+         "meta.q", "--write-dataset", "out", "--annotate", "d.parquet"], cwd=tmp_path)
+    expected = pq.read_table(tmp_path / "out")
+    got = dp.dedup(t, text_column="meta.text", id_column="id", threshold=0.7, keep_by="meta.q")
+    assert got["dupfind_keep"].to_pylist() == [False, True, True]
+    assert got.select(["id", *ADDED]).equals(expected.select(["id", *ADDED]))
+    got = dp.dedup(t.to_pandas(), text_column="meta.text", threshold=0.7, keep_by="meta.q")
+    assert got["dupfind_keep"].tolist() == [False, True, True]
+    with pytest.raises(ValueError, match="no column 'note.text'"):
+        dp.dedup(t, text_column="note.text")
+
+
 def test_a_lazy_polars_frame_is_a_type_error_saying_to_collect_it():
     pl = pytest.importorskip("polars")
     with pytest.raises(TypeError, match="collect"):
@@ -462,3 +482,18 @@ def test_scan_of_no_paths_is_refused_not_the_working_directory(tmp_path, monkeyp
     with pytest.raises(ValueError, match="no paths"):
         dp.scan(iter(()), quiet=True)
     assert dp.scan(".", quiet=True)["stats"]["clusters"] == 1
+
+
+def test_scan_of_a_list_needs_no_path_as_the_clis_files_from(tmp_path, monkeypatch):
+    # Review finding 09: `dupfind scan --files-from LIST` with no path scans the list; scan()
+    # refused every way to give no path, and "." scanned the directory besides.
+    monkeypatch.chdir(tmp_path)
+    text = " ".join(f"word{i}" for i in range(80))
+    (tmp_path / "a.txt").write_text(text)
+    (tmp_path / "b.txt").write_text(text + " extra")
+    (tmp_path / "other.txt").write_text(text)
+    (tmp_path / "list.txt").write_text("a.txt\nb.txt\n")
+    for args in [(), (None,), ([],)]:
+        report = dp.scan(*args, files_from="list.txt", quiet=True)
+        assert report["stats"]["documents"] == 2, args
+        assert report["stats"]["clusters"] == 1, args

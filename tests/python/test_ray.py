@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import index_files, indexed_then_changed, ROOT, run, scan_against
 
 pytest.importorskip("ray", reason="ray is not installed (pip install ray)")
 
@@ -38,6 +38,20 @@ def test_ray_report_is_scans(dupfind, docs, tmp_path, options, shards, parts):
     assert got.stdout == want.stdout, "the Ray driver's report differs from scan's"
     assert got.returncode == want.returncode
     assert got.stderr == want.stderr
+
+
+@pytest.mark.parametrize("update", [[], ["--update"]])
+def test_ray_against_an_index_is_scan_against_it(dupfind, docs, tmp_path, update):
+    """--against IDX [--update] passed on: the driver prints scan --against's report, stderr and
+    exit status, and leaves the index as scan --update leaves it."""
+    inputs, idx = indexed_then_changed(dupfind, docs, str(tmp_path))
+    want, want_index = scan_against(dupfind, inputs, idx, update)
+    assert want.returncode == 0, want.stderr.decode()
+    got = ray(dupfind, tmp_path / "work", 3, 2, ["--against", idx, *update], [inputs])
+    assert got.stdout == want.stdout, "the Ray driver's report differs from scan's"
+    assert got.stderr.decode() == want.stderr.decode()
+    assert got.returncode == want.returncode
+    assert index_files(idx) == want_index
 
 
 def test_ray_stage_failure_surfaces_its_stderr(dupfind, docs, tmp_path):
