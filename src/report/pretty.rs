@@ -95,6 +95,7 @@ pub fn to_writer<W: Write, T: ?Sized + serde::Serialize>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
