@@ -68,25 +68,38 @@ impl Pending {
     /// Makes the file durable under its name: fsync, rename over any older one, fsync the
     /// directory (the rename is the commit point); for a URL, the upload's end is.
     pub(crate) fn commit(self) -> Result<()> {
-        self.commit_if(|| true).map(|_| ())
+        self.put(true, || true).map(drop)
     }
 
     /// [`Pending::commit`], when `keep` says so just before the commit point: for a URL, after
     /// the upload's last part, before its completion (an upload not kept is aborted). Returns
     /// whether it was committed.
     pub(crate) fn commit_if(self, keep: impl FnOnce() -> bool) -> Result<bool> {
+        self.put(true, keep)
+    }
+
+    /// As [`Pending::commit`], but never over a file already at its name: false then. On disk
+    /// the temporary file is linked to the name (or renamed without replacing), for a URL the
+    /// PUT is on condition that no object is at its key; either way, of two writers at once,
+    /// one is told the file exists. The content must be small, one PUT.
+    pub(crate) fn commit_new(self) -> Result<bool> {
+        self.put(false, || true)
+    }
+
+    /// Commits, over an older file when `replace`, else only where there is none (false then);
+    /// and only if `keep` says so at the commit point (false then too).
+    fn put(self, replace: bool, keep: impl FnOnce() -> bool) -> Result<bool> {
         let what = || format!("writing {}", display_path(&self.path));
         let temp = match self.temp {
             Temp::Unnamed(mut file) => {
                 std::io::Seek::rewind(&mut file).with_context(what)?;
-                return crate::store::upload(
-                    &mut file,
-                    &self.path.to_string_lossy(),
-                    crate::interrupt::interrupted,
-                    keep,
-                )
-                .map_err(anyhow::Error::msg)
-                .with_context(what);
+                let url = self.path.to_string_lossy();
+                let interrupted = crate::interrupt::interrupted;
+                let sent = match replace {
+                    true => crate::store::upload(&mut file, &url, interrupted, keep),
+                    false => crate::store::create(&mut file, &url),
+                };
+                return sent.map_err(anyhow::Error::msg).with_context(what);
             }
             Temp::Named(temp) => temp,
         };
@@ -96,9 +109,20 @@ impl Pending {
         }
         temp.as_file().sync_all().with_context(what)?;
         let path = self.path;
-        temp.persist(&path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("renaming into {}", display_path(&path)))?;
+        let persisted = match replace {
+            true => temp.persist(&path).map(drop),
+            false => temp.persist_noclobber(&path).map(drop),
+        };
+        match persisted {
+            Ok(()) => {}
+            Err(e) if !replace && e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Ok(false)
+            }
+            Err(e) => {
+                return Err(e.error)
+                    .with_context(|| format!("renaming into {}", display_path(&path)))
+            }
+        }
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         File::open(dir.unwrap_or(Path::new(".")))
             .and_then(|d| d.sync_all())

@@ -99,7 +99,7 @@ impl Annotation {
 
     /// The fields as JSON, in column order, nulls written, without braces:
     /// `"dupfind_cluster":3,…`.
-    fn json_fields(&self, prefix: &str) -> Vec<u8> {
+    pub(super) fn json_fields(&self, prefix: &str) -> Vec<u8> {
         let values: [Value; 5] = [
             self.cluster.into(),
             self.size.into(),

@@ -37,13 +37,13 @@ pub(super) fn write(
 ) -> Result<()> {
     let pending = Pending::new(path)?;
     let mut out = std::io::BufWriter::new(pending.file());
-    for (start, input) in inputs(docs) {
+    for input in inputs(docs) {
         if input[0].file.record.is_some() {
             write_records(&mut out, input, how, written)?;
             continue;
         }
-        for (i, d) in input.iter().enumerate() {
-            if let Some(text) = file_text(worker, (start + i) as u32, d, how, written) {
+        for d in input {
+            if let Some(text) = file_text(worker, d, how, written) {
                 write_file(&mut out, d, &text, how)?;
                 written.kept += 1;
             }
@@ -86,7 +86,10 @@ fn write_records(
         written.errors.push(not_written(d, reason));
     };
     let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
-        Ok(Opened::Jsonl(r, _)) => r,
+        Ok(Opened::Jsonl(mut r, _)) => {
+            r.keep_long_lines();
+            r
+        }
         Ok(Opened::Parquet(dump)) => return write_rows(out, docs, dump, how, written),
         // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.
         Ok(Opened::Table(_)) => bail!("a table in memory is not written as a dataset"),
@@ -99,13 +102,14 @@ fn write_records(
     };
     let mut at = 0;
     while let Some(raw) = reader.next_raw() {
-        let RawLine::Json { line, bytes, .. } = raw else {
-            // A line known to hold no document (too long), or the stream failed: the records
-            // not reached are not written.
-            match raw {
-                RawLine::Done(Line::Failed { .. }) => break,
-                _ => continue,
-            }
+        // A line longer than --max-size (no bytes here) is no document of the scan, yet a
+        // record of the dump.
+        let (line, bytes) = match raw {
+            RawLine::Json { line, bytes, .. } => (line, Some(bytes)),
+            RawLine::Done(Line::Bad { line, .. }) => (line, None),
+            // The stream failed: the records not reached are not written.
+            RawLine::Done(Line::Failed { .. }) => break,
+            RawLine::Done(Line::Doc { .. }) => continue,
         };
         // A record's line that is no longer one (the dump changed) is passed.
         while at < docs.len() && line_of(&docs[at]) < line {
@@ -117,6 +121,12 @@ fn write_records(
             at += 1;
         }
         if at == docs.len() || line_of(&docs[at]) != line {
+            let Some(bytes) = bytes else {
+                let long = reader.long_line().context("a line too long is kept")?;
+                let place = || format!("{}:{line}", display_path(&docs[0].file.path));
+                written.kept += u64::from(copy_long(out, long, how, place)?);
+                continue;
+            };
             // A record that is no document (a null, missing or empty text) is written as it
             // is; a line that is not a JSON object is the bad line the scan reported.
             let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>;
@@ -146,6 +156,10 @@ fn write_records(
             written.dropped += 1;
             continue;
         }
+        let Some(bytes) = bytes else {
+            fail(written, d, "file changed during the scan");
+            continue;
+        };
         let raw = RawLine::Json {
             line,
             offset: 0,
@@ -180,6 +194,124 @@ fn write_records(
     }
     written.dropped += docs[at..].iter().filter(|d| how.drops(d)).count() as u64;
     Ok(())
+}
+
+/// Copies `long`, a line of a dump longer than `--max-size` (no document of the scan), to `out`
+/// as it is (with the added fields when annotating) when it is a JSON object, as a shorter
+/// record that holds no document is written; false when it is not one (the scan's bad line).
+/// It passes through a temporary file while its JSON is checked: such a line is never held in
+/// memory, whose bound `--max-size` is.
+fn copy_long(
+    out: &mut impl Write,
+    long: impl std::io::Read,
+    how: &Writing,
+    place: impl Fn() -> String,
+) -> Result<bool> {
+    let what = || format!("{}: copying a line longer than --max-size", place());
+    let mut copy = Copy {
+        from: long,
+        to: std::io::BufWriter::new(tempfile::tempfile().with_context(what)?),
+        len: 0,
+        solid: 0,
+        last: 0,
+    };
+    let object = {
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(&mut copy));
+        let keys = serde::Deserializer::deserialize_map(&mut de, TopKeys(how.annotate));
+        keys.and_then(|keys| de.end().map(|()| keys))
+    };
+    let (keys, clash) = match object {
+        Ok(keys) => keys,
+        // Not a JSON object, or the line could not be read (the dump changed, or its stream
+        // failed: the next read says so).
+        Err(_) => return Ok(false),
+    };
+    if let Some(name) = clash {
+        bail!("{}", annotate::clash_message(&place(), &name));
+    }
+    let Copy {
+        to,
+        len,
+        solid,
+        last,
+        ..
+    } = copy;
+    let mut file = to
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(what)?;
+    std::io::Seek::rewind(&mut file).with_context(what)?;
+    // Without the CR of a CRLF line end, as a shorter line is written.
+    let len = len - u64::from(last == b'\r');
+    // `solid` is past the closing brace.
+    let mut line = std::io::Read::take(file, len);
+    match how.annotate {
+        None => {
+            std::io::copy(&mut line, out).with_context(what)?;
+        }
+        Some(prefix) => {
+            std::io::copy(&mut std::io::Read::take(&mut line, solid - 1), out)
+                .with_context(what)?;
+            if keys > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(&Annotation::of(None).json_fields(prefix))?;
+            std::io::copy(&mut line, out).with_context(what)?;
+        }
+    }
+    out.write_all(b"\n")?;
+    Ok(true)
+}
+
+/// A line too long, read from `from` and copied to `to` as it is read: where it ends.
+struct Copy<R> {
+    from: R,
+    to: std::io::BufWriter<std::fs::File>,
+    /// Bytes copied.
+    len: u64,
+    /// Where the last byte that is not whitespace ends.
+    solid: u64,
+    /// The last byte.
+    last: u8,
+}
+
+impl<R: std::io::Read> std::io::Read for Copy<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.from.read(buf)?;
+        let read = &buf[..n];
+        self.to.write_all(read)?;
+        if let Some(at) = read.iter().rposition(|b| !b.is_ascii_whitespace()) {
+            self.solid = self.len + at as u64 + 1;
+        }
+        self.len += n as u64;
+        self.last = read.last().copied().unwrap_or(self.last);
+        Ok(n)
+    }
+}
+
+/// Reads a JSON object's top-level keys, not their values: how many there are, and the first
+/// that is an added column's name (with `--annotate`'s prefix).
+struct TopKeys<'p>(Option<&'p str>);
+
+impl<'de> serde::de::Visitor<'de> for TopKeys<'_> {
+    type Value = (usize, Option<String>);
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let names = self.0.map(annotate::names).unwrap_or_default();
+        let (mut keys, mut clash) = (0, None);
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<serde::de::IgnoredAny>()?;
+            keys += 1;
+            if clash.is_none() && names.contains(&key) {
+                clash = Some(key);
+            }
+        }
+        Ok((keys, clash))
+    }
 }
 
 /// The rows `docs` of one Parquet dump, each as a JSON object of all its columns (and the

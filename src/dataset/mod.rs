@@ -21,6 +21,7 @@
 //! decoding was most of what the dataset cost (docs/performance.md).
 
 mod annotate;
+mod claim;
 mod inputs;
 mod jsonl;
 mod layout;
@@ -41,6 +42,7 @@ use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
 
 pub use annotate::{marks, Fate, Mark};
+pub use claim::{claim, refuse_held, release, Writer};
 pub use inputs::{check_inputs, refuse_existing};
 pub use layout::Layout;
 
@@ -57,6 +59,9 @@ fn not_written(d: &DatasetDoc, reason: &str) -> InputError {
 
 /// One document of the dataset's inputs.
 pub struct DatasetDoc<'a> {
+    /// Its id in the run (the corpus's, or the shard's), by which the engine's spill holds the
+    /// texts it kept: not its place among the documents written, which skip those without text.
+    pub doc: u32,
     /// Where it is.
     pub file: &'a FileEntry,
     /// Its content hash when it was scanned.
@@ -193,11 +198,8 @@ pub fn write(
     Ok(written)
 }
 
-/// The inputs of `docs`, in order, each with the index of its first document: a dump's records,
-/// or a run of files.
-fn inputs<'d, 'a>(
-    docs: &'d [DatasetDoc<'a>],
-) -> impl Iterator<Item = (usize, &'d [DatasetDoc<'a>])> {
+/// The inputs of `docs`, in order: a dump's records, or a run of files.
+fn inputs<'d, 'a>(docs: &'d [DatasetDoc<'a>]) -> impl Iterator<Item = &'d [DatasetDoc<'a>]> {
     let mut i = 0;
     std::iter::from_fn(move || {
         let first = docs.get(i)?;
@@ -208,7 +210,7 @@ fn inputs<'d, 'a>(
         };
         let start = i;
         i += docs[i..].iter().take_while(|d| same(d)).count();
-        Some((start, &docs[start..i]))
+        Some(&docs[start..i])
     })
 }
 
@@ -216,7 +218,6 @@ fn inputs<'d, 'a>(
 /// changed (an error of the run).
 fn file_text(
     worker: &mut DocWorker,
-    doc: u32,
     d: &DatasetDoc,
     how: &Writing,
     written: &mut Written,
@@ -225,7 +226,7 @@ fn file_text(
         written.dropped += 1;
         return None;
     }
-    let bytes = match worker.content(doc, d.file, d.hash) {
+    let bytes = match worker.content(d.doc, d.file, d.hash) {
         Ok(b) => b,
         Err(reason) => {
             written.errors.push(not_written(d, &reason));

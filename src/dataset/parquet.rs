@@ -59,7 +59,7 @@ pub(super) fn write(
     written: &mut Written,
 ) -> Result<()> {
     let mut cursor = layout.cursor();
-    for (start, input) in inputs(docs) {
+    for input in inputs(docs) {
         if input[0].file.record.is_none() {
             // Files of two parts may follow one another here: a dump without a document, or
             // another partition directory, was between them.
@@ -70,7 +70,7 @@ pub(super) fn write(
             for run in parts.chunk_by(|a, b| a == b) {
                 let files = &input[at..at + run.len()];
                 let path = part_path(dir, shard, run[0], &files[0].file.path, false);
-                write_files(&path, start + at, files, how, worker, written)?;
+                write_files(&path, files, how, worker, written)?;
                 at += run.len();
             }
             continue;
@@ -119,7 +119,6 @@ fn write_dump(
 /// A run of files as `{path, text, path_bytes}` rows.
 fn write_files(
     path: &std::path::Path,
-    start: usize,
     docs: &[DatasetDoc],
     how: &Writing,
     worker: &mut DocWorker,
@@ -140,8 +139,8 @@ fn write_files(
     let written_schema = annotated.clone().unwrap_or(schema.clone());
     write_part(path, written_schema, |_, send| {
         let mut batch = FileRows::default();
-        for (i, d) in docs.iter().enumerate() {
-            let Some(text) = file_text(worker, (start + i) as u32, d, how, written) else {
+        for d in docs {
+            let Some(text) = file_text(worker, d, how, written) else {
                 continue;
             };
             written.kept += 1;

@@ -64,7 +64,9 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
     let signed = ingest::sign(&cfg, walked.files, &engine, true).unwrap();
     assert_eq!(signed.prints.get(&path).map(Vec::len), Some(2));
     let docs: Vec<DatasetDoc> = (signed.corpus.files.iter().zip(&signed.corpus.docs))
-        .map(|(file, d)| DatasetDoc {
+        .enumerate()
+        .map(|(i, (file, d))| DatasetDoc {
+            doc: i as u32,
             file,
             hash: d.hash,
             fate: None,

@@ -114,6 +114,11 @@ pub struct JsonlReader<R: BufRead> {
     /// Where the line in `buf` starts in the stream.
     line_start: u64,
     done: bool,
+    /// A line too long is kept for [`JsonlReader::long_line`] rather than skipped at once
+    /// ([`JsonlReader::keep_long_lines`]).
+    keep_long: bool,
+    /// The line in `buf` is the head of a line too long, whose rest is still unread.
+    long_rest: bool,
 }
 
 impl<R: BufRead> JsonlReader<R> {
@@ -128,12 +133,24 @@ impl<R: BufRead> JsonlReader<R> {
             pos: 0,
             line_start: 0,
             done: false,
+            keep_long: false,
+            long_rest: false,
         }
+    }
+
+    /// Keeps each line too long to be a record for [`JsonlReader::long_line`], which reads it
+    /// whole through a stream, rather than skipping it unread: the dataset writes such a line
+    /// as it is, without holding it in memory.
+    pub fn keep_long_lines(&mut self) {
+        self.keep_long = true;
     }
 
     /// Reads the next line, without its line end, into `buf`. None at the end of the stream;
     /// false when the line is too long, in which case the rest of it has been skipped unread.
     fn read_line(&mut self) -> io::Result<Option<bool>> {
+        if std::mem::take(&mut self.long_rest) {
+            self.pos += self.reader.skip_until(b'\n')? as u64;
+        }
         self.buf.clear();
         self.line_start = self.pos;
         // Room for the longest line accepted plus "\r\n": a line that fills it without ending
@@ -148,6 +165,10 @@ impl<R: BufRead> JsonlReader<R> {
         }
         let ended = self.buf.last() == Some(&b'\n');
         if !ended && n as u64 == cap {
+            if self.keep_long {
+                self.long_rest = true;
+                return Ok(Some(false));
+            }
             self.pos += self.reader.skip_until(b'\n')? as u64;
             self.buf.clear();
             return Ok(Some(false));
@@ -251,6 +272,60 @@ impl<R: BufRead> JsonlReader<R> {
         }
         self.done = true;
         None
+    }
+}
+
+impl<R: BufRead> JsonlReader<R> {
+    /// The line [`JsonlReader::next_raw`] just gave as too long, whole, as a stream up to its
+    /// line end (not included; on line 1, without a UTF-8 BOM); None unless lines too long are
+    /// kept ([`JsonlReader::keep_long_lines`]) and the last line was one. What it leaves unread
+    /// is skipped by the next line's read.
+    pub fn long_line(&mut self) -> Option<LongLine<'_, R>> {
+        if !self.long_rest {
+            return None;
+        }
+        let bom = self.line == 1 && self.buf.starts_with(b"\xEF\xBB\xBF");
+        Some(LongLine {
+            head: if bom { 3 } else { 0 },
+            from: self,
+        })
+    }
+}
+
+/// A line too long, read whole ([`JsonlReader::long_line`]): the head the reader holds, then the
+/// rest from the stream, up to the line end.
+pub struct LongLine<'r, R: BufRead> {
+    from: &'r mut JsonlReader<R>,
+    /// How much of the head has been read.
+    head: usize,
+}
+
+impl<R: BufRead> Read for LongLine<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let from = &mut *self.from;
+        if let Some(head) = from.buf.get(self.head..).filter(|h| !h.is_empty()) {
+            let n = head.len().min(out.len());
+            out[..n].copy_from_slice(&head[..n]);
+            self.head += n;
+            return Ok(n);
+        }
+        if !from.long_rest {
+            return Ok(0);
+        }
+        let available = from.reader.fill_buf()?;
+        let (n, end) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at.min(out.len()), at <= out.len()),
+            None => (available.len().min(out.len()), available.is_empty()),
+        };
+        out[..n].copy_from_slice(&available[..n]);
+        // The line end, reached, is consumed with the bytes before it.
+        let taken = n + usize::from(end && n < available.len());
+        from.reader.consume(taken);
+        from.pos += taken as u64;
+        if end {
+            from.long_rest = false;
+        }
+        Ok(n)
     }
 }
 
@@ -407,6 +482,61 @@ mod tests {
             "5 bad: line longer than 16 bytes",
         ];
         assert_eq!([first, show(reader)].concat(), want);
+    }
+
+    #[test]
+    fn a_line_too_long_kept_is_read_whole_through_a_stream_or_skipped_unread() {
+        // Line 1 (a BOM, then too long, CRLF) read whole in small reads; line 3 too long and
+        // left unread; the lines after each are where they were.
+        let long = |c: u8| {
+            let mut l = b"{\"text\":\"".to_vec();
+            l.extend(std::iter::repeat_n(c, 5_000));
+            l.extend(b"\"}");
+            l
+        };
+        let mut input = b"\xEF\xBB\xBF".to_vec();
+        input.extend(long(b'x'));
+        input.extend(b"\r\n{\"text\":\"a\"}\n");
+        input.extend(long(b'y'));
+        input.extend(b"\n{\"text\":\"b\"}");
+        let mut reader = JsonlReader::new(&input[..], opts("text", "id", 16));
+        reader.keep_long_lines();
+        let mut seen = Vec::new();
+        while let Some(raw) = reader.next_raw() {
+            let line = match raw.parse(&opts("text", "id", 16)) {
+                Line::Doc { line, text, at, .. } => {
+                    let (offset, len) = (at.0 as usize, at.1 as usize);
+                    assert!(input[offset..offset + len].ends_with(b"\"}"));
+                    format!("{line} {text}")
+                }
+                Line::Bad { line, reason } => format!("{line} {reason}"),
+                Line::Failed { .. } => panic!("failed"),
+            };
+            if line.starts_with("1 ") {
+                let mut whole: Vec<u8> = Vec::new();
+                let mut stream = reader.long_line().unwrap();
+                let mut chunk = [0; 7];
+                loop {
+                    let n = std::io::Read::read(&mut stream, &mut chunk).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    whole.extend(&chunk[..n]);
+                }
+                assert_eq!(whole, [&long(b'x')[..], b"\r"].concat());
+            }
+            seen.push(line);
+        }
+        let want = [
+            "1 line longer than 16 bytes",
+            "2 a",
+            "3 line longer than 16 bytes",
+            "4 b",
+        ];
+        assert_eq!(seen, want);
+        // Without keep_long_lines, no line is kept.
+        let mut reader = JsonlReader::new(&input[..], opts("text", "id", 16));
+        assert!(reader.next_raw().is_some() && reader.long_line().is_none());
     }
 
     #[test]

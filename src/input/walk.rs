@@ -149,13 +149,18 @@ pub fn is_parquet_name(name: &str) -> bool {
     strip_suffix_ignoring_case(name, ".parquet").is_some()
 }
 
-/// True for a file that Spark, Hadoop or pyarrow write beside a dataset's parts and that holds
-/// no record: the job's markers (`_SUCCESS`, `_committed_*`, `_started_*`), the summary
-/// footers (`_metadata`, `_common_metadata`) and checksums (`.*.crc`). Never an input, as a
-/// dataset reader never reads them: an empty `_SUCCESS` would otherwise be a file that is not
-/// Parquet, and make the dataset JSON Lines.
+/// The file a staged run's `stage init` leaves in its dataset's directory, naming the run that
+/// writes it (`crate::dataset`'s claim): a marker, as Spark's `_SUCCESS` is.
+pub const DATASET_CLAIM: &str = "_dupfind_run";
+
+/// True for a file that Spark, Hadoop, pyarrow or a staged run ([`DATASET_CLAIM`]) write beside
+/// a dataset's parts and that holds no record: the job's markers (`_SUCCESS`, `_committed_*`,
+/// `_started_*`), the summary footers (`_metadata`, `_common_metadata`) and checksums
+/// (`.*.crc`). Never an input, as a dataset reader never reads them: an empty `_SUCCESS` would
+/// otherwise be a file that is not Parquet, and make the dataset JSON Lines.
 pub fn is_dataset_marker(name: &[u8]) -> bool {
     matches!(name, b"_SUCCESS" | b"_metadata" | b"_common_metadata")
+        || name == DATASET_CLAIM.as_bytes()
         || name.starts_with(b"_committed_")
         || name.starts_with(b"_started_")
         || (name.starts_with(b".") && name.ends_with(b".crc"))

@@ -42,7 +42,7 @@ pub struct ScanOutput {
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
     if let Some(dir) = &cfg.dataset {
-        crate::dataset::refuse_existing(dir)?;
+        crate::dataset::refuse_held(dir, crate::dataset::Writer::New)?;
     }
     // Held to the end: the copy of standard input is read again by verification.
     let stdin = crate::input::stdin::capture(cfg.stdin, &cfg.walk)?;
@@ -171,6 +171,7 @@ fn write_dataset(
             )
         })
         .map(|d| DatasetDoc {
+            doc: d as u32,
             file: &corpus.files[d],
             hash: corpus.docs[d].hash,
             fate: marks[d].map(|m| Fate::of(m, clusters)),

@@ -59,6 +59,8 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     let format = cfg
         .dataset_format
         .context("run.json names no dataset format: the run was planned by another dupfind")?;
+    // `stage init` claimed the directory for this run; another run may have it since.
+    dataset::refuse_held(&dir, dataset::Writer::Run(&plan.run))?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
     let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
     // Every partition's clusters, numbered as the report numbers them, and this shard's marks.
@@ -88,8 +90,10 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         };
         Some(Fate::of(mark, &clusters))
     };
-    let docs: Vec<DatasetDoc> = (rows.iter())
-        .map(|r| DatasetDoc {
+    // The stage's engine holds no text: each file is read again, each dump's records too.
+    let docs: Vec<DatasetDoc> = (rows.iter().enumerate())
+        .map(|(i, r)| DatasetDoc {
+            doc: i as u32,
             file: &r.file,
             hash: r.hash,
             fate: fate(r.doc),

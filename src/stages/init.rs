@@ -75,10 +75,11 @@ pub fn init(
     if cfg.stdin {
         anyhow::bail!("`-` (standard input) cannot be staged: every stage reads the inputs again");
     }
-    cfg.walk.skip_dirs.push(match crate::store::is_url(work) {
+    let work_dir = match crate::store::is_url(work) {
         true => work.to_path_buf(),
         false => crate::config::inputs::absolute_dir(work),
-    });
+    };
+    cfg.walk.skip_dirs.push(work_dir.clone());
     let Walked {
         files,
         files_seen,
@@ -88,7 +89,7 @@ pub fn init(
     crate::ingest::keep_by::check_inputs(&cfg, &files)?;
     // The dataset's format is chosen here, from every input, so that each shard writes the same.
     if let Some(dir) = &cfg.dataset {
-        crate::dataset::refuse_existing(dir)?;
+        crate::dataset::refuse_held(dir, crate::dataset::Writer::New)?;
         options.dataset_format = Some(match crate::dataset::check_inputs(&cfg, &files)? {
             crate::config::DatasetFormat::Parquet => crate::cli::DatasetFormatArg::Parquet,
             crate::config::DatasetFormat::Jsonl => crate::cli::DatasetFormatArg::Jsonl,
@@ -162,6 +163,10 @@ pub fn init(
         indexed: joined.as_ref().map_or(0, |j| j.documents),
     };
     files::write_json(&walk_path(work), &summary)?;
+    // Claimed once nothing else can fail but run.json: a run that never starts leaves none.
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::claim(dir, &plan.run, &work_dir)?;
+    }
     // Last: a directory with run.json holds a complete start.
     files::write_json(&plan_path, &plan)
 }

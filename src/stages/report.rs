@@ -96,6 +96,10 @@ pub fn report(
         counts.merge(&c);
     }
     let datasets: Vec<DatasetSummary> = read_tasks(work, &plan, Tasks::Dataset)?;
+    // Every part is written: the run's claim on the dataset's directory ends.
+    if let Some(dir) = &cfg.dataset {
+        crate::dataset::release(dir, &plan.run)?;
+    }
     let mut errors = Vec::new();
     let all = (walk.errors.iter())
         .chain(signs.iter().flat_map(|s| &s.errors))

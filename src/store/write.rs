@@ -175,6 +175,35 @@ pub fn abort_under_way() {
     }
 }
 
+/// Sends the content of `file` (read from its start; small, sent as one PUT) to the object at
+/// `url` unless one is there: false then. The PUT is conditional (`If-None-Match: *`), so of two
+/// runs creating the same object at once, one is told it exists.
+pub fn create(file: &mut std::fs::File, url: &str) -> Result<bool, String> {
+    let parsed = client::parse(url)?;
+    let store = client::store(&parsed.base)?;
+    let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+    let put = store.put_opts(&parsed.key, PutPayload::from(read_part(file)?), opts);
+    let put = client::block_on(put)?;
+    client::count(1, 0);
+    match put {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+        Err(e) => Err(client::reason(&e)),
+    }
+}
+
+/// Deletes the object at `url` (none there is no error).
+pub fn delete(url: &str) -> Result<(), String> {
+    let parsed = client::parse(url)?;
+    let store = client::store(&parsed.base)?;
+    let deleted = client::block_on(store.delete(&parsed.key))?;
+    client::count(1, 0);
+    match deleted {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(client::reason(&e)),
+    }
+}
+
 /// Up to [`PART`] bytes of `file`; empty at its end.
 fn read_part(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
     let mut buf = Vec::with_capacity(PART);

@@ -121,6 +121,179 @@ fn only_verified_duplicates_are_left_out_never_linked_members() {
 }
 
 #[test]
+fn a_file_after_a_skipped_file_and_a_dumps_kept_records_is_written() {
+    // a.bin (binary: no text, not written), then two records one word apart (a candidate pair,
+    // whose texts the scan keeps by document id to verify it), then z.txt: z.txt's place among
+    // the documents written is the second record's id, whose text it was checked against.
+    let t = TestDir::new();
+    let w = text(4300, 30);
+    let records = [
+        serde_json::json!({"text": w}),
+        serde_json::json!({"text": edit(&w, &[2])}),
+    ];
+    t.write("in/a.bin", "x\0y")
+        .write("in/d.jsonl", format!("{}\n{}\n", records[0], records[1]))
+        .write("in/z.txt", "a plain file with a few words of its own");
+    for extra in [&[][..], &["--annotate"]] {
+        let args = |out| [&["-q", "--write-dataset", out][..], extra, &["in"]].concat();
+        let r = t.run(&[&["scan"][..], &args("out")].concat());
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.json()["errors"], serde_json::json!([]));
+        let paths: Vec<Value> = (lines(&t.join("out/part-00000.jsonl")).iter())
+            .map(|r| r.get("path").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(paths, [Value::Null, Value::Null, Value::from("in/z.txt")]);
+        let staged = super::dataset_parquet::staged(&t, 1, "w", &args("staged-out"));
+        assert_eq!((staged.code(), &staged.stdout), (r.code(), &r.stdout));
+        fs::remove_dir_all(t.join("out")).unwrap();
+        fs::remove_dir_all(t.join("staged-out")).unwrap();
+        fs::remove_dir_all(t.join("w")).unwrap();
+    }
+}
+
+#[test]
+fn a_record_longer_than_max_size_is_written_as_it_is_a_line_longer_that_is_no_json_is_not() {
+    // The record over --max-size is no document, yet a JSON object of the dump, as a Parquet
+    // row of any size is; it ends in CRLF. The line after it is as long, and not JSON.
+    let big = serde_json::json!({"id": "big", "text": "word ".repeat(600)}).to_string();
+    let dump = format!(
+        "{}\n{big}\r\n{{not json {}\n{}\n",
+        serde_json::json!({"id": "a", "text": text(4400, 40)}),
+        "x".repeat(3000),
+        serde_json::json!({"id": "c", "text": text(4401, 40)}),
+    );
+    let t = TestDir::new();
+    t.write("in/d.jsonl", &dump);
+    let plain = t.run(&[
+        "scan",
+        "-q",
+        "--max-size",
+        "1K",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    // The scan's report is as it was: both long lines are bad lines.
+    assert_eq!(plain.code(), 2, "{}", plain.stderr);
+    assert_eq!(plain.json()["errors"].as_array().unwrap().len(), 2);
+    let written = fs::read_to_string(t.join("out/part-00000.jsonl")).unwrap();
+    let want: Vec<&str> = dump.lines().filter(|l| !l.starts_with("{not")).collect();
+    let want = want.join("\n").replace('\r', "") + "\n";
+    assert!(
+        written == want,
+        "the dataset is not the dump's records as they are"
+    );
+    let r = t.run(&[
+        "scan",
+        "-q",
+        "--max-size",
+        "1K",
+        "--annotate",
+        "--write-dataset",
+        "ann",
+        "in",
+    ]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let out = lines(&t.join("ann/part-00000.jsonl"));
+    let ids: Vec<&Value> = out.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, ["a", "big", "c"]);
+    assert_eq!(out[1]["text"], "word ".repeat(600));
+    assert_eq!(out[1]["dupfind_keep"], true);
+    assert_eq!(out[1]["dupfind_cluster"], Value::Null);
+}
+
+#[test]
+fn a_staged_run_claims_its_dataset_directory_another_run_and_a_scan_are_refused_it() {
+    let t = TestDir::new();
+    t.write("a/x.txt", text(4500, 100))
+        .write("b/y.txt", text(4501, 100));
+    let init = |work: &str, input: &str| {
+        t.run(&[
+            "stage",
+            "init",
+            "--work",
+            work,
+            "--write-dataset",
+            "ds",
+            input,
+        ])
+    };
+    let claimed = "is claimed by the staged run";
+    assert_eq!(init("wa", "a").code(), 0);
+    // Run B, started before run A wrote anything, and a scan are refused the directory.
+    let b = init("wb", "b");
+    assert_eq!(b.code(), 2, "{}", b.stderr);
+    assert!(b.stderr.contains(claimed), "{}", b.stderr);
+    assert!(
+        b.stderr.contains("wa)"),
+        "names run A's work directory: {}",
+        b.stderr
+    );
+    let scan = t.run(&["scan", "--write-dataset", "ds", "b"]);
+    assert_eq!(
+        (scan.code(), scan.stdout.as_str()),
+        (2, ""),
+        "{}",
+        scan.stderr
+    );
+    assert!(scan.stderr.contains(claimed), "{}", scan.stderr);
+    // A stage dataset writes only into a directory that names its run: one claimed by another
+    // run since, or no longer claimed, is refused.
+    let run = |work: &str, stages: &[&str]| {
+        let mut last = None;
+        for stage in stages {
+            let flag = if ["group", "verify"].contains(stage) {
+                "--part"
+            } else {
+                "--shard"
+            };
+            let args: Vec<&str> = match *stage {
+                "components" | "report" => vec!["stage", stage, "--work", work],
+                _ => vec!["stage", stage, "--work", work, flag, "0/1"],
+            };
+            let r = t.run(&args);
+            if r.code() != 0 {
+                return r;
+            }
+            last = Some(r);
+        }
+        last.unwrap()
+    };
+    let before = ["sign", "group", "components", "route", "verify"];
+    assert_eq!(run("wa", &before).code(), 0);
+    let marker = t.join("ds/_dupfind_run");
+    let mine = fs::read(&marker).unwrap();
+    fs::remove_file(&marker).unwrap();
+    let gone = run("wa", &["dataset"]);
+    assert_eq!(gone.code(), 2, "{}", gone.stderr);
+    assert!(
+        gone.stderr.contains("no longer names this run"),
+        "{}",
+        gone.stderr
+    );
+    assert_eq!(init("wc", "b").code(), 0, "claims the directory");
+    let taken = run("wa", &["dataset"]);
+    assert_eq!(taken.code(), 2, "{}", taken.stderr);
+    assert!(taken.stderr.contains(claimed), "{}", taken.stderr);
+    assert!(!t.join("ds/part-00000.jsonl").exists());
+    // Given back to run A, it writes its part; its report ends the claim, and its part refuses
+    // the directory to another run.
+    fs::write(&marker, mine).unwrap();
+    let a = run("wa", &["dataset", "report"]);
+    assert_eq!(a.code(), 0, "{}", a.stderr);
+    let names: Vec<String> = (fs::read_dir(t.join("ds")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["part-00000.jsonl"]);
+    assert!(fs::read_to_string(t.join("ds/part-00000.jsonl"))
+        .unwrap()
+        .contains("a/x.txt"));
+    let b = init("wd", "b");
+    assert_eq!(b.code(), 2, "{}", b.stderr);
+    assert!(b.stderr.contains("already holds a dataset"), "{}", b.stderr);
+}
+
+#[test]
 fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();
     corpus(&t);

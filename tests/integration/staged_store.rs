@@ -251,3 +251,34 @@ fn a_stage_on_a_work_url_in_a_missing_bucket_says_no_such_bucket_not_run_init() 
     assert!(r.stderr.contains("no such bucket"), "{}", r.stderr);
     assert!(!r.stderr.contains("inputs.parquet"), "{}", r.stderr);
 }
+
+#[test]
+fn a_staged_run_claims_its_dataset_prefix_on_s3_another_run_is_refused_it() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus_on_s3(&s3, &t);
+    let end = s3.endpoint();
+    let init = |work: &str| {
+        let args = [
+            "stage",
+            "init",
+            "--work",
+            work,
+            "--write-dataset",
+            "s3://bkt/ds/",
+            "s3://bkt/c/",
+        ];
+        run_in(&s3, t.path(), &end, &args)
+    };
+    let a = init("s3://bkt/wa");
+    assert_eq!(a.code(), 0, "{}", a.stderr);
+    assert_eq!(s3.keys("bkt", "ds/"), ["ds/_dupfind_run"]);
+    let b = init("s3://bkt/wb");
+    assert_eq!(b.code(), 2, "{}", b.stderr);
+    assert!(
+        b.stderr.contains("is claimed by the staged run") && b.stderr.contains("s3://bkt/wa"),
+        "{}",
+        b.stderr
+    );
+    assert_eq!(s3.keys("bkt", "ds/"), ["ds/_dupfind_run"]);
+}
