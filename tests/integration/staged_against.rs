@@ -289,6 +289,34 @@ fn a_staged_update_of_an_index_changed_since_init_commits_nothing() {
 }
 
 #[test]
+fn a_staged_update_refused_by_the_lock_ends_as_scan_update_does() {
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let before = index_files(&t.join("idx"));
+    // Another writer holds the index's lock through both runs.
+    let lock = fs::File::options()
+        .write(true)
+        .open(t.join("idx/lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    for args in [
+        &["-q", "--against", "idx", "--update", "c"][..],
+        &["--against", "idx", "--update", "c"],
+    ] {
+        assert_same_as_scan(&t, args, &[(2, 3)]);
+    }
+    let scan = t.run(&["scan", "-q", "--against", "idx", "--update", "c"]);
+    assert_eq!(scan.code(), 2, "{}", scan.stderr);
+    assert_eq!(
+        scan.stderr,
+        "dupfind: error: index not updated: cannot update index idx: index idx is being updated \
+         by another process\n"
+    );
+    assert_eq!(scan.json()["errors"], serde_json::json!([]));
+    assert_same_index("after the refusals", &before, &index_files(&t.join("idx")));
+}
+
+#[test]
 fn the_local_driver_passes_update_and_prune_on() {
     let t = TestDir::new();
     indexed_then_changed(&t);

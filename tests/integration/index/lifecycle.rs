@@ -281,6 +281,34 @@ fn index_a_second_writer_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(r["stats"]["index"]["updated_generation"], 2);
 }
 
+/// Every input of a refused update was read: the refusal is said once on stderr (even with
+/// `-q`) and ends the run in status 2, but is not an unreadable input in the report.
+#[test]
+fn index_an_update_refused_by_the_lock_is_not_an_unreadable_input() {
+    let t = TestDir::new();
+    t.write("old/a.txt", text(73_101, 200))
+        .write("new/b.txt", text(73_102, 200));
+    report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
+    let lock = fs::File::options()
+        .write(true)
+        .open(t.join("idx/lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let said = "dupfind: error: index not updated: cannot update index idx: index idx is being \
+                updated by another process\n";
+    for quiet in [true, false] {
+        let args = ["scan", "new", "--against", "idx", "--update"];
+        let run = t.run(&[&args[..], if quiet { &["-q"][..] } else { &[] }].concat());
+        assert_eq!(run.code(), 2, "{}", run.stderr);
+        assert_eq!(run.stderr, said, "-q {quiet}");
+        let r = run.json();
+        assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+        assert_eq!(r["stats"]["skipped"]["error"], 0, "{r}");
+        assert_eq!(r["stats"]["documents"], 1, "{r}");
+        assert!(r["stats"]["index"].get("updated_generation").is_none(), "{r}");
+    }
+}
+
 #[test]
 fn index_an_update_whose_report_cannot_be_delivered_is_not_committed() {
     let t = TestDir::new();
