@@ -171,9 +171,9 @@ def test_a_duckdb_dumps_uuid_and_json_columns_read_back_as_the_dump_reads(dupfin
     dump = pq.read_table(tmp_path / "in" / "duck.parquet")
     for out in ("scan-out", "staged-out"):
         got = pq.read_table(tmp_path / out)
-        # A pyarrow that reads the logical types as the extension types (19 and later; CI's 18
-        # reads the dump's as string and fixed_size_binary[16], and the part's embedded Arrow
-        # schema, like the one pyarrow 19 writes, as the extension types).
+        # A pyarrow that reads the logical types as the extension types (26 does; CI's 18 reads
+        # the dump's as string and fixed_size_binary[16], and the part's embedded Arrow schema,
+        # like the one pyarrow 26 writes, as the extension types).
         if isinstance(want.field("u").type, pa.ExtensionType):
             for name in ("j", "u"):
                 assert got.schema.field(name).type == want.field(name).type, (out, name)
