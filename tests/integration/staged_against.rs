@@ -10,7 +10,7 @@ use std::path::Path;
 use super::staged::{
     assert_same_as_scan, assert_same_run, corpus, local_driver, staged, stages_before_report,
 };
-use super::util::{edit, text, Run, TestDir};
+use super::util::{edit, index_lock_held, text, Run, TestDir};
 
 /// The staged test corpus indexed, then a night's changes: new near-copies and an exact copy of
 /// indexed documents, a new family of its own, an indexed file edited (it supersedes its
@@ -294,11 +294,7 @@ fn a_staged_update_refused_by_the_lock_ends_as_scan_update_does() {
     indexed_then_changed(&t);
     let before = index_files(&t.join("idx"));
     // Another writer holds the index's lock through both runs.
-    let lock = fs::File::options()
-        .write(true)
-        .open(t.join("idx/lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let _held = index_lock_held(&t.join("idx"));
     for args in [
         &["-q", "--against", "idx", "--update", "c"][..],
         &["--against", "idx", "--update", "c"],

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use super::{
     contents, generation_and_documents, index_files, info, member_sets, names, report, set,
 };
-use crate::util::{clusters, edit, mkfifo, text, wait_guarded, wait_in_syscall, TestDir};
+use crate::util::{
+    clusters, edit, index_lock_held, mkfifo, text, wait_guarded, wait_in_syscall, TestDir,
+};
 
 /// The report with the index's generation blanked out (it counts commits, which differ).
 fn without_generation(mut r: Value) -> Value {
@@ -252,11 +254,7 @@ fn index_a_second_writer_gets_a_clear_error_and_changes_nothing() {
     report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
     let before = contents(&t.join("idx"));
     // Another writer holds the lock.
-    let lock = fs::File::options()
-        .write(true)
-        .open(t.join("idx/lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = index_lock_held(&t.join("idx"));
     let busy = "index idx is being updated by another process";
     let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
     assert_eq!(run.code(), 2, "{}", run.stderr);
@@ -289,11 +287,7 @@ fn index_an_update_refused_by_the_lock_is_not_an_unreadable_input() {
     t.write("old/a.txt", text(73_101, 200))
         .write("new/b.txt", text(73_102, 200));
     report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
-    let lock = fs::File::options()
-        .write(true)
-        .open(t.join("idx/lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let _held = index_lock_held(&t.join("idx"));
     let said = "dupfind: error: index not updated: cannot update index idx: index idx is being \
                 updated by another process\n";
     for quiet in [true, false] {
