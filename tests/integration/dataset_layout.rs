@@ -332,14 +332,8 @@ fn a_dump_without_a_document_is_written_whole_one_without_rows_as_its_schema() {
     }
 
     // As JSON Lines: the dump's rows in the one part, in scan and in 3 shards alike.
-    let r = t.run(&[
-        "scan",
-        "--write-dataset",
-        "j",
-        "--dataset-format",
-        "jsonl",
-        "in",
-    ]);
+    let jsonl = |out| ["--write-dataset", out, "--dataset-format", "jsonl", "in"];
+    let r = t.run(&[&["scan"][..], &jsonl("j")].concat());
     assert_eq!(r.code(), 2, "{}", r.stderr);
     let part = jsonl_parts(&t.join("j"));
     let ids: Vec<String> = (part.lines())
@@ -347,8 +341,7 @@ fn a_dump_without_a_document_is_written_whole_one_without_rows_as_its_schema() {
         .filter(|id| ["\"r13\"", "\"r14\"", "\"r15\"", "\"r16\""].contains(&id.as_str()))
         .collect();
     assert_eq!(ids.len(), 4, "{part}");
-    let args = ["--write-dataset", "js", "--dataset-format", "jsonl", "in"];
-    let r = staged(&t, 3, "wj", &args);
+    let r = staged(&t, 3, "wj", &jsonl("js"));
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert_eq!(jsonl_parts(&t.join("js")), part);
 
