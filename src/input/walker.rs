@@ -433,26 +433,15 @@ fn stat_run(run: &[PathBuf]) -> Vec<std::io::Result<Meta>> {
 #[cfg(unix)]
 #[allow(clippy::unnecessary_cast)] // the field types differ between targets
 fn meta_of(st: &rustix::fs::Stat) -> Meta {
-    use std::time::{Duration, UNIX_EPOCH};
-    let time = |secs: i64, nanos: u32| {
-        let since = Duration::new(secs.unsigned_abs(), 0);
-        if secs >= 0 {
-            UNIX_EPOCH.checked_add(since + Duration::new(0, nanos))
-        } else {
-            UNIX_EPOCH
-                .checked_sub(since)?
-                .checked_add(Duration::new(0, nanos))
-        }
-    };
+    use crate::input::read::time_of;
     // A modification time whose nanoseconds are out of range is none (`Metadata::modified`
     // fails); a status change time's carry into its seconds (`read::changed`).
-    let modified = u32::try_from(st.st_mtime_nsec as i64)
-        .ok()
-        .filter(|&n| n < 1_000_000_000)
-        .and_then(|n| time(st.st_mtime as i64, n));
-    let changed = u32::try_from(st.st_ctime_nsec as i64)
-        .ok()
-        .and_then(|n| time(st.st_ctime as i64, n));
+    let mtime_nsec = st.st_mtime_nsec as i64;
+    let modified = (0..1_000_000_000)
+        .contains(&mtime_nsec)
+        .then(|| time_of(st.st_mtime as i64, mtime_nsec))
+        .flatten();
+    let changed = time_of(st.st_ctime as i64, st.st_ctime_nsec as i64);
     Meta {
         size: st.st_size as u64,
         id: (st.st_dev as u64, st.st_ino as u64),
