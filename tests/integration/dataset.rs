@@ -445,7 +445,13 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while !fs::read_dir(t.join("out")).is_ok_and(|mut d| d.next().is_some()) {
+    // The part being written: not the scan's claim (`_dupfind_run`, a few bytes, written
+    // through a temporary file of its own at the scan's start).
+    let writing = |e: fs::DirEntry| {
+        e.file_name().to_string_lossy().ends_with(".tmp")
+            && e.metadata().is_ok_and(|m| m.len() > 4096)
+    };
+    while !fs::read_dir(t.join("out")).is_ok_and(|mut d| d.any(|e| e.is_ok_and(writing))) {
         assert!(start.elapsed() < Duration::from_secs(120));
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -464,4 +470,66 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
+    // Review 6, finding 02: a scan took no claim, so of two scans started together both
+    // passed the check and the later part replaced the earlier, both exiting 0.
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let t = TestDir::new();
+    let mut dump = String::new();
+    for i in 0..4000u64 {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
+        dump.push('\n');
+    }
+    t.write("a/d.jsonl", &dump).write("b/y.txt", text(4501, 100));
+    let mut first = t
+        .command(&["scan", "-q", "-j1", "a", "--write-dataset", "out"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = t.join("out/_dupfind_run");
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first scan ended before its claim was seen"
+        );
+        assert!(start.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let second = t.run(&["scan", "-q", "b", "--write-dataset", "out"]);
+    let first = first.wait_with_output().unwrap();
+    let first_err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(0), "{first_err}");
+    assert_eq!((second.code(), second.stdout.as_str()), (2, ""));
+    assert!(
+        second.stderr.contains("out is being written by another scan (process ")
+            && second.stderr.contains("remove out/_dupfind_run"),
+        "{}",
+        second.stderr
+    );
+    // The first's dataset whole, its claim ended with it.
+    let names: Vec<String> = (fs::read_dir(t.join("out")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["part-00000.jsonl"]);
+    assert_eq!(lines(&t.join("out/part-00000.jsonl")).len(), 4000);
+    // A staged run is refused a directory a scan is writing, and a scan that fails after it
+    // claimed the directory ends its claim.
+    fs::write(&marker, br#"{"run":"00000000000000aa","scan":4242}"#).unwrap();
+    let init = t.run(&["stage", "init", "--work", "w", "--write-dataset", "out", "b"]);
+    assert_eq!(init.code(), 2, "{}", init.stderr);
+    assert!(
+        init.stderr.contains("being written by another scan (process 4242)"),
+        "{}",
+        init.stderr
+    );
+    let parquet = ["scan", "b", "a", "--dataset-format", "parquet"];
+    let failed = t.run(&[&parquet[..], &["--write-dataset", "ds"]].concat());
+    assert_eq!(failed.code(), 2, "{}", failed.stderr);
+    assert!(failed.stderr.contains("is a JSON Lines dump"), "{}", failed.stderr);
+    assert!(!t.join("ds/_dupfind_run").exists());
 }
