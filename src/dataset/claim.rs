@@ -91,6 +91,8 @@ pub struct ScanClaim {
     dir: PathBuf,
     run: String,
     held: Option<HeldTemp>,
+    /// The directory was made for the marker: a scan that fails leaves none behind.
+    made: bool,
 }
 
 /// Claims `dir` for a scan, refused as [`refuse_held`] refuses it.
@@ -101,11 +103,13 @@ pub fn claim_scan(dir: &Path) -> Result<ScanClaim> {
         work: String::new(),
         scan: Some(std::process::id()),
     };
+    let made = !crate::store::is_url(dir) && !dir.exists();
     let held = put(dir, &claim, true)?;
     Ok(ScanClaim {
         dir: dir.to_path_buf(),
         run: claim.run,
         held,
+        made,
     })
 }
 
@@ -123,6 +127,10 @@ impl Drop for ScanClaim {
         if self.held.take().is_some() {
             // The scan's own error is the one said.
             let _ = release(&self.dir, &self.run);
+            if self.made {
+                // Only if empty: a part written is kept.
+                let _ = std::fs::remove_dir(&self.dir);
+            }
         }
     }
 }
