@@ -533,3 +533,34 @@ fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
     assert!(failed.stderr.contains("is a JSON Lines dump"), "{}", failed.stderr);
     assert!(!t.join("ds/_dupfind_run").exists());
 }
+
+#[test]
+fn a_report_inside_the_dataset_directory_is_refused_before_anything_is_written() {
+    // Review 6, finding 03: `-o out/part-00000.jsonl --write-dataset out` was accepted and the
+    // report renamed over the dataset's part.
+    let t = TestDir::new();
+    corpus(&t);
+    fs::create_dir_all(t.join("out/sub")).unwrap();
+    fs::create_dir(t.join("link")).unwrap();
+    std::os::unix::fs::symlink(t.join("out"), t.join("link/to-out")).unwrap();
+    for (o, dataset) in [
+        ("out/part-00000.jsonl", "out"),
+        ("./out/sub/report.json", "out/"),
+        ("link/to-out/part-00000-00000.parquet", "out"),
+        ("s3://bkt/ds/part-00000.jsonl", "s3://bkt/ds"),
+        ("s3://bkt/ds/r.json", "s3://bkt/ds/"),
+    ] {
+        let r = t.run(&["scan", "-o", o, "--write-dataset", dataset, "in"]);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{o}: {}", r.stderr);
+        let said = format!("-o {o} is inside the --write-dataset directory {dataset}");
+        assert!(r.stderr.contains(&said), "{}", r.stderr);
+        let names: Vec<_> = fs::read_dir(t.join("out")).unwrap().collect();
+        assert_eq!(names.len(), 1, "{o}: {names:?}");
+    }
+    // Beside it: written.
+    fs::remove_dir(t.join("out/sub")).unwrap();
+    let r = t.run(&["scan", "-o", "out-report.json", "--write-dataset", "out", "in"]);
+    assert_eq!(r.code(), 2, "the corpus's bad line: {}", r.stderr);
+    assert!(t.join("out-report.json").exists());
+    assert!(t.join("out/part-00000.jsonl").exists());
+}
