@@ -44,6 +44,13 @@ pub enum Writer<'a> {
 /// Refuses `dir` (a directory or a URL) to `writer` unless it may write the dataset there: the
 /// one check of `scan`, `stage init` and `stage dataset`.
 pub fn refuse_held(dir: &Path, writer: Writer) -> Result<()> {
+    if !crate::store::is_url(dir) && dir.exists() && !dir.is_dir() {
+        bail!(
+            "--write-dataset: {} is not a directory; name a directory (made if missing) for the \
+             dataset's parts",
+            display_path(dir)
+        );
+    }
     let claim = read(dir)?;
     match (claim, writer) {
         (Some(c), Writer::Run(run)) if c.run == run => Ok(()),

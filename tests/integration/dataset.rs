@@ -564,3 +564,54 @@ fn a_report_inside_the_dataset_directory_is_refused_before_anything_is_written()
     assert!(t.join("out-report.json").exists());
     assert!(t.join("out/part-00000.jsonl").exists());
 }
+
+#[test]
+fn a_dataset_write_error_names_the_part_and_a_file_is_no_directory() {
+    // Review 6, finding 11: `--write-dataset FILE` said "reading FILE/_dupfind_run: Not a
+    // directory", and a write that failed (a full disk) said only the OS's error.
+    use std::os::unix::process::CommandExt;
+    let t = TestDir::new();
+    t.write("afile", "").write("in/x.txt", text(4600, 100));
+    for args in [
+        &["scan", "--write-dataset", "afile", "in"][..],
+        &["stage", "init", "--work", "w", "--write-dataset", "afile", "in"],
+    ] {
+        let r = t.run(args);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("--write-dataset: afile is not a directory"),
+            "{}",
+            r.stderr
+        );
+    }
+    // A file size limit stands for the full disk: the part's write fails past 64 KiB.
+    let mut dump = String::new();
+    for i in 0..100u64 {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 300)}).to_string());
+        dump.push('\n');
+    }
+    t.write("big/d.jsonl", &dump);
+    let mut scan = t.command(&["scan", "-q", "--write-dataset", "out", "big"]);
+    // SAFETY: between fork and exec, only async-signal-safe calls: setrlimit(2), signal(2) (the
+    // signal ignored, so that the write fails with EFBIG rather than killing the process).
+    unsafe {
+        scan.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let r = super::util::run_command(scan);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("writing out/part-00000.jsonl: File too large"),
+        "{}",
+        r.stderr
+    );
+}
