@@ -19,8 +19,8 @@ use crate::config::banding::{Banding, RECALL_WEIGHT};
 use crate::config::containment::Scheme;
 use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::stdin::is_stdin;
-use crate::messages::display_path;
 use crate::input::walk::{DumpNames, WalkOptions};
+use crate::messages::display_path;
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
 use crate::sketch::normalize::{Normalize, Step};
@@ -212,7 +212,10 @@ fn within(path: &Path, dir: &Path) -> bool {
         (true, true) => {
             let (path, dir) = (path.to_string_lossy(), dir.to_string_lossy());
             let dir = dir.trim_end_matches('/');
-            path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+            path == dir
+                || path
+                    .strip_prefix(dir)
+                    .is_some_and(|rest| rest.starts_with('/'))
         }
         (false, false) => absolute_dir(&path).starts_with(absolute_dir(&dir)),
         _ => false,

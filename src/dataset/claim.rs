@@ -54,7 +54,12 @@ pub fn refuse_held(dir: &Path, writer: Writer) -> Result<()> {
     let claim = read(dir)?;
     match (claim, writer) {
         (Some(c), Writer::Run(run)) if c.run == run => Ok(()),
-        (Some(Claim { scan: Some(pid), .. }), _) => bail!(
+        (
+            Some(Claim {
+                scan: Some(pid), ..
+            }),
+            _,
+        ) => bail!(
             "--write-dataset: {} is being written by another scan (process {pid}); nothing was \
              written. Write the dataset to another directory, or, if no scan is writing it (a \
              scan that was killed leaves its claim), remove {}",

@@ -107,7 +107,9 @@ fn refuse_partition_clash(files: &[FileEntry], prefix: &str) -> Result<()> {
         if last.as_ref() == Some(&dirs) {
             continue;
         }
-        let keys = dirs.iter().filter_map(|d| d.to_str()?.split_once('=').map(|kv| kv.0));
+        let keys = dirs
+            .iter()
+            .filter_map(|d| d.to_str()?.split_once('=').map(|kv| kv.0));
         if let Some(name) = annotate::clash(prefix, keys) {
             bail!(
                 "--annotate: {} is in a hive partition directory {name}=…, which a reader adds \

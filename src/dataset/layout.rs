@@ -58,7 +58,10 @@ pub fn partition(input: &Path) -> PathBuf {
     let base = (parent.ancestors())
         .find(|a| !a.file_name().is_some_and(is_partition))
         .unwrap_or(Path::new(""));
-    parent.strip_prefix(base).unwrap_or(Path::new("")).to_path_buf()
+    parent
+        .strip_prefix(base)
+        .unwrap_or(Path::new(""))
+        .to_path_buf()
 }
 
 /// `dir` with the names of the directories it is in: a relative path from the working
@@ -189,7 +192,6 @@ mod tests {
             ("k=v", ""),
         ] {
             assert_eq!(partition(Path::new(input)), Path::new(want), "{input}");
-
         }
     }
 

@@ -484,7 +484,8 @@ fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
         dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
         dump.push('\n');
     }
-    t.write("a/d.jsonl", &dump).write("b/y.txt", text(4501, 100));
+    t.write("a/d.jsonl", &dump)
+        .write("b/y.txt", text(4501, 100));
     let mut first = t
         .command(&["scan", "-q", "-j1", "a", "--write-dataset", "out"])
         .stdout(Stdio::null())
@@ -506,7 +507,9 @@ fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
     assert_eq!(first.status.code(), Some(0), "{first_err}");
     assert_eq!((second.code(), second.stdout.as_str()), (2, ""));
     assert!(
-        second.stderr.contains("out is being written by another scan (process ")
+        second
+            .stderr
+            .contains("out is being written by another scan (process ")
             && second.stderr.contains("remove out/_dupfind_run"),
         "{}",
         second.stderr
@@ -520,17 +523,30 @@ fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
     // A staged run is refused a directory a scan is writing, and a scan that fails after it
     // claimed the directory ends its claim.
     fs::write(&marker, br#"{"run":"00000000000000aa","scan":4242}"#).unwrap();
-    let init = t.run(&["stage", "init", "--work", "w", "--write-dataset", "out", "b"]);
+    let init = t.run(&[
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--write-dataset",
+        "out",
+        "b",
+    ]);
     assert_eq!(init.code(), 2, "{}", init.stderr);
     assert!(
-        init.stderr.contains("being written by another scan (process 4242)"),
+        init.stderr
+            .contains("being written by another scan (process 4242)"),
         "{}",
         init.stderr
     );
     let parquet = ["scan", "b", "a", "--dataset-format", "parquet"];
     let failed = t.run(&[&parquet[..], &["--write-dataset", "ds"]].concat());
     assert_eq!(failed.code(), 2, "{}", failed.stderr);
-    assert!(failed.stderr.contains("is a JSON Lines dump"), "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("is a JSON Lines dump"),
+        "{}",
+        failed.stderr
+    );
     assert!(!t.join("ds/_dupfind_run").exists());
 }
 
@@ -559,7 +575,14 @@ fn a_report_inside_the_dataset_directory_is_refused_before_anything_is_written()
     }
     // Beside it: written.
     fs::remove_dir(t.join("out/sub")).unwrap();
-    let r = t.run(&["scan", "-o", "out-report.json", "--write-dataset", "out", "in"]);
+    let r = t.run(&[
+        "scan",
+        "-o",
+        "out-report.json",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
     assert_eq!(r.code(), 2, "the corpus's bad line: {}", r.stderr);
     assert!(t.join("out-report.json").exists());
     assert!(t.join("out/part-00000.jsonl").exists());
@@ -574,12 +597,21 @@ fn a_dataset_write_error_names_the_part_and_a_file_is_no_directory() {
     t.write("afile", "").write("in/x.txt", text(4600, 100));
     for args in [
         &["scan", "--write-dataset", "afile", "in"][..],
-        &["stage", "init", "--work", "w", "--write-dataset", "afile", "in"],
+        &[
+            "stage",
+            "init",
+            "--work",
+            "w",
+            "--write-dataset",
+            "afile",
+            "in",
+        ],
     ] {
         let r = t.run(args);
         assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
         assert!(
-            r.stderr.contains("--write-dataset: afile is not a directory"),
+            r.stderr
+                .contains("--write-dataset: afile is not a directory"),
             "{}",
             r.stderr
         );
@@ -610,7 +642,8 @@ fn a_dataset_write_error_names_the_part_and_a_file_is_no_directory() {
     let r = super::util::run_command(scan);
     assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
     assert!(
-        r.stderr.contains("writing out/part-00000.jsonl: File too large"),
+        r.stderr
+            .contains("writing out/part-00000.jsonl: File too large"),
         "{}",
         r.stderr
     );

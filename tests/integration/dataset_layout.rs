@@ -298,12 +298,33 @@ fn a_partition_key_named_like_an_added_column_is_refused_as_such_a_column_is() {
         r.stderr
     );
     assert!(!t.join("out").exists());
-    let init = ["stage", "init", "--work", "w", "--annotate", "--write-dataset", "o", "in"];
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--annotate",
+        "--write-dataset",
+        "o",
+        "in",
+    ];
     let r = t.run(&init);
     assert_eq!(r.code(), 2, "{}", r.stderr);
-    assert!(r.stderr.contains("hive partition directory"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("hive partition directory"),
+        "{}",
+        r.stderr
+    );
     // Another prefix, or no annotation: written, in its directory.
-    let r = t.run(&["scan", "--annotate", "--annotate-prefix", "dd_", "--write-dataset", "ok", "in"]);
+    let r = t.run(&[
+        "scan",
+        "--annotate",
+        "--annotate-prefix",
+        "dd_",
+        "--write-dataset",
+        "ok",
+        "in",
+    ]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let part = "dupfind_keep=yes/part-00000-00000-p.parquet";
     assert_eq!(parts(&t.join("ok")), [Path::new(part)]);

@@ -409,7 +409,9 @@ fn a_dataset_against_an_index_warns_that_its_unchanged_inputs_are_left_out_stage
     indexed_then_changed(&t);
     let args = |dir: &'static str| ["--against", "idx", "--write-dataset", dir, "c"];
     let scan = t.run(&[&["scan"][..], &args("ds-scan")].concat());
-    let unchanged = scan.json()["stats"]["index"]["unchanged_files"].as_u64().unwrap();
+    let unchanged = scan.json()["stats"]["index"]["unchanged_files"]
+        .as_u64()
+        .unwrap();
     assert!(unchanged > 1, "{}", scan.stdout);
     let said = format!(
         "dupfind: warning: --write-dataset: {unchanged} inputs held unchanged by the index were \
