@@ -32,6 +32,17 @@ fn corpus(t: &TestDir) {
         .write("in/f2.txt", edit(&f, &[5]));
 }
 
+/// A JSON Lines dump of `n` records `{"id", "text"}`, record i's text `words` words of seed
+/// `seed + i`.
+fn dump_of(n: u64, seed: u64, words: usize) -> String {
+    let mut dump = String::new();
+    for i in 0..n {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(seed + i, words)}).to_string());
+        dump.push('\n');
+    }
+    dump
+}
+
 fn lines(path: &std::path::Path) -> Vec<Value> {
     fs::read_to_string(path)
         .unwrap()
@@ -388,11 +399,7 @@ fn ctrl_c_while_a_part_is_written_leaves_no_temporary_file_in_the_dataset_direct
     use std::time::{Duration, Instant};
     let t = TestDir::new();
     // Large enough that the part is a while in the writing, even in a release build.
-    let mut dump = String::new();
-    for i in 0..4000u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(4000, 7000, 1500);
     t.write("in/d.jsonl", &dump);
     let mut child = t
         .command(&["scan", "-q", "-j1", "in", "--write-dataset", "out"])
@@ -432,11 +439,7 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let t = TestDir::new();
-    let mut dump = String::new();
-    for i in 0..4000u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(9000 + i, 1500)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(4000, 9000, 1500);
     t.write("in/d.jsonl", &dump);
     let child = t
         .command(&["scan", "-j1", "in", "--write-dataset", "out"])
@@ -479,11 +482,7 @@ fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let t = TestDir::new();
-    let mut dump = String::new();
-    for i in 0..4000u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(4000, 7000, 1500);
     t.write("a/d.jsonl", &dump)
         .write("b/y.txt", text(4501, 100));
     let mut first = t
@@ -617,11 +616,7 @@ fn a_dataset_write_error_names_the_part_and_a_file_is_no_directory() {
         );
     }
     // A file size limit stands for the full disk: the part's write fails past 64 KiB.
-    let mut dump = String::new();
-    for i in 0..100u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 300)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(100, 7000, 300);
     t.write("big/d.jsonl", &dump);
     let mut scan = t.command(&["scan", "-q", "--write-dataset", "out", "big"]);
     // SAFETY: between fork and exec, only async-signal-safe calls: setrlimit(2), signal(2) (the
