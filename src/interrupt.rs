@@ -31,6 +31,7 @@ pub fn install() {
             .is_ok()
         {
             crate::messages::clear_progress_line();
+            let _committing = COMMITTING.lock();
             remove_held(|_| true);
             // An unfinished multipart upload would keep its parts (billed, out of sight).
             crate::store::abort_under_way();
@@ -41,7 +42,8 @@ pub fn install() {
     });
 }
 
-/// The temporary files being written (a dataset's part, a work file, `-o`'s report), which an
+/// The temporary files being written (a dataset's part, a work file, `-o`'s report), and a
+/// scan's claim on its dataset's directory (`crate::dataset::ScanClaim`), which an
 /// interrupt that ends the run at once removes: the exit runs no destructor, and a
 /// `.dupfind-*.tmp` beside the dataset's parts would stay for good.
 static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -67,6 +69,28 @@ impl HeldTemp {
     }
 }
 
+/// Taken by the handler before it removes the held files, and by [`HeldTemp::commit`] while it
+/// puts a file in place and holds it: an interrupt never falls between the two.
+static COMMITTING: Mutex<()> = Mutex::new(());
+
+impl HeldTemp {
+    /// Runs `commit`, which puts a file in place at `path` where none is (false when one was),
+    /// and holds `path` if it did.
+    pub(crate) fn commit(
+        path: &Path,
+        commit: impl FnOnce() -> anyhow::Result<bool>,
+    ) -> anyhow::Result<Option<HeldTemp>> {
+        let _committing = COMMITTING.lock();
+        if !commit()? {
+            return Ok(None);
+        }
+        if let Ok(mut held) = HELD.lock() {
+            held.push(path.to_path_buf());
+        }
+        Ok(Some(HeldTemp(path.to_path_buf())))
+    }
+}
+
 impl Drop for HeldTemp {
     fn drop(&mut self) {
         if let Ok(mut held) = HELD.lock() {
@@ -82,7 +106,11 @@ impl Drop for HeldTemp {
 fn remove_held(which: impl Fn(&Path) -> bool) {
     if let Ok(held) = HELD.lock() {
         for path in held.iter().filter(|p| which(p)) {
-            let _ = std::fs::remove_file(path);
+            // A URL: a scan's claim on its dataset's prefix.
+            let _ = match crate::store::is_url(path) {
+                true => crate::store::delete(&path.to_string_lossy()).map_err(drop),
+                false => std::fs::remove_file(path).map_err(drop),
+            };
         }
     }
 }

@@ -193,7 +193,7 @@ fn parent(path: &Path) -> &Path {
 fn target(given: &Path) -> Result<(Target, Option<Own>)> {
     let shown = display_path(given);
     if crate::store::is_url(given) {
-        crate::store::check_writable(&given.to_string_lossy(), true)
+        crate::store::check_writable(&given.to_string_lossy(), true, None)
             .map_err(|e| anyhow::anyhow!("-o {shown}: {e}"))?;
         let target = Target {
             given: given.to_path_buf(),

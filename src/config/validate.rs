@@ -20,6 +20,7 @@ use crate::config::containment::Scheme;
 use crate::input::jsonl::{field_path, JsonlOptions};
 use crate::input::stdin::is_stdin;
 use crate::input::walk::{DumpNames, WalkOptions};
+use crate::messages::display_path;
 use crate::messages::Messages;
 use crate::sketch::minhash::SketchKind;
 use crate::sketch::normalize::{Normalize, Step};
@@ -189,7 +190,36 @@ fn output_conflicts(args: &ScanArgs) -> Result<()> {
     if args.quiet && args.progress == ProgressWhen::Always {
         bail!("--quiet hides the progress bar --progress always asks for; give one or the other");
     }
+    if let (Some(o), Some(d)) = (&args.output, &args.write_dataset) {
+        if o != Path::new("-") && within(o, d) {
+            bail!(
+                "-o {} is inside the --write-dataset directory {}: the report would be written \
+                 among the dataset's parts, or over one; write it elsewhere",
+                display_path(o),
+                display_path(d)
+            );
+        }
+    }
     Ok(())
+}
+
+/// True when `path` is `dir` or below it: a URL by its text (a `file://` one as the local path
+/// it names), a local path once absolute, links resolved where they exist.
+fn within(path: &Path, dir: &Path) -> bool {
+    let local = |p: &Path| crate::store::local_path(p).unwrap_or_else(|| p.to_path_buf());
+    let (path, dir) = (local(path), local(dir));
+    match (crate::store::is_url(&path), crate::store::is_url(&dir)) {
+        (true, true) => {
+            let (path, dir) = (path.to_string_lossy(), dir.to_string_lossy());
+            let dir = dir.trim_end_matches('/');
+            path == dir
+                || path
+                    .strip_prefix(dir)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+        (false, false) => absolute_dir(&path).starts_with(absolute_dir(&dir)),
+        _ => false,
+    }
 }
 
 /// `-` (standard input) can be read once: as one input, not twice, nor also as the list.

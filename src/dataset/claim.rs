@@ -1,12 +1,13 @@
-//! Who may write a dataset's directory. A scan writes it in one process, after checking it holds
-//! no dataset; a staged run writes it from many tasks, long after `stage init` checked it, so
-//! init claims it for its run: `DIR/_dupfind_run` (a marker, as Spark's `_SUCCESS` is, skipped
-//! by dataset readers and by the walk) names the run and its work directory, created only where
-//! none is (on an object store, a conditional PUT). Another run's init, and a scan, are refused
-//! a directory that holds it, and `stage dataset` writes only into a directory that names its
-//! own run: of two runs given one directory, the second is refused rather than replacing the
-//! first's parts. `stage report`, every part written, removes it: the parts refuse the
-//! directory to another run from then on.
+//! Who may write a dataset's directory. Of two runs given one directory at once, one writes it
+//! and the other is refused before writing anything: the writer claims the directory with
+//! `DIR/_dupfind_run` (a marker, as Spark's `_SUCCESS` is, skipped by dataset readers and by the
+//! walk), created only where none is (on an object store, a conditional PUT). A staged run's
+//! `stage init` claims it for the run (its id and work directory), as its tasks write it long
+//! after the check, and `stage dataset` writes only into a directory that names its own run;
+//! `stage report`, every part written, removes it. A scan claims it (its process id) from its
+//! start until its dataset is written, or until it fails or is interrupted. The parts refuse
+//! the directory to another run from then on; a run whose claim came after another's ended
+//! finds that one's parts, and is refused too.
 
 use std::path::{Path, PathBuf};
 
@@ -14,15 +15,20 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::input::walk::DATASET_CLAIM;
+use crate::interrupt::HeldTemp;
 use crate::messages::display_path;
 
 /// What the marker holds.
 #[derive(Debug, Serialize, Deserialize)]
 struct Claim {
-    /// The run's id (`run.json`'s `run`).
+    /// The run's id (`run.json`'s `run`; a scan's, drawn when it claims).
     run: String,
-    /// The run's work directory, as `stage init` was given it.
+    /// The run's work directory, as `stage init` was given it (a scan has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     work: String,
+    /// A scan's process id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scan: Option<u32>,
 }
 
 /// Who is about to write the dataset in a directory.
@@ -38,9 +44,28 @@ pub enum Writer<'a> {
 /// Refuses `dir` (a directory or a URL) to `writer` unless it may write the dataset there: the
 /// one check of `scan`, `stage init` and `stage dataset`.
 pub fn refuse_held(dir: &Path, writer: Writer) -> Result<()> {
+    if !crate::store::is_url(dir) && dir.exists() && !dir.is_dir() {
+        bail!(
+            "--write-dataset: {} is not a directory; name a directory (made if missing) for the \
+             dataset's parts",
+            display_path(dir)
+        );
+    }
     let claim = read(dir)?;
     match (claim, writer) {
         (Some(c), Writer::Run(run)) if c.run == run => Ok(()),
+        (
+            Some(Claim {
+                scan: Some(pid), ..
+            }),
+            _,
+        ) => bail!(
+            "--write-dataset: {} is being written by another scan (process {pid}); nothing was \
+             written. Write the dataset to another directory, or, if no scan is writing it (a \
+             scan that was killed leaves its claim), remove {}",
+            display_path(dir),
+            display_path(&marker(dir))
+        ),
         (Some(c), _) => bail!(
             "--write-dataset: {} is claimed by the staged run {} (work directory {}); nothing \
              was written. Write the dataset to another directory, or remove {} if that run is \
@@ -56,26 +81,97 @@ pub fn refuse_held(dir: &Path, writer: Writer) -> Result<()> {
             display_path(dir),
             display_path(&marker(dir))
         ),
-        (None, Writer::New) => super::refuse_existing(dir),
+        (None, Writer::New) => super::refuse_existing(dir, None),
     }
 }
 
 /// Claims `dir` for the run `run` (work directory `work`), after [`refuse_held`] let it: refused
 /// when another run claimed it meanwhile.
 pub fn claim(dir: &Path, run: &str, work: &Path) -> Result<()> {
-    let path = marker(dir);
     let claim = Claim {
         run: run.to_string(),
         work: display_path(work),
+        scan: None,
     };
-    let pending = crate::atomic::Pending::new(&path)?;
-    serde_json::to_writer(pending.file(), &claim)
-        .with_context(|| format!("writing {}", display_path(&path)))?;
-    if !pending.commit_new()? {
-        // Claimed since the check: say by whom.
-        refuse_held(dir, Writer::Run(run))?;
+    put(dir, &claim, false).map(drop)
+}
+
+/// A scan's claim on its dataset's directory, ended by [`ScanClaim::release`] once the dataset
+/// is written, or when dropped (the scan failed); an interrupt, which ends the process at once,
+/// removes the marker as it removes the temporary files being written.
+pub struct ScanClaim {
+    dir: PathBuf,
+    run: String,
+    held: Option<HeldTemp>,
+    /// The directory was made for the marker: a scan that fails leaves none behind.
+    made: bool,
+}
+
+/// Claims `dir` for a scan, refused as [`refuse_held`] refuses it.
+pub fn claim_scan(dir: &Path) -> Result<ScanClaim> {
+    refuse_held(dir, Writer::New)?;
+    let claim = Claim {
+        run: format!("{:016x}", crate::token::fresh_token()),
+        work: String::new(),
+        scan: Some(std::process::id()),
+    };
+    let made = !crate::store::is_url(dir) && !dir.exists();
+    let held = put(dir, &claim, true)?;
+    Ok(ScanClaim {
+        dir: dir.to_path_buf(),
+        run: claim.run,
+        held,
+        made,
+    })
+}
+
+impl ScanClaim {
+    /// Ends the claim, the dataset written.
+    pub fn release(mut self) -> Result<()> {
+        // Out of the interrupt's hands first: once removed, the marker may be another run's.
+        self.held.take();
+        release(&self.dir, &self.run)
     }
-    Ok(())
+}
+
+impl Drop for ScanClaim {
+    fn drop(&mut self) {
+        if self.held.take().is_some() {
+            // The scan's own error is the one said.
+            let _ = release(&self.dir, &self.run);
+            if self.made {
+                // Only if empty: a part written is kept.
+                let _ = std::fs::remove_dir(&self.dir);
+            }
+        }
+    }
+}
+
+/// Writes `claim`'s marker in `dir` where none is (held for the interrupt when `hold`), then
+/// checks that `dir` holds no dataset: one written by a run whose claim ended between
+/// [`refuse_held`] and this one's.
+fn put(dir: &Path, claim: &Claim, hold: bool) -> Result<Option<HeldTemp>> {
+    let path = marker(dir);
+    let pending = crate::atomic::Pending::new(&path)?;
+    serde_json::to_writer(pending.file(), claim)
+        .with_context(|| format!("writing {}", display_path(&path)))?;
+    let (committed, held) = match hold {
+        true => {
+            let held = HeldTemp::commit(&path, || pending.commit_new())?;
+            (held.is_some(), held)
+        }
+        false => (pending.commit_new()?, None),
+    };
+    if !committed {
+        // Claimed since the check: say by whom.
+        refuse_held(dir, Writer::Run(&claim.run))?;
+    }
+    if let Err(e) = super::refuse_existing(dir, Some(DATASET_CLAIM)) {
+        drop(held);
+        release(dir, &claim.run)?;
+        return Err(e);
+    }
+    Ok(held)
 }
 
 /// Ends the claim of the run `run` on `dir`, its dataset whole (`stage report`): the directory
@@ -152,5 +248,30 @@ mod tests {
         assert!(refuse_held(&dir, Writer::New).is_err());
         release(&dir, "aaaa").unwrap();
         refuse_held(&dir, Writer::New).unwrap();
+    }
+
+    #[test]
+    fn a_scan_whose_claim_follows_another_runs_finished_dataset_is_refused_and_claims_nothing() {
+        // Both checked before either claimed; the first wrote its part and ended its claim
+        // before the second claimed.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ds");
+        refuse_held(&dir, Writer::New).unwrap();
+        let first = claim_scan(&dir).unwrap();
+        assert!(claim_scan(&dir).is_err());
+        std::fs::write(dir.join("part-00000.jsonl"), "{}\n").unwrap();
+        first.release().unwrap();
+        let late = Claim {
+            run: "bbbb".into(),
+            work: String::new(),
+            scan: Some(1),
+        };
+        let said = format!("{:#}", put(&dir, &late, true).err().unwrap());
+        assert!(said.contains("already holds a dataset"), "{said}");
+        assert!(!marker(&dir).exists());
+        // Dropped, a claim ends too.
+        std::fs::remove_file(dir.join("part-00000.jsonl")).unwrap();
+        drop(claim_scan(&dir).unwrap());
+        assert!(!marker(&dir).exists());
     }
 }

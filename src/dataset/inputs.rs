@@ -16,11 +16,11 @@ use crate::messages::display_path;
 
 /// Refuses `dir` when it holds a dataset already (a `part-*.jsonl` or `part-*.parquet` file, in
 /// it or in its hive partition directories, where Parquet parts go): nothing of it is
-/// overwritten.
-pub fn refuse_existing(dir: &Path) -> Result<()> {
+/// overwritten. A prefix holds one when it holds any object but the claim `but`.
+pub fn refuse_existing(dir: &Path, but: Option<&str>) -> Result<()> {
     if crate::store::is_url(dir) {
         let url = dir.to_string_lossy();
-        let held = crate::store::check_writable(&url, false)
+        let held = crate::store::check_writable(&url, false, but)
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("--write-dataset: listing {url}"))?;
         if held {
@@ -86,11 +86,41 @@ pub fn check_inputs(cfg: &Config, files: &[FileEntry]) -> Result<DatasetFormat> 
             break;
         }
     }
-    Ok(cfg.dataset_format.unwrap_or(if all_parquet {
+    let format = cfg.dataset_format.unwrap_or(if all_parquet {
         DatasetFormat::Parquet
     } else {
         DatasetFormat::Jsonl
-    }))
+    });
+    if let (Some(prefix), DatasetFormat::Parquet) = (prefix, format) {
+        refuse_partition_clash(files, prefix)?;
+    }
+    Ok(format)
+}
+
+/// Refuses an input in a hive partition directory (`key=value`, where a Parquet dataset's part
+/// goes too) whose key is the name of a column `--annotate` adds: a reader told the layout is
+/// hive adds that column as well, and cannot read the dataset.
+fn refuse_partition_clash(files: &[FileEntry], prefix: &str) -> Result<()> {
+    let mut last = None;
+    for f in files {
+        let dirs = layout::partition(&f.path);
+        if last.as_ref() == Some(&dirs) {
+            continue;
+        }
+        let keys = dirs
+            .iter()
+            .filter_map(|d| d.to_str()?.split_once('=').map(|kv| kv.0));
+        if let Some(name) = annotate::clash(prefix, keys) {
+            bail!(
+                "--annotate: {} is in a hive partition directory {name}=…, which a reader adds \
+                 as a column \"{name}\", one --annotate adds; choose another prefix for the \
+                 added columns with --annotate-prefix",
+                display_path(&f.path)
+            );
+        }
+        last = Some(dirs);
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -38,22 +38,23 @@ pub(super) fn write(
     written: &mut Written,
 ) -> Result<()> {
     let pending = Pending::new(path)?;
+    // A write that fails (a full disk) names the part.
+    let what = || format!("writing {}", display_path(path));
     let mut out = std::io::BufWriter::new(pending.file());
     for input in inputs {
         let input = input?;
         if let Some(dump) = input.dump {
-            write_records(&mut out, dump, input.docs, how, written)?;
+            write_records(&mut out, dump, input.docs, how, written).with_context(what)?;
             continue;
         }
         for d in input.docs {
             if let Some(text) = file_text(worker, d, how, written) {
-                write_file(&mut out, d, &text, how)?;
+                write_file(&mut out, d, &text, how).with_context(what)?;
                 written.kept += 1;
             }
         }
     }
-    out.flush()
-        .with_context(|| format!("writing {}", display_path(path)))?;
+    out.flush().with_context(what)?;
     drop(out);
     pending.commit()
 }

@@ -51,15 +51,40 @@ pub fn is_partition(name: &OsStr) -> bool {
 }
 
 /// The hive partition directories right above `input` (`lang=en/day=01` for
-/// `crawl/lang=en/day=01/part-0.parquet`), empty when its directory is none.
-pub fn partition(input: &Path) -> &Path {
+/// `crawl/lang=en/day=01/part-0.parquet`), empty when its directory is none. Taken from the
+/// directory as it is on disk ([`located`]), not as the input was spelled: `part-0.parquet`,
+/// `./part-0.parquet` or `.` named inside `lang=en/` are in `lang=en` too.
+pub fn partition(input: &Path) -> PathBuf {
     let Some(parent) = input.parent() else {
-        return Path::new("");
+        return PathBuf::new();
     };
+    let parent = located(parent);
     let base = (parent.ancestors())
         .find(|a| !a.file_name().is_some_and(is_partition))
         .unwrap_or(Path::new(""));
-    parent.strip_prefix(base).unwrap_or(Path::new(""))
+    parent
+        .strip_prefix(base)
+        .unwrap_or(Path::new(""))
+        .to_path_buf()
+}
+
+/// `dir` with the names of the directories it is in: a relative path from the working
+/// directory (whose own name `""` or `.` leave out), `..` resolved by the file system (a link
+/// may lead elsewhere than the name before it). A URL, or a directory that cannot be found, as
+/// it is.
+fn located(dir: &Path) -> std::borrow::Cow<'_, Path> {
+    use std::path::Component;
+    let lexical = dir.is_absolute()
+        && !(dir.components()).any(|c| matches!(c, Component::CurDir | Component::ParentDir));
+    if lexical || crate::store::is_url(dir) {
+        return dir.into();
+    }
+    let found = match dir.components().any(|c| c == Component::ParentDir) {
+        true => std::fs::canonicalize(dir),
+        false if dir.as_os_str().is_empty() => std::env::current_dir(),
+        false => std::path::absolute(dir),
+    };
+    found.map_or(dir.into(), Into::into)
 }
 
 /// The part of shard `shard` in `dir` for its input number `n`, whose first document is in

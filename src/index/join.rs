@@ -219,6 +219,20 @@ pub fn join(against: &IndexUse, cfg: &Config, files: Vec<FileEntry>) -> Result<J
     }
     joined.documents = index.live() - joined.superseded.len() as u64;
     joined.index = Some(Arc::new(index));
+    // The index holds where an unchanged input's documents stood when it was indexed, not where
+    // they stand among this run's clusters: the dataset holds only the inputs read.
+    if cfg.dataset.is_some() && joined.unchanged > 0 {
+        let said = match joined.unchanged {
+            1 => "1 input held unchanged by the index was not read (--against): it is not in \
+                  the dataset; to write it, scan it without --against"
+                .to_string(),
+            n => format!(
+                "{n} inputs held unchanged by the index were not read (--against): they are \
+                 not in the dataset; to write them, scan them without --against"
+            ),
+        };
+        cfg.messages.warn(&format!("--write-dataset: {said}"));
+    }
     Ok(joined)
 }
 

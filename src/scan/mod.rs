@@ -41,9 +41,10 @@ pub struct ScanOutput {
 
 /// Runs the whole pipeline on the configured roots.
 pub fn scan(cfg: &Config) -> Result<ScanOutput> {
-    if let Some(dir) = &cfg.dataset {
-        crate::dataset::refuse_held(dir, crate::dataset::Writer::New)?;
-    }
+    // Held until the dataset is written: of two runs writing one directory, one is refused.
+    let claim = (cfg.dataset.as_deref())
+        .map(crate::dataset::claim_scan)
+        .transpose()?;
     // Held to the end: the copy of standard input is read again by verification.
     let stdin = crate::input::stdin::capture(cfg.stdin, &cfg.walk)?;
     let Walked {
@@ -107,6 +108,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
             &signed.prints,
             to,
         )?);
+    }
+    if let Some(claim) = claim {
+        claim.release()?;
     }
     let annotations = (cfg.table.as_deref())
         .and_then(crate::input::table::find)

@@ -216,8 +216,9 @@ fn read_part(file: &mut std::fs::File) -> Result<Vec<u8>, String> {
 /// Checks, before any work is done, that an object (`object`; else objects below a prefix) can
 /// be written at `url`: a store that takes writes, a key for an object, and a bucket that
 /// answers. What the run produces is not lost to a destination that could never take it.
-/// Returns whether some object lies below `url` already.
-pub fn check_writable(url: &str, object: bool) -> Result<bool, String> {
+/// Returns whether some object lies below `url` already, the object `url/BUT` aside (a run's
+/// claim on it).
+pub fn check_writable(url: &str, object: bool, but: Option<&str>) -> Result<bool, String> {
     let parsed = client::parse(url)?;
     if parsed.base.starts_with("http") {
         return Err(
@@ -233,15 +234,24 @@ pub fn check_writable(url: &str, object: bool) -> Result<bool, String> {
                 .into(),
         );
     }
-    any_below(url)
+    any_below(url, but)
 }
 
-/// True when some object lies below the prefix `url` (`url/…`).
-fn any_below(url: &str) -> Result<bool, String> {
+/// True when some object lies below the prefix `url` (`url/…`), the object `url/BUT` aside.
+fn any_below(url: &str, but: Option<&str>) -> Result<bool, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let prefix = (!parsed.key.as_ref().is_empty()).then_some(&parsed.key);
-    let first = client::block_on(async { store.list(prefix).try_next().await })?;
+    let but = but.map(|b| parsed.key.clone().join(b));
+    let mut listing = store.list(prefix);
+    let first = client::block_on(async {
+        loop {
+            match listing.try_next().await {
+                Ok(Some(o)) if Some(&o.location) == but.as_ref() => continue,
+                first => break first,
+            }
+        }
+    })?;
     client::count(1, 0);
     match first {
         Ok(f) => Ok(f.is_some()),

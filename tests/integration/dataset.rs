@@ -32,6 +32,17 @@ fn corpus(t: &TestDir) {
         .write("in/f2.txt", edit(&f, &[5]));
 }
 
+/// A JSON Lines dump of `n` records `{"id", "text"}`, record i's text `words` words of seed
+/// `seed + i`.
+fn dump_of(n: u64, seed: u64, words: usize) -> String {
+    let mut dump = String::new();
+    for i in 0..n {
+        dump.push_str(&serde_json::json!({"id": i, "text": text(seed + i, words)}).to_string());
+        dump.push('\n');
+    }
+    dump
+}
+
 fn lines(path: &std::path::Path) -> Vec<Value> {
     fs::read_to_string(path)
         .unwrap()
@@ -388,11 +399,7 @@ fn ctrl_c_while_a_part_is_written_leaves_no_temporary_file_in_the_dataset_direct
     use std::time::{Duration, Instant};
     let t = TestDir::new();
     // Large enough that the part is a while in the writing, even in a release build.
-    let mut dump = String::new();
-    for i in 0..4000u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(7000 + i, 1500)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(4000, 7000, 1500);
     t.write("in/d.jsonl", &dump);
     let mut child = t
         .command(&["scan", "-q", "-j1", "in", "--write-dataset", "out"])
@@ -432,11 +439,7 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let t = TestDir::new();
-    let mut dump = String::new();
-    for i in 0..4000u64 {
-        dump.push_str(&serde_json::json!({"id": i, "text": text(9000 + i, 1500)}).to_string());
-        dump.push('\n');
-    }
+    let dump = dump_of(4000, 9000, 1500);
     t.write("in/d.jsonl", &dump);
     let child = t
         .command(&["scan", "-j1", "in", "--write-dataset", "out"])
@@ -445,7 +448,13 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while !fs::read_dir(t.join("out")).is_ok_and(|mut d| d.next().is_some()) {
+    // The part being written: not the scan's claim (`_dupfind_run`, a few bytes, written
+    // through a temporary file of its own at the scan's start).
+    let writing = |e: fs::DirEntry| {
+        e.file_name().to_string_lossy().ends_with(".tmp")
+            && e.metadata().is_ok_and(|m| m.len() > 4096)
+    };
+    while !fs::read_dir(t.join("out")).is_ok_and(|mut d| d.any(|e| e.is_ok_and(writing))) {
         assert!(start.elapsed() < Duration::from_secs(120));
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -461,6 +470,175 @@ fn a_record_changed_before_the_dataset_is_written_is_a_warning_on_stderr() {
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("in/d.jsonl:4000: not in the dataset"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn of_two_scans_writing_one_dataset_directory_at_once_the_second_is_refused() {
+    // Review 6, finding 02: a scan took no claim, so of two scans started together both
+    // passed the check and the later part replaced the earlier, both exiting 0.
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let t = TestDir::new();
+    let dump = dump_of(4000, 7000, 1500);
+    t.write("a/d.jsonl", &dump)
+        .write("b/y.txt", text(4501, 100));
+    let mut first = t
+        .command(&["scan", "-q", "-j1", "a", "--write-dataset", "out"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = t.join("out/_dupfind_run");
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first scan ended before its claim was seen"
+        );
+        assert!(start.elapsed() < Duration::from_secs(120));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let second = t.run(&["scan", "-q", "b", "--write-dataset", "out"]);
+    let first = first.wait_with_output().unwrap();
+    let first_err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(0), "{first_err}");
+    assert_eq!((second.code(), second.stdout.as_str()), (2, ""));
+    assert!(
+        second
+            .stderr
+            .contains("out is being written by another scan (process ")
+            && second.stderr.contains("remove out/_dupfind_run"),
+        "{}",
+        second.stderr
+    );
+    // The first's dataset whole, its claim ended with it.
+    let names: Vec<String> = (fs::read_dir(t.join("out")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["part-00000.jsonl"]);
+    assert_eq!(lines(&t.join("out/part-00000.jsonl")).len(), 4000);
+    // A staged run is refused a directory a scan is writing, and a scan that fails after it
+    // claimed the directory ends its claim.
+    fs::write(&marker, br#"{"run":"00000000000000aa","scan":4242}"#).unwrap();
+    let init = t.run(&[
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--write-dataset",
+        "out",
+        "b",
+    ]);
+    assert_eq!(init.code(), 2, "{}", init.stderr);
+    assert!(
+        init.stderr
+            .contains("being written by another scan (process 4242)"),
+        "{}",
+        init.stderr
+    );
+    let parquet = ["scan", "b", "a", "--dataset-format", "parquet"];
+    let failed = t.run(&[&parquet[..], &["--write-dataset", "ds"]].concat());
+    assert_eq!(failed.code(), 2, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("is a JSON Lines dump"),
+        "{}",
+        failed.stderr
+    );
+    assert!(!t.join("ds/_dupfind_run").exists());
+}
+
+#[test]
+fn a_report_inside_the_dataset_directory_is_refused_before_anything_is_written() {
+    // Review 6, finding 03: `-o out/part-00000.jsonl --write-dataset out` was accepted and the
+    // report renamed over the dataset's part.
+    let t = TestDir::new();
+    corpus(&t);
+    fs::create_dir_all(t.join("out/sub")).unwrap();
+    fs::create_dir(t.join("link")).unwrap();
+    std::os::unix::fs::symlink(t.join("out"), t.join("link/to-out")).unwrap();
+    for (o, dataset) in [
+        ("out/part-00000.jsonl", "out"),
+        ("./out/sub/report.json", "out/"),
+        ("link/to-out/part-00000-00000.parquet", "out"),
+        ("s3://bkt/ds/part-00000.jsonl", "s3://bkt/ds"),
+        ("s3://bkt/ds/r.json", "s3://bkt/ds/"),
+    ] {
+        let r = t.run(&["scan", "-o", o, "--write-dataset", dataset, "in"]);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{o}: {}", r.stderr);
+        let said = format!("-o {o} is inside the --write-dataset directory {dataset}");
+        assert!(r.stderr.contains(&said), "{}", r.stderr);
+        let names: Vec<_> = fs::read_dir(t.join("out")).unwrap().collect();
+        assert_eq!(names.len(), 1, "{o}: {names:?}");
+    }
+    // Beside it: written.
+    fs::remove_dir(t.join("out/sub")).unwrap();
+    let r = t.run(&[
+        "scan",
+        "-o",
+        "out-report.json",
+        "--write-dataset",
+        "out",
+        "in",
+    ]);
+    assert_eq!(r.code(), 2, "the corpus's bad line: {}", r.stderr);
+    assert!(t.join("out-report.json").exists());
+    assert!(t.join("out/part-00000.jsonl").exists());
+}
+
+#[test]
+fn a_dataset_write_error_names_the_part_and_a_file_is_no_directory() {
+    // Review 6, finding 11: `--write-dataset FILE` said "reading FILE/_dupfind_run: Not a
+    // directory", and a write that failed (a full disk) said only the OS's error.
+    use std::os::unix::process::CommandExt;
+    let t = TestDir::new();
+    t.write("afile", "").write("in/x.txt", text(4600, 100));
+    for args in [
+        &["scan", "--write-dataset", "afile", "in"][..],
+        &[
+            "stage",
+            "init",
+            "--work",
+            "w",
+            "--write-dataset",
+            "afile",
+            "in",
+        ],
+    ] {
+        let r = t.run(args);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("--write-dataset: afile is not a directory"),
+            "{}",
+            r.stderr
+        );
+    }
+    // A file size limit stands for the full disk: the part's write fails past 64 KiB.
+    let dump = dump_of(100, 7000, 300);
+    t.write("big/d.jsonl", &dump);
+    let mut scan = t.command(&["scan", "-q", "--write-dataset", "out", "big"]);
+    // SAFETY: between fork and exec, only async-signal-safe calls: setrlimit(2), signal(2) (the
+    // signal ignored, so that the write fails with EFBIG rather than killing the process).
+    unsafe {
+        scan.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let r = super::util::run_command(scan);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("writing out/part-00000.jsonl: File too large"),
         "{}",
         r.stderr
     );

@@ -248,6 +248,92 @@ fn dictionary_columns_stay_dictionaries_a_dictionary_text_too() {
     }
 }
 
+#[test]
+fn a_dump_named_from_inside_its_partition_directories_keeps_them() {
+    // Review 6, finding 07: the directories were taken from the input as spelled, so
+    // `part-0.parquet`, `./part-0.parquet` or `.` named inside lang=en/day=01 gave a flat part
+    // and a hive reader lost `lang` and `day`; staged the same.
+    let t = TestDir::new();
+    hive(&t);
+    let inside = t.join("crawl/lang=en/day=01");
+    let out = |name: &str| t.join(name).to_string_lossy().into_owned();
+    for (i, input) in ["part-0.parquet", "./part-0.parquet", ".", "../day=01"]
+        .iter()
+        .enumerate()
+    {
+        let dir = out(&format!("ds{i}"));
+        let mut scan = t.command(&["scan", "-q", "--write-dataset", &dir, input]);
+        scan.current_dir(&inside);
+        let r = super::util::run_command(scan);
+        assert_eq!(r.code(), 0, "{input}: {}", r.stderr);
+        assert_eq!(parts(Path::new(&dir)), [Path::new(EN)], "{input}");
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/staged/run-local.sh");
+    let (work, dir) = (out("w"), out("staged"));
+    let r = super::util::run_command({
+        let mut c = std::process::Command::new("bash");
+        c.arg(&script)
+            .args(["--work", &work, "--dupfind", super::util::bin()])
+            .args(["--write-dataset", &dir, "."])
+            .current_dir(&inside)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    });
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(parts(Path::new(&dir)), [Path::new(EN)]);
+}
+
+#[test]
+fn a_partition_key_named_like_an_added_column_is_refused_as_such_a_column_is() {
+    // Review 6, finding 13: `dupfind_keep=yes/` was written as the part's directory, so a
+    // hive reader added a `dupfind_keep` column of its own and could not read the dataset.
+    let t = TestDir::new();
+    t.mkdir("in/dupfind_keep=yes");
+    write(&t, "in/dupfind_keep=yes/p.parquet", &table(0, 4));
+    let r = t.run(&["scan", "--annotate", "--write-dataset", "out", "in"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "in/dupfind_keep=yes/p.parquet is in a hive partition directory dupfind_keep=…"
+        ) && r.stderr.contains("--annotate-prefix"),
+        "{}",
+        r.stderr
+    );
+    assert!(!t.join("out").exists());
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "w",
+        "--annotate",
+        "--write-dataset",
+        "o",
+        "in",
+    ];
+    let r = t.run(&init);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("hive partition directory"),
+        "{}",
+        r.stderr
+    );
+    // Another prefix, or no annotation: written, in its directory.
+    let r = t.run(&[
+        "scan",
+        "--annotate",
+        "--annotate-prefix",
+        "dd_",
+        "--write-dataset",
+        "ok",
+        "in",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let part = "dupfind_keep=yes/part-00000-00000-p.parquet";
+    assert_eq!(parts(&t.join("ok")), [Path::new(part)]);
+}
+
 /// `batch` without a document: its text null in every row but the second, which is empty.
 pub(super) fn without_text(batch: &RecordBatch) -> RecordBatch {
     let texts: StringArray = (0..batch.num_rows())

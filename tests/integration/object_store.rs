@@ -927,3 +927,52 @@ fn a_staged_dataset_goes_to_s3_and_an_index_refuses_url_inputs() {
     assert!(r.stderr.contains("cannot go into an index"), "{}", r.stderr);
     assert!(!t.join("w2/run.json").exists());
 }
+
+#[test]
+fn a_scan_claims_its_dataset_prefix_while_it_writes_it() {
+    // Review 6, finding 02, on S3: a scan took no claim on its prefix, so two at once both
+    // wrote `part-00000.jsonl`, the later replacing the earlier.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus(&t);
+    s3.create_bucket("out");
+    let end = s3.endpoint();
+    // A scan writing the prefix (its claim) refuses it to another scan and to a staged run.
+    s3.put(
+        "out/ds/_dupfind_run",
+        br#"{"run":"00000000000000aa","scan":4242}"#,
+    );
+    let claimed = "s3://out/ds/ is being written by another scan (process 4242)";
+    for args in [
+        &["scan", "corpus", "--write-dataset", "s3://out/ds/"][..],
+        &[
+            "stage",
+            "init",
+            "--work",
+            "w",
+            "--write-dataset",
+            "s3://out/ds/",
+            "corpus",
+        ],
+    ] {
+        let r = scan(&s3, &t, &end, args);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+        assert!(r.stderr.contains(claimed), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("remove s3://out/ds/_dupfind_run"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(s3.keys("out", "ds/"), ["ds/_dupfind_run"]);
+    // Its claim gone, a scan writes the prefix and ends its own claim.
+    s3.delete("out/ds/_dupfind_run");
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &["scan", "corpus", "--write-dataset", "s3://out/ds/"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(s3.keys("out", "ds/"), ["ds/part-00000.jsonl"]);
+}

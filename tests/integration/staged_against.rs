@@ -424,3 +424,29 @@ fn an_index_changed_since_init_is_refused_and_named_stale() {
         status.stdout
     );
 }
+
+#[test]
+fn a_dataset_against_an_index_warns_that_its_unchanged_inputs_are_left_out_staged_alike() {
+    // Review 6, finding 04: the inputs the index holds unchanged are not read, so they were
+    // silently missing from the dataset (0 records, status 0).
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let args = |dir: &'static str| ["--against", "idx", "--write-dataset", dir, "c"];
+    let scan = t.run(&[&["scan"][..], &args("ds-scan")].concat());
+    let unchanged = scan.json()["stats"]["index"]["unchanged_files"]
+        .as_u64()
+        .unwrap();
+    assert!(unchanged > 1, "{}", scan.stdout);
+    let said = format!(
+        "dupfind: warning: --write-dataset: {unchanged} inputs held unchanged by the index were \
+         not read (--against): they are not in the dataset; to write them, scan them without \
+         --against\n"
+    );
+    assert!(scan.stderr.contains(&said), "{}", scan.stderr);
+    // The local driver, which runs every stage (`stage dataset` too).
+    for shards in [1, 3] {
+        let dir = if shards == 1 { "ds-1" } else { "ds-3" };
+        let r = super::dataset_parquet::staged(&t, shards, &format!("w{shards}"), &args(dir));
+        assert_same_run(&scan, &r, &format!("{shards} shards"));
+    }
+}
