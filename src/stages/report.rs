@@ -83,10 +83,8 @@ pub fn report(
     let parts: Vec<VerifySummary> = super::status::check(work, &plan, Tasks::Verify)?;
     let walk: WalkSummary = read_task(work, &plan, Tasks::Init, 0)?;
     let signs: Vec<SignSummary> = read_tasks(work, &plan, Tasks::Sign)?;
-    // Shards in input order: the first dump's fields are the first shard's that has one.
-    let mut keep_seen = crate::ingest::KeepSeen::default();
-    signs.iter().for_each(|s| keep_seen.add(&s.keep_seen));
-    crate::ingest::keep_by::check_seen(&cfg, &keep_seen)?;
+    // `stage components` refused it already; checked again, as the report is scan's.
+    SignSummary::check_keep_by(&cfg, &signs)?;
     let comps: ComponentsSummary = read_task(work, &plan, Tasks::Components, 0)?;
     let mut counts = walk.counts();
     let each = (signs.iter().map(SignSummary::counts))
