@@ -94,8 +94,21 @@ pub fn report(
         counts.merge(&c);
     }
     let datasets: Vec<DatasetSummary> = read_tasks(work, &plan, Tasks::Dataset)?;
-    // Every part is written: the run's claim on the dataset's directory ends.
+    // Every part is written and still there (a stat or a HEAD each; `stage status` reads them
+    // whole): the run's claim on the dataset's directory ends.
     if let Some(dir) = &cfg.dataset {
+        for d in &datasets {
+            for part in &d.parts {
+                part.check(dir, false).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: {e:#}: run `{} --work {}` again, then the report",
+                        Place::shard("dataset", d.shard),
+                        Tasks::Dataset.command(&plan, d.shard),
+                        display_path(work)
+                    )
+                })?;
+            }
+        }
         crate::dataset::release(dir, &plan.run)?;
     }
     let mut errors = Vec::new();
