@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use serde_json::{json, Value};
 
-use super::staged::{assert_same_as_scan, staged};
+use super::staged::assert_same_as_scan;
 use super::util::schema::assert_schema;
 use super::util::{clusters, edit, text, TestDir};
 
