@@ -125,13 +125,16 @@ fn run_scan(cfg: Config) -> Result<ExitCode> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
-    let out = pool.install(|| scan::scan(&cfg))?;
-    let delivered = match out.pending {
-        None => deliver::deliver(&out.report, out.code, &cfg),
-        Some(pending) => {
-            deliver::deliver_then_commit(&out.report, out.code, &cfg, move || pending.commit())
+    // The report is delivered in the pool too: its clusters are rendered by the pool's threads.
+    let delivered = pool.install(|| {
+        let out = scan::scan(&cfg)?;
+        match out.pending {
+            None => deliver::deliver(&out.report, out.code, &cfg),
+            Some(pending) => {
+                deliver::deliver_then_commit(&out.report, out.code, &cfg, move || pending.commit())
+            }
         }
-    };
+    });
     if let Some(note) = crate::store::stats_note() {
         eprintln!("dupfind: {note}");
     }

@@ -84,9 +84,14 @@ fn run_scan(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.threads.unwrap_or(0))
         .build()?;
-    let out = pool.install(|| crate::scan::scan(cfg))?;
-    let mut json = Vec::new();
-    for warning in crate::report::write(&out.report, OutputFormat::Json, false, &mut json)? {
+    // The report is written in the pool too: its clusters are rendered by the pool's threads.
+    let (out, json, warnings) = pool.install(|| -> Result<_> {
+        let out = crate::scan::scan(cfg)?;
+        let mut json = Vec::new();
+        let warnings = crate::report::write(&out.report, OutputFormat::Json, false, &mut json)?;
+        Ok((out, json, warnings))
+    })?;
+    for warning in warnings {
         cfg.messages.warn(&warning);
     }
     if let Some(pending) = out.pending {

@@ -65,29 +65,43 @@ pub fn write(
     let mut withheld = Vec::new();
     match format {
         OutputFormat::Json => buffered(out, |out| {
-            pretty::to_writer(&mut *out, report)?;
+            pretty::write_report(&mut *out, report)?;
             Ok(out.write_all(b"\n")?)
         })?,
         OutputFormat::Jsonl => buffered(out, |out| {
-            let mut line = |r: &Record| -> Result<()> {
+            fn line<W: Write>(out: &mut W, r: &Record) -> Result<()> {
                 serde_json::to_writer(&mut *out, r)?;
                 out.write_all(b"\n")?;
                 Ok(())
-            };
-            line(&Record::Header {
-                schema_version: report.schema_version,
-                dupfind_version: report.dupfind_version,
-                params: &report.params,
-                roots: &report.roots,
-                roots_bytes: report.roots_bytes.as_ref(),
-            })?;
-            report.clusters.each(|c| line(&Record::Cluster(c)))?;
-            for e in &report.errors {
-                line(&Record::Error(e))?;
             }
-            line(&Record::Summary {
-                stats: &report.stats,
-            })
+            line(
+                out,
+                &Record::Header {
+                    schema_version: report.schema_version,
+                    dupfind_version: report.dupfind_version,
+                    params: &report.params,
+                    roots: &report.roots,
+                    roots_bytes: report.roots_bytes.as_ref(),
+                },
+            )?;
+            pretty::each_rendered(
+                &report.clusters,
+                |c, buf| {
+                    serde_json::to_writer(&mut *buf, &Record::Cluster(c))?;
+                    buf.push(b'\n');
+                    Ok(())
+                },
+                |piece| out.write_all(piece),
+            )?;
+            for e in &report.errors {
+                line(out, &Record::Error(e))?;
+            }
+            line(
+                out,
+                &Record::Summary {
+                    stats: &report.stats,
+                },
+            )
         })?,
         OutputFormat::Text => text::write(report, color, &mut *out)?,
         OutputFormat::Paths { null } => withheld = paths::write(report, null, &mut *out)?,

@@ -2,7 +2,7 @@
 //! schema. Clusters are in [`super::clusters`]. Every field is documented in `docs/output.md`;
 //! names only grow.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use anyhow::{bail, Result};
 use serde::ser::SerializeSeq;
@@ -207,6 +207,8 @@ pub struct ErrorOut {
 pub struct Clusters {
     len: usize,
     source: RefCell<Source>,
+    /// Set while [`Clusters::elided`] runs.
+    elided: Cell<bool>,
 }
 
 /// A stream of clusters in the report's order, numbered.
@@ -223,6 +225,7 @@ impl Clusters {
         Clusters {
             len: clusters.len(),
             source: RefCell::new(Source::Held(clusters)),
+            elided: Cell::new(false),
         }
     }
 
@@ -231,6 +234,7 @@ impl Clusters {
         Clusters {
             len,
             source: RefCell::new(Source::Stream(Some(stream))),
+            elided: Cell::new(false),
         }
     }
 
@@ -256,29 +260,58 @@ impl Clusters {
     /// Calls `f` on each cluster in order: once for a stream, which is then spent. A stream
     /// that ends early or runs long is an error, as its length was promised.
     pub fn each(&self, mut f: impl FnMut(&ClusterOut) -> Result<()>) -> Result<()> {
+        self.each_window(1, |w| w.iter().try_for_each(&mut f))
+    }
+
+    /// Calls `f` on the clusters in order, up to `n` at a time (all of a window but the last
+    /// hold `n`): once for a stream, which is then spent, holding at most `n` of its clusters.
+    pub fn each_window(
+        &self,
+        n: usize,
+        mut f: impl FnMut(&[ClusterOut]) -> Result<()>,
+    ) -> Result<()> {
+        let n = n.max(1);
         match &mut *self.source.borrow_mut() {
-            Source::Held(v) => v.iter().try_for_each(f),
+            Source::Held(v) => v.chunks(n).try_for_each(f),
             Source::Stream(stream) => {
                 let Some(stream) = stream.take() else {
                     bail!("the report's clusters were read already");
                 };
-                let mut n = 0;
+                let mut seen = 0;
+                let mut window = Vec::with_capacity(n.min(self.len));
                 for c in stream {
-                    n += 1;
-                    if n > self.len {
+                    seen += 1;
+                    if seen > self.len {
                         bail!("more clusters than the partitions' summaries count");
                     }
-                    f(&c?)?;
+                    window.push(c?);
+                    if window.len() == n {
+                        f(&window)?;
+                        window.clear();
+                    }
                 }
-                if n != self.len {
+                if seen != self.len {
                     bail!(
-                        "{n} clusters where the partitions' summaries count {}",
+                        "{seen} clusters where the partitions' summaries count {}",
                         self.len
                     );
                 }
-                Ok(())
+                if window.is_empty() {
+                    Ok(())
+                } else {
+                    f(&window)
+                }
             }
         }
+    }
+
+    /// Runs `f` while the clusters serialize as an empty array: the report around them, which
+    /// [`super::pretty`] writes before the clusters it renders on several threads.
+    pub fn elided<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.elided.set(true);
+        let t = f();
+        self.elided.set(false);
+        t
     }
 }
 
@@ -295,6 +328,9 @@ impl Serialize for Clusters {
     /// A JSON array, as a `Vec` of them would be (its length given up front, so an empty one is
     /// `[]` as before).
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.elided.get() {
+            return serializer.serialize_seq(Some(0))?.end();
+        }
         let mut seq = serializer.serialize_seq(Some(self.len))?;
         let mut failed = None;
         let walked = self.each(|c| {

@@ -86,7 +86,7 @@ pub struct Packed {
 
 /// A generation written and synced, not yet live: made live by calling it once the report is
 /// delivered; dropped, it removes what it wrote.
-pub type Commit = Box<dyn FnOnce() -> Result<()>>;
+pub type Commit = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// The walk joined to the index.
 pub struct Joined {

@@ -122,10 +122,15 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
         }
         StageCommand::Report { work } => {
             let (report, code, cfg, commit) = report::report(&work, index)?;
-            return match commit {
+            // Delivered in a pool of the run's threads, as scan's report is: its clusters are
+            // rendered by the pool's threads.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(cfg.threads.unwrap_or(0))
+                .build()?;
+            return pool.install(move || match commit {
                 Some(commit) => crate::deliver::deliver_then_commit(&report, code, &cfg, commit),
                 None => crate::deliver::deliver(&report, code, &cfg),
-            };
+            });
         }
     }
     Ok(ExitCode::Success)

@@ -55,6 +55,43 @@ fn thread_count_does_not_change_a_byte() {
 }
 
 #[test]
+fn a_report_of_thousands_of_clusters_is_the_same_bytes_at_any_thread_count() {
+    // More clusters than a window of the report's rendering (4,096): with two threads or more
+    // the pool's threads render them, with one the report is written in one go; the staged
+    // report renders the clusters it merges from the partitions' files the same way.
+    let t = TestDir::new();
+    let mut dump = String::new();
+    for p in 0..4200u64 {
+        let base = text(10_000 + p, 40);
+        for doc in [edit(&base, &[39]), base] {
+            dump.push_str(&json!({ "text": doc }).to_string());
+            dump.push('\n');
+        }
+    }
+    t.write("pairs.jsonl", dump);
+    for format in ["json", "jsonl"] {
+        let one = t.run(&["scan", "-j", "1", "--format", format, "pairs.jsonl"]);
+        assert_eq!(one.code(), 0, "{}", one.stderr);
+        for threads in ["2", "3"] {
+            let other = t.run(&["scan", "-j", threads, "--format", format, "pairs.jsonl"]);
+            assert_eq!(
+                (other.code(), &other.stderr),
+                (0, &one.stderr),
+                "{format} -j {threads}"
+            );
+            assert!(
+                one.stdout == other.stdout,
+                "{format} -j {threads}: the reports differ"
+            );
+        }
+    }
+    let report = t.run(&["scan", "pairs.jsonl"]).json();
+    assert_eq!(report["stats"]["clusters"], 4200);
+    assert_eq!(clusters(&report)[4199]["id"], 4199);
+    super::staged::assert_same_as_scan(&t, &["pairs.jsonl"], &[(2, 2)]);
+}
+
+#[test]
 fn a_walk_split_by_subdirectory_keeps_the_order_and_counts_of_one_walker() {
     // With more than one thread, one root and no -L, the root's subdirectories are walked in
     // parallel; their files must still interleave with the root's own in path order.
