@@ -345,6 +345,12 @@ fn a_staged_dataset_part_lost_or_changed_marks_its_shard_to_run_again_and_stops_
     }
     let todo = t.run(&["stage", "status", "--work", "w", "--todo", "dataset"]);
     assert_eq!(todo.stdout, "0\n1\n");
+    // From inside the work directory, the relative dataset directory is still init's.
+    let mut inside = t.command(&["stage", "status", "--work", "."]);
+    inside.current_dir(t.join("w"));
+    let inside = super::util::run_command(inside);
+    let lost = "part-00001.jsonl, a part of the dataset it wrote, is missing";
+    assert!(inside.stdout.contains(lost), "{}", inside.stdout);
     // The report refuses (the lost part; it does not read the parts whole) and keeps the claim.
     let report = t.run(&["stage", "report", "--work", "w"]);
     assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
