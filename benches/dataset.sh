@@ -20,6 +20,10 @@
 # rows (a quarter of the documents are duplicates), so no row group is copied: the text column
 # is decoded once (snappy, ~24 % of the scan's CPU) and compressed again (zstd 1, the writer's
 # thread ~43 %; snappy and LZ4 are no faster on this text, and worse ratios), on two threads.
+# Its pages' ~1 MiB buffers were mapped and faulted in afresh each time (0.6 s of system time
+# of the 2.2 s more CPU); they now come from the malloc arenas while the budget holds their pad
+# (src/budget/allocator.rs, 2026-11-29: +1.87 s CPU over a scan of 2.66 s, was +2.19 over 3.09;
+# the scan alone gains too). What is left is the decode and zstd, which the issue asks for.
 # --annotate copies every row group raw, checked by its text chunk's hash taken by the scan
 # (+10 %: writing 230 MB). JSON Lines: the decode (on a thread of its own), escaping
 # the text and 397 MB written (+26 % CPU before its own string escaper; callgrind on the 10k

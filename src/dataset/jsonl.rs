@@ -13,12 +13,14 @@ use arrow_array::RecordBatch;
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::annotate::{self, Annotation};
-use super::{file_text, inputs, line_of, not_written, DatasetDoc, DumpRows, Writing, Written};
+use super::layout::Inputs;
+use super::{file_text, line_of, not_written, DatasetDoc, DumpRows, Writing, Written};
 use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
 use crate::input::jsonl::{Line, RawLine};
 use crate::input::parquet::ParquetDump;
+use crate::input::walk::FileEntry;
 use crate::messages::display_path;
 use crate::report::path_fields;
 
@@ -27,22 +29,23 @@ pub(super) fn part_path(dir: &Path, part: u32) -> PathBuf {
     dir.join(format!("part-{part:05}.jsonl"))
 }
 
-/// The part at `path`: `docs` that are written, one line each.
+/// The part at `path`: the records of `inputs` that are written, one line each.
 pub(super) fn write(
     path: &Path,
-    docs: &[DatasetDoc],
+    inputs: Inputs,
     how: &Writing,
     worker: &mut DocWorker,
     written: &mut Written,
 ) -> Result<()> {
     let pending = Pending::new(path)?;
     let mut out = std::io::BufWriter::new(pending.file());
-    for input in inputs(docs) {
-        if input[0].file.record.is_some() {
-            write_records(&mut out, input, how, written)?;
+    for input in inputs {
+        let input = input?;
+        if let Some(dump) = input.dump {
+            write_records(&mut out, dump, input.docs, how, written)?;
             continue;
         }
-        for d in input {
+        for d in input.docs {
             if let Some(text) = file_text(worker, d, how, written) {
                 write_file(&mut out, d, &text, how)?;
                 written.kept += 1;
@@ -74,10 +77,11 @@ fn write_file(out: &mut impl Write, d: &DatasetDoc, text: &str, how: &Writing) -
     Ok(())
 }
 
-/// The records `docs` of one dump, each its original line unless dropped (with the added
-/// fields when annotating).
+/// The records of `dump`, each its original line unless it is one of `docs` (its documents)
+/// dropped (with the added fields when annotating).
 fn write_records(
     out: &mut impl Write,
+    dump: &FileEntry,
     docs: &[DatasetDoc],
     how: &Writing,
     written: &mut Written,
@@ -86,12 +90,12 @@ fn write_records(
     let fail = |written: &mut Written, d: &DatasetDoc, reason: &str| {
         written.errors.push(not_written(d, reason));
     };
-    let mut reader = match open_records(docs[0].file, &cfg.jsonl) {
+    let mut reader = match open_records(dump, &cfg.jsonl) {
         Ok(Opened::Jsonl(mut r, _)) => {
             r.keep_long_lines();
             r
         }
-        Ok(Opened::Parquet(dump)) => return write_rows(out, docs, dump, how, written),
+        Ok(Opened::Parquet(rows)) => return write_rows(out, (dump, docs), rows, how, written),
         // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.
         Ok(Opened::Table(_)) => bail!("a table in memory is not written as a dataset"),
         Err(reason) => {
@@ -124,7 +128,7 @@ fn write_records(
         if at == docs.len() || line_of(&docs[at]) != line {
             let Some(bytes) = bytes else {
                 let long = reader.long_line().context("a line too long is kept")?;
-                let place = || format!("{}:{line}", display_path(&docs[0].file.path));
+                let place = || format!("{}:{line}", display_path(&dump.path));
                 written.kept += u64::from(copy_long(out, long, how, place)?);
                 continue;
             };
@@ -138,7 +142,7 @@ fn write_records(
                 None => Some(bytes),
                 Some(prefix) => {
                     if let Some(name) = annotate::clash_in_line(&bytes, prefix) {
-                        let place = format!("{}:{line}", display_path(&docs[0].file.path));
+                        let place = format!("{}:{line}", display_path(&dump.path));
                         bail!("{}", annotate::clash_message(&place, &name));
                     }
                     annotate::splice(&bytes, prefix, &Annotation::of(None))
@@ -315,12 +319,12 @@ impl<'de> serde::de::Visitor<'de> for TopKeys<'_> {
     }
 }
 
-/// The rows `docs` of one Parquet dump, each as a JSON object of all its columns (and the
-/// added ones when annotating) unless dropped.
+/// The rows of Parquet dump `rows` (`dump`, whose documents are `docs`), each as a JSON object
+/// of all its columns (and the added ones when annotating) unless dropped.
 fn write_rows(
     out: &mut impl Write,
-    docs: &[DatasetDoc],
-    dump: ParquetDump,
+    (dump, docs): (&FileEntry, &[DatasetDoc]),
+    rows: ParquetDump,
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
@@ -328,7 +332,7 @@ fn write_rows(
     // the one buffer serves every batch, which a new one each time would fault in afresh (a
     // megabyte a batch).
     let mut buf = Vec::new();
-    DumpRows::open(dump, false, docs, how)?.write(docs, how, written, |rows| {
+    DumpRows::open(rows, dump, false, how)?.write(docs, how, written, |rows| {
         buf.clear();
         let mut w = arrow_json::WriterBuilder::new()
             .with_explicit_nulls(true)

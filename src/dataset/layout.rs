@@ -16,9 +16,12 @@
 //! (0 for a scan), NNNNN the input's number among the shard's inputs in walk order, STEM the
 //! dump's file name without its extension; a run of plain files in one partition directory is
 //! one input, and its part has no STEM (its rows have their paths). The number counts every
-//! input, those that give no part too (no row, unreadable), so a part's
-//! name does not depend on what the inputs before it held; and no two inputs share a number,
-//! so no two share a part, whatever their names. Said in the name rather than in the part's
+//! input, those that give no part too (unreadable, or files without text), so a part's name
+//! does not depend on what the inputs before it held; and no two inputs share a number, so no
+//! two share a part, whatever their names. A dump none of whose records is a document has no
+//! place in the documents the writer is given: the layout, which lists every input, gives it
+//! ([`Layout::inputs`]), so that its records are written (a dump without rows, a part of its
+//! schema and none). Said in the name rather than in the part's
 //! key-value metadata, which pyarrow reads as the schema's: that stays the dump's.
 
 use std::ffi::{OsStr, OsString};
@@ -28,6 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::DatasetDoc;
 use crate::input::walk::FileEntry;
 use crate::messages::display_path;
 
@@ -82,11 +86,20 @@ fn shortened(stem: &OsStr) -> &OsStr {
     OsStr::from_bytes(&bytes[..end])
 }
 
-/// The part number of each of a shard's inputs, in walk order.
+/// A shard's inputs in walk order: each one's part number, and a dump's entry.
 pub struct Layout {
-    /// Each input's path hashed (xxh3-64: 12 bytes an input, where the paths would be some
-    /// hundred), and its part's number.
-    inputs: Vec<(u64, u32)>,
+    inputs: Vec<Placed>,
+}
+
+/// One input file of a [`Layout`].
+struct Placed {
+    /// Its path hashed (xxh3-64: a few bytes an input, where the paths would be some hundred).
+    path: u64,
+    /// Its part's number.
+    part: u32,
+    /// A dump's entry as walked: a dump none of whose records is a document (every text null
+    /// or empty, or no row at all) is written all the same, and only the inputs name it.
+    dump: Option<Box<FileEntry>>,
 }
 
 impl Layout {
@@ -102,41 +115,126 @@ impl Layout {
             if before.is_some() && !same_run {
                 n += 1;
             }
-            inputs.push((hashed(&f.path), n));
+            inputs.push(Placed {
+                path: hashed(&f.path),
+                part: n,
+                dump: f.dump.then(|| Box::new(f.clone())),
+            });
         }
         Layout { inputs }
     }
 
-    /// Looks the inputs up in walk order.
-    pub fn cursor(&self) -> Cursor<'_> {
-        Cursor {
+    /// The inputs with the documents `docs` (in walk order, a dump's records one after
+    /// another), each dump once, with its documents or none.
+    pub(super) fn inputs<'d, 'a>(&'d self, docs: &'d [DatasetDoc<'a>]) -> Inputs<'d, 'a> {
+        Inputs {
             inputs: &self.inputs,
             at: 0,
+            docs,
+            next: 0,
         }
     }
 }
 
-/// The inputs of a [`Layout`] looked up one after another, in walk order, as the documents
-/// come.
-pub struct Cursor<'l> {
-    inputs: &'l [(u64, u32)],
-    at: usize,
+/// One input of the dataset and its documents.
+pub(super) struct Input<'d, 'a> {
+    /// Its part's number.
+    pub part: u32,
+    /// A dump (its first document's entry, else the walk's), or None for files.
+    pub dump: Option<&'d FileEntry>,
+    /// Its documents, in order: a dump's records that are documents (maybe none), or files of
+    /// one part (at least one).
+    pub docs: &'d [DatasetDoc<'a>],
 }
 
-impl Cursor<'_> {
-    /// The part number of the input at `path`, at or after the one looked up last.
-    pub fn part_of(&mut self, path: &Path) -> Result<u32> {
+/// The inputs of a [`Layout`] with their documents, in walk order (see [`Layout::inputs`]).
+pub(super) struct Inputs<'d, 'a> {
+    inputs: &'d [Placed],
+    /// The first input not given yet.
+    at: usize,
+    docs: &'d [DatasetDoc<'a>],
+    /// The first document not given yet.
+    next: usize,
+}
+
+impl Inputs<'_, '_> {
+    /// Where the input at `path` is, at or after the one given last.
+    fn place(&self, path: &Path) -> Result<usize> {
         let h = hashed(path);
         let ahead = (self.inputs[self.at..].iter())
-            .position(|i| i.0 == h)
+            .position(|i| i.path == h)
             .with_context(|| {
                 format!(
                     "{} is not among the inputs the dataset's parts were numbered from",
                     display_path(path)
                 )
             })?;
-        self.at += ahead;
-        Ok(self.inputs[self.at].1)
+        Ok(self.at + ahead)
+    }
+}
+
+impl<'d, 'a> Iterator for Inputs<'d, 'a> {
+    type Item = Result<Input<'d, 'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let docs = self.docs;
+        let first = docs.get(self.next);
+        let found = match first.map(|d| self.place(&d.file.path)).transpose() {
+            Ok(found) => found.unwrap_or(self.inputs.len()),
+            Err(e) => {
+                // Nothing after it can be placed either.
+                (self.at, self.next) = (self.inputs.len(), docs.len());
+                return Some(Err(e));
+            }
+        };
+        // A dump before it without a document.
+        let before = &self.inputs[self.at..found];
+        if let Some(k) = before.iter().position(|i| i.dump.is_some()) {
+            let placed = &before[k];
+            self.at += k + 1;
+            let dump = placed.dump.as_deref();
+            let docs = &docs[self.next..self.next];
+            return Some(Ok(Input {
+                part: placed.part,
+                dump,
+                docs,
+            }));
+        }
+        let first = first?;
+        let part = self.inputs[found].part;
+        let start = self.next;
+        if first.file.record.is_some() {
+            let same = |d: &DatasetDoc| {
+                d.file.record.is_some()
+                    && d.file.path == first.file.path
+                    && d.file.id == first.file.id
+            };
+            self.next += docs[start..].iter().take_while(|d| same(d)).count();
+            self.at = found + 1;
+            return Some(Ok(Input {
+                part,
+                dump: Some(first.file),
+                docs: &docs[start..self.next],
+            }));
+        }
+        // Files while they are of this part: its inputs follow one another, and a dump between
+        // two files has a number of its own.
+        self.at = found + 1;
+        self.next += 1;
+        while let Some(d) = docs.get(self.next).filter(|d| d.file.record.is_none()) {
+            let h = hashed(&d.file.path);
+            let run = self.inputs[self.at..].iter().take_while(|i| i.part == part);
+            let Some(k) = run.into_iter().position(|i| i.path == h) else {
+                break;
+            };
+            self.at += k + 1;
+            self.next += 1;
+        }
+        Some(Ok(Input {
+            part,
+            dump: None,
+            docs: &docs[start..self.next],
+        }))
     }
 }
 
@@ -202,15 +300,54 @@ mod tests {
             entry("in/k=1/e.parquet", true),
             entry("in/k=1/f.txt", false),
             entry("in/z/g.txt", false),
+            entry("in/z/h.parquet", true),
         ];
         let layout = Layout::of(&files);
-        let mut cursor = layout.cursor();
-        let parts: Vec<u32> = ["in/a.txt", "in/b.txt", "in/k=1/c.txt", "in/k=1/e.parquet"]
-            .iter()
-            .chain(&["in/k=1/f.txt", "in/z/g.txt"])
-            .map(|p| cursor.part_of(Path::new(p)).unwrap())
+        // e.parquet's two records are documents, d.parquet's and h.parquet's none.
+        let record = |line| FileEntry {
+            record: Some(Box::new(crate::input::walk::Record {
+                line,
+                id: None,
+                file_size: 0,
+                at: None,
+                keep: None,
+            })),
+            ..files[4].clone()
+        };
+        let records = [record(1), record(3)];
+        let doc = |file| DatasetDoc {
+            doc: 0,
+            file,
+            hash: 0,
+            fate: None,
+        };
+        let docs: Vec<DatasetDoc> = [&files[0], &files[1], &files[2]]
+            .into_iter()
+            .chain(&records)
+            .chain([&files[5], &files[6]])
+            .map(doc)
             .collect();
-        assert_eq!(parts, [0, 0, 1, 3, 4, 5]);
-        assert!(cursor.part_of(Path::new("in/k=1/d.parquet")).is_err());
+        let got: Vec<(u32, Option<&Path>, usize)> = (layout.inputs(&docs))
+            .map(|i| i.unwrap())
+            .map(|i| (i.part, i.dump.map(|d| d.path.as_path()), i.docs.len()))
+            .collect();
+        let dump = |p: &'static str| Some(Path::new(p));
+        assert_eq!(
+            got,
+            [
+                (0, None, 2),
+                (1, None, 1),
+                (2, dump("in/k=1/d.parquet"), 0),
+                (3, dump("in/k=1/e.parquet"), 2),
+                (4, None, 1),
+                (5, None, 1),
+                (6, dump("in/z/h.parquet"), 0),
+            ]
+        );
+        // The dumps before a document come first; a document out of order (or of no input) is an
+        // error, and nothing follows it.
+        let docs = [doc(&files[5]), doc(&files[0])];
+        let got: Vec<Result<u32>> = layout.inputs(&docs).map(|i| i.map(|i| i.part)).collect();
+        assert!(matches!(got[..], [Ok(2), Ok(3), Ok(4), Err(_)]), "{got:?}");
     }
 }

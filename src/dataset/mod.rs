@@ -183,9 +183,10 @@ impl Writing<'_> {
     }
 }
 
-/// Writes shard `shard`'s part of the dataset (a scan is shard 0) to `dir` in `format`: `docs`
-/// (in input order; a dump's records one after another), but the duplicates, each file
-/// atomically; as Parquet, in the parts `layout` (the shard's inputs) says. A Parquet dump's
+/// Writes shard `shard`'s part of the dataset (a scan is shard 0) to `dir` in `format`: the
+/// inputs `layout` lists (the shard's), their records that hold no document too, and of `docs`
+/// (in input order; a dump's records one after another) all but the duplicates, each file
+/// atomically; as Parquet, in the parts `layout` says. A Parquet dump's
 /// row group whose text column chunk has the print it had when the group was read (`prints`,
 /// by dump) holds the texts read, without decoding it again.
 ///
@@ -195,7 +196,7 @@ impl Writing<'_> {
 pub fn write(
     dir: &Path,
     shard: u32,
-    (format, layout): (DatasetFormat, Option<&Layout>),
+    (format, layout): (DatasetFormat, &Layout),
     docs: &[DatasetDoc],
     cfg: &Config,
     engine: &Engine,
@@ -214,11 +215,10 @@ pub fn write(
     let to = match format {
         DatasetFormat::Jsonl => {
             let path = jsonl::part_path(dir, shard);
-            jsonl::write(&path, docs, &how, &mut worker, &mut written)?;
+            jsonl::write(&path, layout.inputs(docs), &how, &mut worker, &mut written)?;
             path
         }
         DatasetFormat::Parquet => {
-            let layout = layout.context("a Parquet dataset is written without its inputs")?;
             parquet::write(dir, shard, docs, layout, &how, &mut worker, &mut written)?;
             dir.to_path_buf()
         }
@@ -236,22 +236,6 @@ pub fn write(
     // Said on stderr too, as every input error is: the report's `errors` alone is easy to miss.
     cfg.messages.warn_errors(&written.errors);
     Ok(written)
-}
-
-/// The inputs of `docs`, in order: a dump's records, or a run of files.
-fn inputs<'d, 'a>(docs: &'d [DatasetDoc<'a>]) -> impl Iterator<Item = &'d [DatasetDoc<'a>]> {
-    let mut i = 0;
-    std::iter::from_fn(move || {
-        let first = docs.get(i)?;
-        let same = |d: &DatasetDoc| match (&first.file.record, &d.file.record) {
-            (None, None) => true,
-            (Some(_), Some(_)) => d.file.path == first.file.path && d.file.id == first.file.id,
-            _ => false,
-        };
-        let start = i;
-        i += docs[i..].iter().take_while(|d| same(d)).count();
-        Some(&docs[start..i])
-    })
 }
 
 /// The text of file `d` when it is written: None when it is dropped (counted), has no text, or
@@ -295,29 +279,32 @@ enum Piece {
 
 /// A Parquet dump's rows, to be written: their schema, and with `--annotate` the schema with
 /// the added columns.
-struct DumpRows {
+struct DumpRows<'e> {
+    /// The dump.
+    entry: &'e FileEntry,
     rows: WholeRows,
     schema: SchemaRef,
     annotated: Option<SchemaRef>,
 }
 
-impl DumpRows {
-    /// The rows of `dump` (of `docs`), `typed` as its writer's Arrow schema says; a dump that
-    /// has a column of an added name is refused.
+impl<'e> DumpRows<'e> {
+    /// The rows of `dump`, opened from `entry`, `typed` as its writer's Arrow schema says; a
+    /// dump that has a column of an added name is refused.
     fn open(
         dump: ParquetDump,
+        entry: &'e FileEntry,
         typed: bool,
-        docs: &[DatasetDoc],
         how: &Writing,
-    ) -> Result<DumpRows> {
+    ) -> Result<DumpRows<'e>> {
         let rows = dump.whole_rows(typed);
         let schema = rows.schema();
         if let Some(name) = how.annotate.and_then(|p| input_clash(&schema, p)) {
-            let input = display_path(&docs[0].file.path);
+            let input = display_path(&entry.path);
             bail!("{}", annotate::clash_message(&input, name));
         }
         let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
         Ok(DumpRows {
+            entry,
             rows,
             schema,
             annotated,
@@ -350,12 +337,13 @@ impl DumpRows {
     ) -> Result<()> {
         let mut at = 0;
         let annotated = self.annotated.as_ref();
+        let dump = (self.entry, docs);
         decoded_ahead(self.rows, |batches| -> Result<()> {
             for batch in batches {
                 // A row group that fails ends the reading: the rows not reached are errors
                 // below.
                 let Ok(batch) = batch else { break };
-                write_batch(&batch, annotated, docs, &mut at, how, written, &mut emit)?;
+                write_batch(&batch, annotated, dump, &mut at, how, written, &mut emit)?;
             }
             Ok(())
         })?;
@@ -393,7 +381,7 @@ impl DumpRows {
             let whole = copies
                 && !group.is_empty()
                 && !group.iter().any(|d| how.drops(d))
-                && self.unchanged(g, group, how.prints.get(&docs[0].file.path));
+                && self.unchanged(g, group, how.prints.get(&self.entry.path));
             if let (true, Ok(raw)) = (whole, self.rows.raw_group(g)) {
                 let rows = rows_of(w[0] + 1..=w[1], group);
                 let added = (self.annotated.as_ref()).map(|schema| {
@@ -404,12 +392,7 @@ impl DumpRows {
                     annotate::added(schema, &values)
                 });
                 let added = added.transpose().map_err(anyhow::Error::msg)?;
-                count(
-                    docs[0].file,
-                    &rows,
-                    emit(Piece::Group(raw, added))?,
-                    written,
-                );
+                count(self.entry, &rows, emit(Piece::Group(raw, added))?, written);
                 at = to;
                 continue;
             }
@@ -424,7 +407,8 @@ impl DumpRows {
                 let Ok(batch) = batch else { break 'groups };
                 let annotated = self.annotated.as_ref();
                 let emit = &mut |rows| emit(Piece::Rows(rows));
-                write_batch(&batch, annotated, docs, &mut at, how, written, emit)?;
+                let dump = (self.entry, docs);
+                write_batch(&batch, annotated, dump, &mut at, how, written, emit)?;
             }
         }
         unreached(&docs[at..], how, written);
@@ -496,12 +480,13 @@ where
     })
 }
 
-/// Writes the rows of `batch` that are written (its documents: `docs` from `at` on, `at`
-/// moved past them), with the added columns under `annotated`, passed to `emit`.
+/// Writes the rows of `batch` that are written (a batch of `dump`, whose documents are `docs`:
+/// those of the batch from `at` on, `at` moved past them), with the added columns under
+/// `annotated`, passed to `emit`.
 fn write_batch(
     batch: &RowBatch,
     annotated: Option<&SchemaRef>,
-    docs: &[DatasetDoc],
+    (dump, docs): (&FileEntry, &[DatasetDoc]),
     at: &mut usize,
     how: &Writing,
     written: &mut Written,
@@ -512,9 +497,6 @@ fn write_batch(
     while *at < docs.len() && line_of(&docs[*at]) < end {
         *at += 1;
     }
-    let Some(dump) = docs.first().map(|d| d.file) else {
-        return Ok(());
-    };
     let (keep, kept) = select(&docs[start..*at], batch, how, written);
     if kept.is_empty() {
         return Ok(());

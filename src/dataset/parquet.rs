@@ -27,9 +27,7 @@ use parquet::schema::types::SchemaDescriptor;
 
 use super::annotate::{self, Annotation};
 use super::layout::{part_path, Layout};
-use super::{
-    file_text, input_clash, inputs, not_written, DatasetDoc, DumpRows, Piece, Writing, Written,
-};
+use super::{file_text, input_clash, not_written, DatasetDoc, DumpRows, Piece, Writing, Written};
 use crate::atomic::Pending;
 use crate::ingest::dumps::{open_records, Opened};
 use crate::ingest::worker::DocWorker;
@@ -47,8 +45,10 @@ const IN_FLIGHT: usize = 2;
 /// Files' texts gathered into a batch before it is handed to the writer.
 const FILE_BATCH_BYTES: usize = 8 << 20;
 
-/// The parts of shard `shard`'s `docs`, in `dir`, where `layout` (the shard's inputs) places
-/// them.
+/// The parts of shard `shard`'s inputs (`layout`) in `dir`, where `layout` places them: a
+/// dump's rows but those of `docs` dropped, files of `docs` with text. A dump that cannot be
+/// opened now has no part; its documents are errors of the run (a dump without one was
+/// unreadable in the scan, which said so, or changed since).
 pub(super) fn write(
     dir: &std::path::Path,
     shard: u32,
@@ -58,57 +58,47 @@ pub(super) fn write(
     worker: &mut DocWorker,
     written: &mut Written,
 ) -> Result<()> {
-    let mut cursor = layout.cursor();
-    for input in inputs(docs) {
-        if input[0].file.record.is_none() {
-            // Files of two parts may follow one another here: a dump without a document, or
-            // another partition directory, was between them.
-            let parts = (input.iter())
-                .map(|d| cursor.part_of(&d.file.path))
-                .collect::<Result<Vec<u32>>>()?;
-            let mut at = 0;
-            for run in parts.chunk_by(|a, b| a == b) {
-                let files = &input[at..at + run.len()];
-                let path = part_path(dir, shard, run[0], &files[0].file.path, false);
-                write_files(&path, files, how, worker, written)?;
-                at += run.len();
-            }
+    for input in layout.inputs(docs) {
+        let input = input?;
+        let Some(dump) = input.dump else {
+            let path = part_path(dir, shard, input.part, &input.docs[0].file.path, false);
+            write_files(&path, input.docs, how, worker, written)?;
             continue;
-        }
-        let n = cursor.part_of(&input[0].file.path)?;
-        let path = part_path(dir, shard, n, &input[0].file.path, true);
-        match open_records(input[0].file, &how.cfg.jsonl) {
-            Ok(Opened::Parquet(dump)) => write_dump(&path, input, dump, how, written)?,
+        };
+        let path = part_path(dir, shard, input.part, &dump.path, true);
+        match open_records(dump, &how.cfg.jsonl) {
+            Ok(Opened::Parquet(rows)) => write_dump(&path, (dump, input.docs), rows, how, written)?,
             // `embed::scan_table` refuses --write-dataset: the caller adds the columns itself.
             Ok(Opened::Table(_)) => bail!("a table in memory is not written as a dataset"),
             Ok(Opened::Jsonl(..)) => bail!(
                 "--dataset-format parquet: {} is a JSON Lines dump, whose records have no \
                  schema to keep; write the dataset as JSON Lines (--dataset-format jsonl)",
-                display_path(&input[0].file.path)
+                display_path(&dump.path)
             ),
             Err(reason) => {
-                for d in input.iter().filter(|d| !how.drops(d)) {
+                for d in input.docs.iter().filter(|d| !how.drops(d)) {
                     written.errors.push(not_written(d, &reason));
                 }
-                written.dropped += input.iter().filter(|d| how.drops(d)).count() as u64;
+                written.dropped += input.docs.iter().filter(|d| how.drops(d)).count() as u64;
             }
         }
     }
     Ok(())
 }
 
-/// One Parquet dump's rows that are written, with its schema. A row group of which every row
-/// is written goes out as the dump has it, its column chunks copied without decoding them (in
-/// the dump's compression), the added columns encoded beside them; the others are decoded and
-/// encoded again, cut to the rows written.
+/// The rows of one Parquet dump (`rows`, opened from `dump`, whose documents are `docs`) that
+/// are written, with its schema: a dump without rows gives a part of its schema and none. A
+/// row group of which every row is written goes out as the dump has it, its column chunks
+/// copied without decoding them (in the dump's compression), the added columns encoded beside
+/// them; the others are decoded and encoded again, cut to the rows written.
 fn write_dump(
     path: &std::path::Path,
-    docs: &[DatasetDoc],
-    dump: crate::input::parquet::ParquetDump,
+    (dump, docs): (&crate::input::walk::FileEntry, &[DatasetDoc]),
+    rows: crate::input::parquet::ParquetDump,
     how: &Writing,
     written: &mut Written,
 ) -> Result<()> {
-    let rows = DumpRows::open(dump, true, docs, how)?;
+    let rows = DumpRows::open(rows, dump, true, how)?;
     let input = rows.parquet_schema().clone();
     let part = write_part(path, rows.written_schema(), |part, send| {
         let copies = copies(part, &input);

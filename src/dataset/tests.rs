@@ -76,7 +76,7 @@ fn a_row_group_whose_text_changed_after_the_first_pass_is_not_copied() {
 
     dump(&path, &"text 5 ".repeat(40));
     let dir = Path::new(out);
-    let format = (DatasetFormat::Parquet, Some(&layout));
+    let format = (DatasetFormat::Parquet, &layout);
     let written = write(dir, 0, format, &docs, &cfg, &engine, &signed.prints).unwrap();
     assert_eq!(written.kept, 3);
     let errors: Vec<(Option<u64>, &str)> = (written.errors.iter())

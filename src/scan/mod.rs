@@ -73,10 +73,9 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         .transpose()?;
     note_banding(cfg);
     let mut joined = index::join(cfg, files)?;
-    // A Parquet dataset's parts are numbered by input, those that give no part too: taken now,
-    // while the inputs are known.
-    let layout = (dataset_format == Some(crate::config::DatasetFormat::Parquet))
-        .then(|| crate::dataset::Layout::of(&joined.to_read));
+    // The dataset is written by input, those without a document too, and a Parquet dataset's
+    // parts are numbered by input: taken now, while the inputs are known.
+    let layout = dataset_format.map(|_| crate::dataset::Layout::of(&joined.to_read));
     let mut engine = ingest::engine(cfg, None);
     let signed = ingest::sign(cfg, std::mem::take(&mut joined.to_read), &engine, true)?;
     ingest::keep_by::check_seen(cfg, &signed.summary.keep_seen)?;
@@ -97,8 +96,8 @@ pub fn scan(cfg: &Config) -> Result<ScanOutput> {
         clusters,
         mut late_errors,
     } = conclude(cfg, &judge, &engine, &corpus, kept, &identical, candidates);
-    if let (Some(dir), Some(format)) = (&cfg.dataset, dataset_format) {
-        let to = (dir.as_path(), (format, layout.as_ref()));
+    if let (Some(dir), Some(format), Some(layout)) = (&cfg.dataset, dataset_format, &layout) {
+        let to = (dir.as_path(), (format, layout));
         let clustered = (found.as_slice(), clusters.as_slice());
         late_errors.extend(write_dataset(
             cfg,
@@ -154,10 +153,7 @@ fn write_dataset(
     prints: &crate::input::parquet::TextPrints,
     (dir, format): (
         &std::path::Path,
-        (
-            crate::config::DatasetFormat,
-            Option<&crate::dataset::Layout>,
-        ),
+        (crate::config::DatasetFormat, &crate::dataset::Layout),
     ),
 ) -> Result<Vec<crate::messages::InputError>> {
     use crate::dataset::{self, DatasetDoc, Fate};

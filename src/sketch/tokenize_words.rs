@@ -196,8 +196,14 @@ pub(super) fn words(
             ne = list_bits(space & prev, base, ends, ne);
             carry = word >> 63;
         }
-        for (&start, &end) in starts[..ne].iter().zip(&ends[..ne]) {
-            count = word_at(text, lower, start, end, token, hash, out, count);
+        let (starts_g, ends_g) = (&starts[..ne], &ends[..ne]);
+        let mut i = 0;
+        while i < ne {
+            (i, count) = short_words(lower, starts_g, ends_g, i, hash, out, count);
+            if let (Some(&start), Some(&end)) = (starts_g.get(i), ends_g.get(i)) {
+                count = special_word(text, start, end, token, hash, out, count);
+                i += 1;
+            }
         }
         if ns > ne {
             starts[0] = starts[ne];
@@ -257,8 +263,61 @@ static WORD_MASKS: [(u64, u64); 17] = {
     t
 };
 
-/// Hashes the token `text[start..end]` (between ASCII white space, or the text's ends), read
-/// from `lower`, the lowercased copy, into `out[count]`; returns the new count.
+/// Hashes the tokens `starts[i]..ends[i]` from `i` on into `out` from `count`, as long as
+/// they are ASCII and at most 16 bytes long (most tokens: [`Word::Short`]), reading them from
+/// `lower`, the lowercased copy; returns the index of the first token it stopped at (or the
+/// tokens' count) and the new count.
+///
+/// A function of its own, not inlined: inside `words`, whose other state kept most registers,
+/// this loop held its count and pointers on the stack (47 instructions a token, 38 here).
+#[inline(never)]
+fn short_words(
+    lower: &[u8],
+    starts: &[usize],
+    ends: &[usize],
+    mut i: usize,
+    hash: &impl Fn(Word<'_>) -> u64,
+    out: &mut [MaybeUninit<u64>],
+    mut count: usize,
+) -> (usize, usize) {
+    while let (Some(&start), Some(&end)) = (starts.get(i), ends.get(i)) {
+        match short_word(lower, start, end) {
+            Some(word) => {
+                debug_assert!(count < out.len());
+                // SAFETY: `out` has room for half the text's bytes plus one (`hash_words`), and
+                // every token but the last takes a byte and a separator, so the count of tokens
+                // written so far is below that.
+                unsafe { out.get_unchecked_mut(count) }.write(hash(word));
+                count += 1;
+                i += 1;
+            }
+            None => break,
+        }
+    }
+    (i, count)
+}
+
+/// The token `start..end` (between ASCII white space, or the text's ends) as a
+/// [`Word::Short`], read from `lower`, the lowercased copy, when it is ASCII and at most 16
+/// bytes long.
+#[inline(always)]
+fn short_word(lower: &[u8], start: usize, end: usize) -> Option<Word<'static>> {
+    let n = end - start;
+    if n > 16 {
+        return None;
+    }
+    debug_assert!(start + 16 <= lower.len());
+    let (ml, mh) = WORD_MASKS[n];
+    // SAFETY: a token starts before the text's end (`words` marks the bytes past it as white
+    // space), and `lower` holds 16 bytes past the text's end (`hash_words`), so the 16 bytes
+    // from `start` are in `lower`.
+    let w = unsafe { &*lower.as_ptr().add(start).cast::<[u8; 16]>() };
+    let (lo, hi) = (le64(w) & ml, le64(&w[8..]) & mh);
+    ((lo | hi) & (0x80 * ONES) == 0).then_some(Word::Short(lo, hi, n))
+}
+
+/// Hashes the token `text[start..end]` (between ASCII white space, or the text's ends) into
+/// `out[count]` (or several, cut by non-ASCII white space); returns the new count.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn word_at(
@@ -271,15 +330,13 @@ fn word_at(
     out: &mut [MaybeUninit<u64>],
     count: usize,
 ) -> usize {
-    let n = end - start;
-    if let (Some(&(ml, mh)), Some(w)) = (WORD_MASKS.get(n), lower.get(start..start + 16)) {
-        let (lo, hi) = (le64(w) & ml, le64(&w[8..]) & mh);
-        if (lo | hi) & (0x80 * ONES) == 0 {
-            out[count].write(hash(Word::Short(lo, hi, n)));
-            return count + 1;
+    match short_word(lower, start, end) {
+        Some(word) => {
+            out[count].write(hash(word));
+            count + 1
         }
+        None => special_word(text, start, end, scratch, hash, out, count),
     }
-    special_word(text, start, end, scratch, hash, out, count)
 }
 
 /// A token [`word_at`] cannot pass as a [`Word::Short`]: longer than 16 bytes, or holding a

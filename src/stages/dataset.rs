@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::config::DatasetFormat;
 use crate::dataset::{self, DatasetDoc, Fate, Mark};
 use crate::ingest;
 
@@ -153,19 +152,16 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
             fate: fate(r.doc),
         })
         .collect();
-    // A Parquet dataset's parts are numbered by the shard's inputs, as scan numbers its own.
-    let layout = match format {
-        DatasetFormat::Parquet => {
-            let inputs = super::init::read_inputs(work, &plan, &mut lineage, start, end)?;
-            Some(dataset::Layout::of(&inputs))
-        }
-        DatasetFormat::Jsonl => None,
-    };
+    // The shard's inputs, as scan takes its own: a dump without a document is written too,
+    // and a Parquet dataset's parts are numbered by them.
+    let inputs = super::init::read_inputs(work, &plan, &mut lineage, start, end)?;
+    let layout = dataset::Layout::of(&inputs);
+    drop(inputs);
     let engine = ingest::engine(&cfg, None);
     // No prints: the sign stage does not keep them, so a row group copied whole is checked by
     // decoding its text column.
     let prints = Default::default();
-    let to = (format, layout.as_ref());
+    let to = (format, &layout);
     let written = dataset::write(&dir, shard, to, &docs, &cfg, &engine, &prints)?;
     let summary = DatasetSummary {
         lineage,

@@ -60,13 +60,9 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
             all(Tasks::Attach),
         ]
         .concat(),
-        // A Parquet dataset's parts are numbered by the shard's inputs, which init listed.
-        Tasks::Dataset => match plan.options.dataset_format {
-            Some(crate::cli::DatasetFormatArg::Parquet) => {
-                [one(Tasks::Init, 0), one(Tasks::Sign, i), all(Tasks::Verify)].concat()
-            }
-            _ => [one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
-        },
+        // The dataset is written by the shard's inputs, which init listed: a dump without a
+        // document is one, and a Parquet dataset's parts are numbered by them.
+        Tasks::Dataset => [one(Tasks::Init, 0), one(Tasks::Sign, i), all(Tasks::Verify)].concat(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Where a Parquet dataset's parts go and what they keep: a hive-partitioned dump's part in its
 //! `key=value` directories, named after its input and numbered by it (an input without a part
-//! shifts no other), however the inputs were named and in the staged pipeline alike; the
-//! dump's dictionary types, a dictionary text column's too.
+//! shifts no other), however the inputs were named and in the staged pipeline alike; a dump
+//! without a document written whole, one without rows as its schema; the dump's dictionary
+//! types, a dictionary text column's too.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,8 @@ fn hive(t: &TestDir) -> [RecordBatch; 2] {
 }
 
 const EN: &str = "lang=en/day=01/part-00000-00000-part-0.parquet";
+/// The dump without rows: a part of its schema and none.
+const FR_EMPTY: &str = "lang=fr/day=01/part-00000-00001-part-0.parquet";
 const FR: &str = "lang=fr/day=02/part-00000-00002-part-0.parquet";
 
 #[test]
@@ -83,7 +86,8 @@ fn a_hive_partitioned_dumps_parts_keep_its_directories_and_are_numbered_by_input
         "{}",
         r.stderr
     );
-    assert_eq!(parts(&t.join("out")), [Path::new(EN), Path::new(FR)]);
+    let want = [EN, FR_EMPTY, FR].map(PathBuf::from);
+    assert_eq!(parts(&t.join("out")), want);
     // Each part the rows of its input but the duplicates, its schema the input's.
     let dups = duplicates(&r.json());
     assert!(!dups.is_empty(), "{}", r.stdout);
@@ -93,6 +97,8 @@ fn a_hive_partitioned_dumps_parts_keep_its_directories_and_are_numbered_by_input
         let kept = rows_with_ids(input, |id| !dups.contains_key(id));
         assert_eq!(rows.columns(), kept.columns(), "{part}");
     }
+    let (schema, rows) = read(&t.join("out").join(FR_EMPTY));
+    assert_eq!((schema, rows.num_rows()), (en.schema(), 0));
 
     // The inputs named one by one, or listed: the same parts. A dump named alone is numbered
     // 0, in its directories all the same.
@@ -125,10 +131,8 @@ fn a_hive_partitioned_dumps_parts_keep_its_directories_and_are_numbered_by_input
             assert_eq!(got, parts(&t.join("out")));
         }
         let dirs: Vec<&Path> = got.iter().map(|p| p.parent().unwrap()).collect();
-        assert_eq!(
-            dirs,
-            [Path::new("lang=en/day=01"), Path::new("lang=fr/day=02")]
-        );
+        let want_dirs = ["lang=en/day=01", "lang=fr/day=01", "lang=fr/day=02"];
+        assert_eq!(dirs, want_dirs.map(Path::new));
         assert_eq!(rows_of(&t.join(&out)), rows_of(&t.join("out")), "{shards}");
     }
 
@@ -140,7 +144,7 @@ fn a_hive_partitioned_dumps_parts_keep_its_directories_and_are_numbered_by_input
         "{}",
         r.stderr
     );
-    assert_eq!(parts(&t.join("out")), [Path::new(EN), Path::new(FR)]);
+    assert_eq!(parts(&t.join("out")), want);
 }
 
 #[test]
@@ -241,5 +245,142 @@ fn dictionary_columns_stay_dictionaries_a_dictionary_text_too() {
         assert_eq!(staged, (got, rows));
         std::fs::remove_dir_all(t.join("ann")).unwrap();
         std::fs::remove_dir_all(t.join("staged")).unwrap();
+    }
+}
+
+/// `batch` without a document: its text null in every row but the second, which is empty.
+pub(super) fn without_text(batch: &RecordBatch) -> RecordBatch {
+    let texts: StringArray = (0..batch.num_rows())
+        .map(|i| (i == 1).then_some(""))
+        .collect();
+    let mut columns = batch.columns().to_vec();
+    columns[1] = Arc::new(texts);
+    RecordBatch::try_new(batch.schema(), columns).unwrap()
+}
+
+/// The concatenated JSON Lines parts in `dir`, in name order.
+fn jsonl_parts(dir: &Path) -> String {
+    let mut parts: Vec<PathBuf> = (std::fs::read_dir(dir).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    parts.sort();
+    parts
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_dump_without_a_document_is_written_whole_one_without_rows_as_its_schema() {
+    // Issue 27: a Parquet dump whose every text was null or empty got no part (the writer went
+    // through the inputs that held documents), its rows lost, in scan and the staged pipeline,
+    // as Parquet and as JSON Lines; a JSON Lines dump whose records all lacked the text too. A
+    // dump without rows now has a part of its schema and no row, as one whose rows are all
+    // duplicates has.
+    let t = TestDir::new();
+    t.mkdir("in");
+    let empty = without_text(&table(12, 4));
+    let inputs = [table(0, 6), empty.clone(), table(0, 0), table(6, 6)];
+    for (name, batch) in ["a", "b", "c", "d"].iter().zip(&inputs) {
+        write(&t, &format!("in/{name}.parquet"), batch);
+    }
+    let want = ["a", "b", "c", "d"].map(|n| {
+        let at = n.as_bytes()[0] - b'a';
+        PathBuf::from(format!("part-00000-0000{at}-{n}.parquet"))
+    });
+    for extra in [&[][..], &["--annotate"]] {
+        let out = format!("out{}", extra.len());
+        let args = [&["--write-dataset", &out][..], extra, &["in"]].concat();
+        let r = t.run(&[&["scan"][..], &args].concat());
+        assert_eq!(r.code(), 2, "the null texts: {}", r.stderr);
+        assert_eq!(parts(&t.join(&out)), want);
+        for (part, input) in want.iter().zip(&inputs).skip(1).take(2) {
+            let (schema, rows) = read(&t.join(&out).join(part));
+            let n = input.num_columns();
+            assert_eq!(
+                schema.fields()[..n],
+                input.schema().fields()[..],
+                "{part:?}"
+            );
+            assert_eq!(rows.columns()[..n], input.columns()[..], "{part:?}");
+            if let Some(keep) = rows.column_by_name("dupfind_keep") {
+                let all = arrow_array::BooleanArray::from(vec![true; input.num_rows()]);
+                assert_eq!(keep.as_ref(), &all, "{part:?}");
+                let cluster = rows.column_by_name("dupfind_cluster").unwrap();
+                assert_eq!(cluster.null_count(), rows.num_rows(), "{part:?}");
+            }
+        }
+        for shards in [1, 3] {
+            let staged_out = format!("staged{}-{shards}", extra.len());
+            let args: Vec<&str> = (args.iter())
+                .map(|&a| if a == out { &staged_out } else { a })
+                .collect();
+            let r = staged(&t, shards, &format!("w{}-{shards}", extra.len()), &args);
+            assert_eq!(r.code(), 2, "{}", r.stderr);
+            let got = parts(&t.join(&staged_out));
+            if shards == 1 {
+                assert_eq!(got, want);
+            }
+            assert_eq!(got.len(), want.len(), "{shards} shards");
+            let read_all = |dir: &str| -> Vec<(SchemaRef, RecordBatch)> {
+                let dir = t.join(dir);
+                parts(&dir).iter().map(|p| read(&dir.join(p))).collect()
+            };
+            assert_eq!(read_all(&staged_out), read_all(&out), "{shards} shards");
+        }
+    }
+
+    // As JSON Lines: the dump's rows in the one part, in scan and in 3 shards alike.
+    let jsonl = |out| ["--write-dataset", out, "--dataset-format", "jsonl", "in"];
+    let r = t.run(&[&["scan"][..], &jsonl("j")].concat());
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let part = jsonl_parts(&t.join("j"));
+    let ids: Vec<String> = (part.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .filter(|id| ["\"r13\"", "\"r14\"", "\"r15\"", "\"r16\""].contains(&id.as_str()))
+        .collect();
+    assert_eq!(ids.len(), 4, "{part}");
+    let r = staged(&t, 3, "wj", &jsonl("js"));
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert_eq!(jsonl_parts(&t.join("js")), part);
+
+    // A JSON Lines dump whose records all lack the text, between two that have documents: its
+    // lines as they are, annotated as kept in no cluster.
+    let doc =
+        |id: &str, seed: u64| serde_json::json!({"id": id, "text": super::util::text(seed, 80)});
+    let lines = |records: &[serde_json::Value]| -> String {
+        records.iter().map(|r| format!("{r}\n")).collect()
+    };
+    let none = "{\"id\":\"y1\"}\n{\"id\":\"y2\",\"text\":null,\"n\":1}\n";
+    t.write(
+        "jl/x.jsonl",
+        lines(&[doc("x1", 1), doc("x2", 1), doc("x3", 2)]),
+    )
+    .write("jl/y.jsonl", none)
+    .write("jl/z.jsonl", lines(&[doc("z1", 3), doc("z2", 2)]));
+    for extra in [&[][..], &["--annotate"]] {
+        let out = format!("jl-out{}", extra.len());
+        let args = [&["--write-dataset", &out][..], extra, &["jl"]].concat();
+        let r = t.run(&[&["scan"][..], &args].concat());
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        let part = jsonl_parts(&t.join(&out));
+        let ys: Vec<&str> = part.lines().filter(|l| l.contains("\"y")).collect();
+        if extra.is_empty() {
+            assert_eq!(ys, none.lines().collect::<Vec<_>>(), "{part}");
+        } else {
+            assert_eq!(ys.len(), 2, "{part}");
+            assert!(
+                ys.iter().all(|l| l.contains("\"dupfind_keep\":true")),
+                "{part}"
+            );
+        }
+        let staged_out = format!("jl-staged{}", extra.len());
+        let args: Vec<&str> = (args.iter())
+            .map(|&a| if a == out { &staged_out } else { a })
+            .collect();
+        let r = staged(&t, 3, &format!("wjl{}", extra.len()), &args);
+        assert_eq!(r.code(), 2, "{}", r.stderr);
+        assert_eq!(jsonl_parts(&t.join(&staged_out)), part);
     }
 }

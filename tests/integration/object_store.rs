@@ -12,6 +12,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use serde_json::Value;
 
+use super::dataset_layout::without_text;
 use super::dataset_parquet::{table, write};
 use super::util::s3::{free_port, proxy, S3};
 use super::util::{cluster_paths, edit, text, Run, TestDir};
@@ -545,12 +546,15 @@ fn ctrl_c_during_an_upload_aborts_it() {
 #[test]
 fn a_parquet_dataset_sent_to_s3_keeps_its_inputs_partition_directories() {
     // Review finding 09, on a store: each part under its key=value prefixes, named after its
-    // input, the bytes written on disk for the same files.
+    // input, the bytes written on disk for the same files. Issue 27: a dump without a document
+    // (b.parquet, every text null or empty) is read from the store and written whole, as on
+    // disk; a JSON Lines one too.
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();
     t.mkdir("crawl/lang=en").mkdir("crawl/lang=fr");
     write(&t, "crawl/lang=en/a.parquet", &table(0, 6));
     write(&t, "crawl/lang=fr/a.parquet", &table(6, 6));
+    write(&t, "crawl/lang=fr/b.parquet", &without_text(&table(12, 4)));
     s3.create_bucket("bkt");
     s3.put_dir(&t.join("crawl"), "bkt/crawl/");
     let local = t.run(&["scan", "crawl", "--write-dataset", "ds"]);
@@ -561,6 +565,7 @@ fn a_parquet_dataset_sent_to_s3_keeps_its_inputs_partition_directories() {
     let parts = [
         "lang=en/part-00000-00000-a.parquet",
         "lang=fr/part-00000-00001-a.parquet",
+        "lang=fr/part-00000-00002-b.parquet",
     ];
     let keys: Vec<String> = parts.iter().map(|p| format!("ds/{p}")).collect();
     assert_eq!(s3.keys("bkt", "ds/"), keys);
@@ -571,6 +576,22 @@ fn a_parquet_dataset_sent_to_s3_keeps_its_inputs_partition_directories() {
             "{part}"
         );
     }
+
+    let none = "{\"id\":\"y1\"}\n{\"id\":\"y2\",\"text\":\"\"}\n";
+    t.write(
+        "j/x.jsonl",
+        format!("{}\n", serde_json::json!({"text": text(9601, 80)})),
+    )
+    .write("j/y.jsonl", none);
+    s3.put_dir(&t.join("j"), "bkt/j/");
+    let local = t.run(&["scan", "j", "--write-dataset", "jds"]);
+    let part = std::fs::read_to_string(t.join("jds/part-00000.jsonl")).unwrap();
+    assert!(part.ends_with(none), "{part}");
+    let args = ["scan", "s3://bkt/j/", "--write-dataset", "s3://bkt/jds/"];
+    let r = scan(&s3, &t, &end, &args);
+    assert_eq!(r.code(), local.code(), "{}", r.stderr);
+    let sent = s3.get("bkt/jds/part-00000.jsonl").unwrap();
+    assert_eq!(String::from_utf8(sent).unwrap(), part);
 }
 
 #[test]
