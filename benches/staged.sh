@@ -35,7 +35,8 @@ if [ ! -d "$corpus" ]; then
     "$target/release/examples/corpus" gen --out "$corpus.tmp" --docs "$docs" --seed 1 >&2
     mv "$corpus.tmp" "$corpus"
 fi
-bytes=$(find "$corpus" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+# "$corpus/": the corpus may be a symbolic link to one (find does not follow a link it is given).
+bytes=$(find "$corpus/" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 stagework=$work/staged-work
 
 # timed NAME CMD...: wall seconds, user+sys CPU seconds, peak RSS (KB) into $work/times.tsv

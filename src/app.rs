@@ -58,7 +58,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             interrupt::install();
             run_scan(Config::for_build(*args)?)
         }
-        Command::Index(cmd) => run_index(cmd),
+        // A writer's Ctrl-C before its commit ends it with 130, the index as it was; after it,
+        // the command finishes ([`interrupt::settle_commit`]). A reader needs no handler.
+        Command::Index(cmd) => {
+            if !matches!(cmd, cli::IndexCommand::Info { .. }) {
+                interrupt::install();
+            }
+            run_index(cmd)
+        }
         Command::Remove(args) => run_act(crate::act::Action::Remove, args),
         Command::Link(args) => run_act(crate::act::Action::Link, args),
         Command::Move(args) => run_act(crate::act::Action::Move(args.to), args.act),

@@ -65,9 +65,10 @@ fn write_report(report: &report::Report, cfg: &Config) -> Result<()> {
     written
 }
 
-/// With `-q`, a run ending in status 2 still says so in one line.
+/// With `-q`, a run ending in status 2 still says so in one line; a failed index update,
+/// which is not among the report's errors, has said so already.
 fn quiet_summary(report: &report::Report, code: ExitCode, cfg: &Config) -> ExitCode {
-    if code == ExitCode::Error && cfg.messages.quiet {
+    if code == ExitCode::Error && cfg.messages.quiet && !report.errors.is_empty() {
         eprintln!("dupfind: {} (run without -q for details)", failures(report));
     }
     code

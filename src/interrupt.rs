@@ -103,6 +103,15 @@ pub fn settle() -> bool {
         .is_ok()
 }
 
+/// The point of no return of a command whose output follows a commit (`index compact`, `prune`
+/// and `upgrade`): true, and from here an interrupt is ignored, so that a command that has
+/// committed finishes (removing the files it replaced) and says what it did, as `scan --update`
+/// does once its report is out. False when an interrupt came first (the handler is ending the
+/// run with 130, or was about to): nothing must be committed then.
+pub fn settle_commit() -> bool {
+    begin_output() && settle()
+}
+
 /// True when an interrupt arrived while the output was being written.
 pub fn interrupted() -> bool {
     STATE.load(Ordering::SeqCst) == INTERRUPTED

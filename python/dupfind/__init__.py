@@ -78,6 +78,8 @@ _DEFAULTS = {
     "shingle": "word",
     "ngram": 5,
     "num_perm": 128,
+    "sketch": "oph",
+    "max_distance": 3,
     "cluster": "strict",
     "verify": "exact",
     "seed": 0,
@@ -93,13 +95,21 @@ def dedup(
     method: str = "minhash",
     shingle: str = "word",
     ngram: int = 5,
+    normalize: Optional[str] = None,
+    containment: bool = False,
     num_perm: int = 128,
+    sketch: str = "oph",
+    bands: Optional[int] = None,
+    rows: Optional[int] = None,
+    max_distance: int = 3,
+    min_similarity: Optional[float] = None,
     cluster: str = "strict",
     keep: Optional[str] = None,
     keep_by: Optional[str] = None,
     verify: str = "exact",
     threads: Optional[int] = None,
     seed: int = 0,
+    max_size: Union[int, str, None] = None,
     max_memory: Union[int, str, None] = None,
 ) -> _Data:
     """Finds the near-duplicate rows of `data` and returns it with five columns added.
@@ -116,11 +126,13 @@ def dedup(
 
     A row whose text is null or has no word (no shingle) is in no cluster and kept; a null text
     is an input error, warned about as a `DupfindWarning` as the CLI warns. The options are the
-    CLI's (`dupfind scan --help`), with its defaults: `keep` oldest (for rows, the first),
-    `keep_by` a column (`"quality"`, `"quality:min"`), `threads` all cores, `max_memory` bytes
-    or a size (`"4G"`). A refused option raises ValueError (a malformed value) or DupfindError
-    (a combination the CLI refuses), with the CLI's message. The GIL is released while the
-    engine works; Ctrl-C raises KeyboardInterrupt.
+    CLI's (`dupfind scan --help`: every one that applies to the rows of a table), with its
+    defaults: `normalize` steps (`"nfkc,punct"`), `bands`/`rows` chosen from the threshold,
+    `keep` oldest (for rows, the first), `keep_by` a column (`"quality"`, `"quality:min"`),
+    `threads` all cores, `max_size` a row's text in bytes or a size (a longer one is a row that
+    could not be read), `max_memory` bytes or a size (`"4G"`). A refused option raises
+    ValueError (a malformed value) or DupfindError (a combination the CLI refuses), with the
+    CLI's message. The GIL is released while the engine works; Ctrl-C raises KeyboardInterrupt.
     """
     import pyarrow as pa
 
@@ -136,8 +148,11 @@ def dedup(
         raise ValueError(f"no column {field!r} (keep_by): the table has {names}")
     argv = ["dupfind", "scan", "--quiet", "--text-field", text_column]
     argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
-                    "ngram": ngram, "num_perm": num_perm, "cluster": cluster, "keep": keep,
-                    "keep_by": keep_by, "verify": verify, "threads": threads, "seed": seed,
+                    "ngram": ngram, "normalize": normalize, "containment": containment,
+                    "num_perm": num_perm, "sketch": sketch, "bands": bands, "rows": rows,
+                    "max_distance": max_distance, "min_similarity": min_similarity,
+                    "cluster": cluster, "keep": keep, "keep_by": keep_by, "verify": verify,
+                    "threads": threads, "seed": seed, "max_size": max_size,
                     "max_memory": max_memory}, _DEFAULTS)
     # The engine reads the table through the Arrow C stream interface, its buffers where they
     # lie, and returns the five columns the same way: the table's own columns are never copied.

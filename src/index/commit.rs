@@ -272,6 +272,12 @@ impl Writer {
             removed,
             bytes_written: pending.bytes,
         };
+        if !crate::interrupt::settle_commit() {
+            // Interrupted before the commit: the index is left as it was, its new files removed,
+            // and the run ends as the handler ends it before this point.
+            drop(pending);
+            std::process::exit(crate::exit::ExitCode::Interrupted.code());
+        }
         pending.commit()?;
         Ok(summary)
     }

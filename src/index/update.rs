@@ -151,39 +151,39 @@ fn next_generation(
 }
 
 /// What preparing an update of the index in `dir`, opened at `generation`, came to, for the
-/// report (`scan`'s and `stage report`'s): the generation written, or the failure as an error
-/// of the run (the report is still printed, with exit status 2, and the index is as it was);
-/// `errors` are the new documents left out.
+/// report (`scan`'s and `stage report`'s): the generation written, or the failure, said once on
+/// stderr (even with `-q`) and ending the run in status 2 (the report is still printed, and the
+/// index is as it was); not an error of an input, as every input was read. `errors` are the new
+/// documents left out.
 pub fn reported(
     cfg: &Config,
     dir: &std::path::Path,
     generation: u64,
     prepared: Result<Prepared>,
-    mut errors: Vec<InputError>,
+    errors: Vec<InputError>,
 ) -> (Option<Updated>, Option<Pending>) {
-    let (written, pending) = match prepared {
-        Ok(Prepared::Pending(p)) => (Some(p.generation), Some(p)),
+    let (written, pending, failed) = match prepared {
+        Ok(Prepared::Pending(p)) => (Some(p.generation), Some(p), false),
         Ok(Prepared::Unchanged) => {
             cfg.messages.tell(&format!(
                 "index {}: nothing new, changed or removed; nothing written (generation \
                  {generation})",
                 display_path(dir),
             ));
-            (None, None)
+            (None, None, false)
         }
         Err(e) => {
-            let reason = format!(
+            crate::messages::error(&format!(
                 "index not updated: cannot update index {}: {e:#}",
                 display_path(dir)
-            );
-            crate::messages::error(&format!("{}: {reason}", display_path(dir)));
-            errors.push(InputError {
-                path: dir.to_path_buf(),
-                line: None,
-                error: reason,
-            });
-            (None, None)
+            ));
+            (None, None, true)
         }
     };
-    (Some(Updated { written, errors }), pending)
+    let updated = Updated {
+        written,
+        errors,
+        failed,
+    };
+    (Some(updated), pending)
 }

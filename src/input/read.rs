@@ -77,8 +77,13 @@ impl FileMeta {
 #[cfg(unix)]
 pub fn changed(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
     use std::os::unix::fs::MetadataExt;
-    let nanos = u32::try_from(meta.ctime_nsec()).ok()?;
-    let secs = meta.ctime();
+    time_of(meta.ctime(), meta.ctime_nsec())
+}
+
+/// The time `secs` seconds and `nanos` nanoseconds (which carry into the seconds past 10⁹)
+/// after the epoch, as a status gives it; None when out of range.
+pub fn time_of(secs: i64, nanos: i64) -> Option<std::time::SystemTime> {
+    let nanos = u32::try_from(nanos).ok()?;
     let since = std::time::Duration::new(secs.unsigned_abs(), 0);
     if secs >= 0 {
         std::time::UNIX_EPOCH.checked_add(since + std::time::Duration::new(0, nanos))

@@ -411,8 +411,7 @@ fn admit_pending(w: &mut Walker, opts: &WalkOptions, several: bool, defer: bool)
             w.out.files.push(FileEntry::with_deferred_metadata(path));
         }
     } else {
-        let metas: Vec<std::io::Result<std::fs::Metadata>> =
-            pending.par_iter().map(std::fs::metadata).collect();
+        let metas = crate::input::walker::stat_all(&pending);
         for (path, meta) in pending.into_iter().zip(metas) {
             w.admit_sized(path, meta, !defer);
         }

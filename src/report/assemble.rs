@@ -31,9 +31,11 @@ pub struct Updated {
     /// The generation the update makes live once the report is delivered; None when nothing
     /// was written (the update failed, or nothing had changed).
     pub written: Option<u64>,
-    /// New documents left out because their content could not be read again, and the reason
-    /// the update failed, if it did.
+    /// New documents left out because their content could not be read again.
     pub errors: Vec<InputError>,
+    /// The update failed (already said on stderr): the run ends in status 2, though no input
+    /// was left unread, so the failure is not among the report's `errors`.
+    pub failed: bool,
 }
 
 /// Every stage's contribution to the report.
@@ -85,30 +87,33 @@ pub fn assemble(cfg: &Config, parts: Parts) -> (Report, ExitCode) {
     errors.extend(outcomes.errors);
     errors.extend(verified.errors);
     errors.extend(late_errors);
+    let mut update_failed = false;
     if let Some(u) = updated {
         if let Some(index) = &mut stats.index {
             index.updated_generation = u.written;
         }
         errors.extend(u.errors);
+        update_failed = u.failed;
     }
     finish(
         cfg,
         stats,
         Clusters::held(clusters),
         errors,
-        !found.is_empty(),
+        (!found.is_empty(), update_failed),
     )
 }
 
 /// The report from its counts, clusters and errors (in the order the stages met them), and
 /// its exit status: errors are sorted (stably) by path and line, those at the same place
-/// dropped but the first, and counted in `stats.skipped.error`.
+/// dropped but the first, and counted in `stats.skipped.error`. `found_any`: a cluster was
+/// found; `update_failed`: an index update failed ([`Updated::failed`]), status 2.
 pub fn finish(
     cfg: &Config,
     mut stats: Stats,
     clusters: Clusters,
     mut errors: Vec<InputError>,
-    found_any: bool,
+    (found_any, update_failed): (bool, bool),
 ) -> (Report, ExitCode) {
     errors.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     errors.dedup_by(|a, b| (&a.path, a.line) == (&b.path, b.line));
@@ -124,7 +129,7 @@ pub fn finish(
     roots.dedup();
     let roots: Vec<_> = roots.into_iter().map(path_fields).collect();
     let any_lossy = roots.iter().any(|r| r.1.is_some());
-    let code = if !errors.is_empty() {
+    let code = if !errors.is_empty() || update_failed {
         ExitCode::Error
     } else if cfg.exit_code && found_any {
         ExitCode::DuplicatesFound

@@ -130,12 +130,13 @@ pub fn report(
     let found_any = !clusters.is_empty();
     // With --update: the next generation, written now (under the index's lock, held until it
     // is committed or dropped) so that the report can say which, as `scan --update`'s does.
-    let (mut updated, mut commit) = (None, None);
+    let (mut updated, mut commit, mut update_failed) = (None, None, false);
     if let Some(pin) = plan.against.as_ref().filter(|a| a.update) {
         let (u, c) = update(work, &plan, pin, &walk, &signs, index, &cfg)?;
         if let Some(u) = u {
             updated = u.written;
             errors.extend(u.errors);
+            update_failed = u.failed;
         }
         commit = c;
     }
@@ -146,7 +147,7 @@ pub fn report(
         unchanged_files: walk.unchanged,
         updated_generation: updated,
     });
-    let (report, code) = report::finish(&cfg, stats, clusters, errors, found_any);
+    let (report, code) = report::finish(&cfg, stats, clusters, errors, (found_any, update_failed));
     Ok((report, code, cfg, commit))
 }
 

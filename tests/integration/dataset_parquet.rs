@@ -884,3 +884,104 @@ fn spark_markers_beside_parquet_parts_are_no_inputs() {
         .exists());
     assert!(!t.join("out/part-00000.jsonl").exists());
 }
+
+/// A dump as DuckDB writes one (review finding 08): its JSON and UUID columns carry Parquet
+/// logical types and no Arrow schema is embedded; rows 1 and 3 are copies.
+fn write_duckdb_like(path: &Path, uuids: &[[u8; 16]]) {
+    use parquet::data_type::{ByteArray, ByteArrayType, FixedLenByteArray, FixedLenByteArrayType};
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = parquet::schema::parser::parse_message_type(
+        "message duckdb_schema {
+            required binary id (STRING);
+            required binary text (STRING);
+            required binary j (JSON);
+            optional fixed_len_byte_array(16) u (UUID);
+        }",
+    )
+    .unwrap();
+    let props = Arc::new(WriterProperties::builder().build());
+    let mut w =
+        SerializedFileWriter::new(File::create(path).unwrap(), Arc::new(schema), props).unwrap();
+    let mut group = w.next_row_group().unwrap();
+    let texts = [text(9500, 200), text(9501, 200), text(9500, 200)];
+    let strings = |v: Vec<String>| {
+        (v.into_iter())
+            .map(|s| ByteArray::from(s.into_bytes()))
+            .collect::<Vec<_>>()
+    };
+    for values in [
+        strings(vec!["r1".into(), "r2".into(), "r3".into()]),
+        strings(texts.to_vec()),
+        strings((0..3).map(|i| format!("{{\"a\":{i}}}")).collect()),
+    ] {
+        let mut col = group.next_column().unwrap().unwrap();
+        col.typed::<ByteArrayType>()
+            .write_batch(&values, None, None)
+            .unwrap();
+        col.close().unwrap();
+    }
+    let mut col = group.next_column().unwrap().unwrap();
+    let values: Vec<FixedLenByteArray> = (uuids.iter())
+        .map(|u| FixedLenByteArray::from(u.to_vec()))
+        .collect();
+    col.typed::<FixedLenByteArrayType>()
+        .write_batch(&values, Some(&[1, 1, 1]), None)
+        .unwrap();
+    col.close().unwrap();
+    group.close().unwrap();
+    w.close().unwrap();
+}
+
+/// The UUID and JSON logical types of a dump (as DuckDB writes them) stay in its part, scanned
+/// or staged, with and without --annotate: pyarrow reads the part's columns as the arrow.uuid
+/// and arrow.json extension types, as it reads the dump's.
+#[test]
+fn a_dumps_uuid_and_json_columns_keep_their_types_in_the_dataset() {
+    use parquet::basic::LogicalType;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let t = TestDir::new();
+    std::fs::create_dir(t.join("in")).unwrap();
+    let uuids = [[1u8; 16], [2; 16], [3; 16]];
+    write_duckdb_like(&t.join("in/duck.parquet"), &uuids);
+    for annotate in [false, true] {
+        let extra: &[&str] = if annotate { &["--annotate"] } else { &[] };
+        let scan = t.run(&[&["scan", "-q", "--write-dataset", "s", "in"][..], extra].concat());
+        assert_eq!(scan.code(), 0, "{}", scan.stderr);
+        let staged_args = [&["-q", "--write-dataset", "w"][..], extra, &["in"]].concat();
+        let run = staged(&t, 2, &format!("work-{annotate}"), &staged_args);
+        assert_eq!(
+            (run.code(), &run.stdout),
+            (0, &scan.stdout),
+            "{}",
+            run.stderr
+        );
+        for out in ["s", "w"] {
+            let at = format!("{out}, --annotate {annotate}");
+            let part = t.join(format!("{out}/part-00000-00000-duck.parquet"));
+            let reader = SerializedFileReader::new(File::open(&part).unwrap()).unwrap();
+            let columns = reader.metadata().file_metadata().schema_descr_ptr();
+            let logical = |i: usize| columns.column(i).logical_type_ref().cloned();
+            assert_eq!(logical(2), Some(LogicalType::Json), "{at}");
+            assert_eq!(logical(3), Some(LogicalType::Uuid), "{at}");
+            let (schema, rows) = read_dataset(&t.join(out));
+            let extension = |name: &str| {
+                let field = schema.field_with_name(name).unwrap();
+                field.metadata().get("ARROW:extension:name").cloned()
+            };
+            assert_eq!(extension("j").as_deref(), Some("arrow.json"), "{at}");
+            assert_eq!(extension("u").as_deref(), Some("arrow.uuid"), "{at}");
+            let u = rows.column_by_name("u").unwrap();
+            let u = u
+                .as_any()
+                .downcast_ref::<arrow_array::FixedSizeBinaryArray>()
+                .unwrap();
+            let got: Vec<&[u8]> = u.iter().map(Option::unwrap).collect();
+            let want: Vec<&[u8]> = match annotate {
+                true => uuids.iter().map(|u| &u[..]).collect(),
+                false => uuids[..2].iter().map(|u| &u[..]).collect(),
+            };
+            assert_eq!(got, want, "{at}");
+            std::fs::remove_dir_all(t.join(out)).unwrap();
+        }
+    }
+}

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::staged::{
     assert_same_as_scan, assert_same_run, corpus, local_driver, staged, stages_before_report,
 };
-use super::util::{edit, text, Run, TestDir};
+use super::util::{edit, index_lock_held, text, Run, TestDir};
 
 /// The staged test corpus indexed, then a night's changes: new near-copies and an exact copy of
 /// indexed documents, a new family of its own, an indexed file edited (it supersedes its
@@ -286,6 +286,30 @@ fn a_staged_update_of_an_index_changed_since_init_commits_nothing() {
         &theirs,
         &index_files(&t.join("idx")),
     );
+}
+
+#[test]
+fn a_staged_update_refused_by_the_lock_ends_as_scan_update_does() {
+    let t = TestDir::new();
+    indexed_then_changed(&t);
+    let before = index_files(&t.join("idx"));
+    // Another writer holds the index's lock through both runs.
+    let _held = index_lock_held(&t.join("idx"));
+    for args in [
+        &["-q", "--against", "idx", "--update", "c"][..],
+        &["--against", "idx", "--update", "c"],
+    ] {
+        assert_same_as_scan(&t, args, &[(2, 3)]);
+    }
+    let scan = t.run(&["scan", "-q", "--against", "idx", "--update", "c"]);
+    assert_eq!(scan.code(), 2, "{}", scan.stderr);
+    assert_eq!(
+        scan.stderr,
+        "dupfind: error: index not updated: cannot update index idx: index idx is being updated \
+         by another process\n"
+    );
+    assert_eq!(scan.json()["errors"], serde_json::json!([]));
+    assert_same_index("after the refusals", &before, &index_files(&t.join("idx")));
 }
 
 #[test]

@@ -152,6 +152,49 @@ def test_duckdb_reads_the_same_rows(dupfind, dump):
     assert kept[0] == pc.sum(want["dupfind_keep"]).as_py()
 
 
+@pytest.mark.parametrize("annotate", [False, True])
+def test_a_duckdb_dumps_uuid_and_json_columns_read_back_as_the_dump_reads(dupfind, tmp_path,
+                                                                          annotate):
+    # Review finding 08: DuckDB writes the UUID and JSON logical types and no Arrow schema;
+    # pyarrow (from 18/19) reads them as the arrow.uuid and arrow.json extension types.
+    duckdb = pytest.importorskip("duckdb")
+    os.mkdir(tmp_path / "in")
+    duckdb.sql(
+        "copy (select i as id, 'one two three four five six seven eight ' || (i % 2) as text, "
+        "('{\"a\":' || i || '}')::json as j, uuid() as u from range(6) t(i)) "
+        f"to '{tmp_path}/in/duck.parquet'")
+    extra = ["--annotate"] if annotate else []
+    scan(dupfind, tmp_path, "--write-dataset", "scan-out", *extra, "in")
+    run(["bash", RUN_LOCAL, "--shards", "2", "--parts", "2", "--work", "w", "--dupfind",
+         dupfind, "-q", "--write-dataset", "staged-out", *extra, "in"], cwd=tmp_path)
+    want = pq.read_schema(tmp_path / "in" / "duck.parquet")
+    dump = pq.read_table(tmp_path / "in" / "duck.parquet")
+    for out in ("scan-out", "staged-out"):
+        got = pq.read_table(tmp_path / out)
+        # A pyarrow that reads the logical types as the extension types (26 does; CI's 18 reads
+        # the dump's as string and fixed_size_binary[16], and the part's embedded Arrow schema,
+        # like the one pyarrow 26 writes, as the extension types).
+        if isinstance(want.field("u").type, pa.ExtensionType):
+            for name in ("j", "u"):
+                assert got.schema.field(name).type == want.field(name).type, (out, name)
+        # The logical types themselves, which a pyarrow before the extension types reads past.
+        for part in (tmp_path / out).glob("*.parquet"):
+            columns = pq.ParquetFile(part).schema
+            logical = {columns.column(i).name: columns.column(i).logical_type.type
+                       for i in range(len(columns))}
+            assert (logical["j"], logical["u"]) == ("JSON", "UUID"), part
+        # Every row is written with --annotate; without it, those of the four copies but one.
+        assert got.num_rows == (6 if annotate else 2), out
+        def values(t):
+            """id → (j, u), their stored values whichever type pyarrow reads them as."""
+            cols = [t[c].combine_chunks() for c in ("j", "u")]
+            cols = [c.storage if isinstance(c, pa.ExtensionArray) else c for c in cols]
+            return dict(zip(t["id"].to_pylist(), zip(*(c.to_pylist() for c in cols))))
+
+        dumped = values(dump)
+        assert all(v == dumped[i] for i, v in values(got).items()), out
+
+
 def test_polars_and_datasets_read_it_when_installed(dupfind, dump):
     cwd, t = dump
     scan(dupfind, cwd, "--annotate", "--write-dataset", "ann", "d.parquet")
@@ -225,9 +268,14 @@ def test_a_hive_partitioned_dump_reads_back_with_its_partition_columns(dupfind, 
     assert got.to_pylist() == want.filter(keep).to_pylist()
     parts = sorted(os.path.relpath(os.path.join(d, f), tmp_path / "out")
                    for d, _, files in os.walk(tmp_path / "out") for f in files)
-    # The empty input (us/1) has no part, and shifts no number.
+    # The empty input (us/1) has a part of its schema and no rows, as pyarrow and Spark write
+    # an empty table (docs/dumps-and-index.md), numbered by its place among the inputs.
     assert parts == ["region=eu/batch=1/part-00000-00000-part-0.parquet",
+                     "region=us/batch=1/part-00000-00001-part-0.parquet",
                      "region=us/batch=2/part-00000-00002-part-0.parquet"]
+    empty = pq.read_table(tmp_path / "out" / "region=us" / "batch=1"
+                          / "part-00000-00001-part-0.parquet")
+    assert empty.num_rows == 0 and empty.schema.equals(t.schema)
     duckdb = pytest.importorskip("duckdb")
     query = "select id, region, batch from read_parquet('{}/**/*.parquet', hive_partitioning=true)"
     con = duckdb.connect()

@@ -282,6 +282,12 @@ REFUSALS = [
     ({"max_memory": "lots"}, ["--max-memory", "lots"]),
     ({"max_memory": 1}, ["--max-memory", "1"]),
     ({"seed": -1}, ["--seed=-1"]),
+    ({"normalize": "nope"}, ["--normalize", "nope"]),
+    ({"method": "simhash", "sketch": "kperm"}, ["--method", "simhash", "--sketch", "kperm"]),
+    ({"max_distance": 6}, ["--max-distance", "6"]),
+    ({"containment": True, "verify": "estimate"}, ["--containment", "--verify", "estimate"]),
+    ({"min_similarity": 0.5}, ["--min-similarity", "0.5"]),
+    ({"max_size": "big"}, ["--max-size", "big"]),
 ]
 
 
@@ -296,6 +302,63 @@ def test_a_refused_option_carries_the_clis_message(dupfind, dump, options, flags
     message = str(e.value)
     assert message, options
     assert message in proc.stderr, (message, proc.stderr)
+
+
+# The options of `dupfind scan --help` that are not dedup's keywords, and why: a table is no
+# files (files_from ... extension), dedup names its columns (text_column, id_column), a table
+# is scanned on its own and its annotation returned (against ... annotate_prefix), the report
+# is not returned (format ... progress); null: NUL-separated names of files.
+NOT_FOR_A_TABLE = {
+    "files_from", "null", "jsonl", "dumps", "include", "exclude", "min_size", "follow_links",
+    "hidden", "no_ignore", "unrestricted", "max_depth", "extension", "text_field", "id_field",
+    "against", "update", "prune", "write_dataset", "dataset_format", "annotate",
+    "annotate_prefix", "format", "output", "color", "pairs", "exit_code", "quiet", "verbose",
+    "progress", "help", "version",
+}
+
+
+def test_dedup_takes_every_scan_option_that_applies_to_a_table(dupfind):
+    import inspect
+    import re
+
+    out = subprocess.run([dupfind, "scan", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    flags = {m.replace("-", "_") for m in re.findall(r"^  (?:-\w, |    )--([a-z-]+)", out, re.M)}
+    assert "normalize" in flags and "files_from" in flags, flags
+    keywords = set(inspect.signature(dp.dedup).parameters) - {"data"}
+    assert flags - NOT_FOR_A_TABLE - keywords == set()
+    assert keywords - flags == {"text_column", "id_column"}
+
+
+# dedup's options past the defaults, and the CLI's flags for them (review finding 14: dedup had
+# no normalize, sketch, bands/rows, max_distance, containment, min_similarity, max_size).
+OPTIONS = [
+    ({"normalize": "punct,digits"}, ["--normalize", "punct,digits"]),
+    ({"sketch": "kperm"}, ["--sketch", "kperm"]),
+    ({"sketch": "bottom-k", "threshold": 0.7}, ["--sketch", "bottom-k", "--threshold", "0.7"]),
+    ({"bands": 16, "rows": 4}, ["--bands", "16", "--rows", "4"]),
+    ({"method": "simhash", "max_distance": 8}, ["--method", "simhash", "--max-distance", "8"]),
+    ({"containment": True, "threshold": 0.6}, ["--containment", "--threshold", "0.6"]),
+    ({"threshold": 0.6, "min_similarity": 0.9}, ["--threshold", "0.6", "--min-similarity", "0.9"]),
+    ({"max_size": 1950}, ["--max-size", "1950"]),
+]
+
+
+@pytest.mark.parametrize("options,flags", OPTIONS, ids=[str(o) for o, _ in OPTIONS])
+def test_dedup_with_an_option_equals_the_cli_with_its_flag(dupfind, dump, options, flags):
+    cwd, t = dump
+    expected = cli_dataset(dupfind, cwd, *flags)
+    got = quietly(dp.dedup, t, id_column="id", **options)
+    assert got.select(["id", *ADDED]).equals(expected.select(["id", *ADDED])), options
+
+
+def test_dedup_normalizes_as_jaccard_does():
+    a = "The harbor bridge reopened on Monday after two years of repairs to its deck and rails"
+    b = a.replace(" ", ", ") + "!"
+    t = pa.table({"text": [a, b]})
+    assert dp.jaccard(a, b, normalize="punct") == 1.0
+    assert dp.dedup(t)["dupfind_keep"].to_pylist() == [True, True]
+    assert dp.dedup(t, normalize="punct")["dupfind_keep"].to_pylist() == [True, False]
 
 
 def test_the_same_answers_whatever_the_thread_count(dump):

@@ -139,6 +139,16 @@ impl TestDir {
     }
 }
 
+/// The lock of the index in `dir`, held as another writer holds it until the file is dropped.
+pub fn index_lock_held(dir: &Path) -> fs::File {
+    let lock = fs::File::options()
+        .write(true)
+        .open(dir.join("lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    lock
+}
+
 /// Runs a command whose stdout and stderr are piped, within [`HANG_GUARD`].
 pub fn run_command(mut cmd: Command) -> Run {
     let child = cmd.spawn().expect("starting the command");

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use super::{
     contents, generation_and_documents, index_files, info, member_sets, names, report, set,
 };
-use crate::util::{clusters, edit, mkfifo, text, TestDir};
+use crate::util::{
+    clusters, edit, index_lock_held, mkfifo, text, wait_guarded, wait_in_syscall, TestDir,
+};
 
 /// The report with the index's generation blanked out (it counts commits, which differ).
 fn without_generation(mut r: Value) -> Value {
@@ -252,11 +254,7 @@ fn index_a_second_writer_gets_a_clear_error_and_changes_nothing() {
     report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
     let before = contents(&t.join("idx"));
     // Another writer holds the lock.
-    let lock = fs::File::options()
-        .write(true)
-        .open(t.join("idx/lock"))
-        .unwrap();
-    lock.lock().unwrap();
+    let lock = index_lock_held(&t.join("idx"));
     let busy = "index idx is being updated by another process";
     let run = t.run(&["scan", "new", "--against", "idx", "--update"]);
     assert_eq!(run.code(), 2, "{}", run.stderr);
@@ -279,6 +277,33 @@ fn index_a_second_writer_gets_a_clear_error_and_changes_nothing() {
     drop(lock);
     let r = report(&t, &["scan", "new", "--against", "idx", "--update", "-q"]);
     assert_eq!(r["stats"]["index"]["updated_generation"], 2);
+}
+
+/// Every input of a refused update was read: the refusal is said once on stderr (even with
+/// `-q`) and ends the run in status 2, but is not an unreadable input in the report.
+#[test]
+fn index_an_update_refused_by_the_lock_is_not_an_unreadable_input() {
+    let t = TestDir::new();
+    t.write("old/a.txt", text(73_101, 200))
+        .write("new/b.txt", text(73_102, 200));
+    report(&t, &["index", "build", "old", "--index", "idx", "-q"]);
+    let _held = index_lock_held(&t.join("idx"));
+    let said = "dupfind: error: index not updated: cannot update index idx: index idx is being \
+                updated by another process\n";
+    for quiet in [true, false] {
+        let args = ["scan", "new", "--against", "idx", "--update"];
+        let run = t.run(&[&args[..], if quiet { &["-q"][..] } else { &[] }].concat());
+        assert_eq!(run.code(), 2, "{}", run.stderr);
+        assert_eq!(run.stderr, said, "-q {quiet}");
+        let r = run.json();
+        assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+        assert_eq!(r["stats"]["skipped"]["error"], 0, "{r}");
+        assert_eq!(r["stats"]["documents"], 1, "{r}");
+        assert!(
+            r["stats"]["index"].get("updated_generation").is_none(),
+            "{r}"
+        );
+    }
 }
 
 #[test]
@@ -434,4 +459,50 @@ fn index_a_directory_or_fifo_planted_under_a_segment_name_is_left_with_a_warning
     want.sort();
     assert_eq!(names(&idx), want);
     assert_eq!(generation_and_documents(&t, "idx"), (4, 3));
+}
+
+/// Ctrl-C once `index compact` has committed (here while it prints its summary, its stdout a
+/// full pipe) no longer changes its outcome: it finishes, says what it did, and exits 0, the
+/// replaced segments removed; as `scan --update` ends once its report is out.
+#[test]
+fn index_compact_interrupted_after_its_commit_finishes_and_exits_0() {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let t = TestDir::new();
+    for (step, dir) in ["a", "b", "c"].iter().enumerate() {
+        t.write(format!("{dir}/1.txt"), text(77_000 + step as u64, 200));
+        let args: &[&str] = match step {
+            0 => &["index", "build", dir, "--index", "idx", "-q"],
+            _ => &["scan", dir, "--against", "idx", "--update", "-q"],
+        };
+        report(&t, args);
+    }
+    assert_eq!(names(&t.join("idx")), index_files(&[1, 2, 3]));
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both are open and owned by nothing else.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl(2) on a pipe this test owns.
+    let size = unsafe { libc::fcntl(write_end.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(size >= 4096);
+    let mut write_end = fs::File::from(write_end);
+    write_end.write_all(&vec![b'\n'; size as usize]).unwrap();
+    let mut cmd = t.command(&["index", "compact", "--index", "idx"]);
+    cmd.stdout(write_end);
+    let child = cmd.spawn().unwrap();
+    // The parent's write end closes, so that the pipe ends with the child.
+    drop(cmd);
+    wait_in_syscall(child.id(), &[libc::SYS_write], 1);
+    crate::act::send_interrupt(child.id());
+    let mut out = String::new();
+    fs::File::from(read_end).read_to_string(&mut out).unwrap();
+    let run = wait_guarded(child);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let summary: Value = serde_json::from_str(out.trim_start()).unwrap();
+    assert_eq!(summary["generation"], 4, "{summary}");
+    assert_eq!(summary["written"], true, "{summary}");
+    assert_eq!(summary["segments"], 1, "{summary}");
+    assert_eq!(names(&t.join("idx")), index_files(&[4]));
 }
