@@ -56,23 +56,56 @@ cores=$(nproc 2> /dev/null || echo 2)
 jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
-# The status of a failed task, for the run's own: xargs says only 123 ("some command failed").
-failed=$(mktemp "${TMPDIR:-/tmp}/run-local.XXXXXX")
-trap 'rm -f "$failed"' EXIT
+# Each step's index list, its tasks' stderr and failed statuses, under one temporary directory.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-local.XXXXXX")
+printer=""
+trap '[ -z "$printer" ] || kill "$printer" 2> /dev/null; rm -rf "$tmp"' EXIT
+
+# Prints the stderr of each task listed in DIR/todo, in that order, as soon as the task and
+# every one before it have ended (DIR/I.done), or once the step has ended (DIR/end: a task
+# never started after Ctrl-C has no stderr to wait for).
+in_order() { # dir
+    local dir=$1 i
+    while read -r i; do
+        while [ ! -e "$dir/$i.done" ] && [ ! -e "$dir/end" ]; do
+            sleep 0.05
+        done
+        [ ! -e "$dir/$i.err" ] || cat "$dir/$i.err" >&2
+    done < "$dir/todo"
+}
 
 # One stage over indices 0..count-1, `jobs` processes of `threads` threads at a time; with
 # --resume only those that `stage status` finds not done (asked just before the stage runs, so
-# that a task made stale by one run again before it is run too). Any failure stops the run, with
-# the failed task's status (2, or 130 after Ctrl-C), as `dupfind scan` would end.
+# that a task made stale by one run again before it is run too). Tasks side by side would
+# interleave their warnings: each task's stderr goes to a file, printed in index order, so that
+# the run's stderr is scan's whatever --jobs. Any failure stops the run once the step ends, with
+# the status of the first failed task by index (2, or 130 after Ctrl-C), as `dupfind scan`
+# would end, not xargs' 123.
 each() { # stage flag count
-    local stage=$1 flag=$2 count=$3
+    local stage=$1 flag=$2 count=$3 dir="$tmp/$1" ran=0 first
+    mkdir "$dir"
     if [ "$resume" = 0 ]; then
         seq 0 $((count - 1))
     else
         "$bin" stage status --work "$work" --todo "$stage"
-    fi | xargs -r -P "$jobs" -I{} sh -c '"$@" || { s=$?; echo "$s" >> "$0"; exit "$s"; }' \
-        "$failed" "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" --threads "$threads" \
-        || exit "$(head -n 1 "$failed" 2> /dev/null | grep . || echo 2)"
+    fi > "$dir/todo"
+    in_order "$dir" &
+    printer=$!
+    # One task at a time is in order already: its stderr is left as it is, seen as it comes.
+    xargs -r -P "$jobs" -I{} sh -c '
+        d=$1 i=$2 j=$3; shift 3
+        if [ "$j" = 1 ]; then "$@"; else "$@" 2> "$d/$i.err"; fi; s=$?
+        [ "$s" = 0 ] || echo "$i $s" >> "$d/failed"
+        : > "$d/$i.done"; exit "$s"' \
+        sh "$dir" {} "$jobs" "$bin" stage "$stage" --work "$work" "$flag" "{}/$count" \
+        --threads "$threads" < "$dir/todo" || ran=$?
+    : > "$dir/end"
+    wait "$printer"
+    printer=""
+    if [ "$ran" != 0 ]; then
+        first=$(sort -n "$dir/failed" 2> /dev/null | head -n 1 | cut -d' ' -f2)
+        exit "${first:-2}"
+    fi
 }
 
 # True when the work directory holds a run's run.json (a store's is read by `stage status`,
@@ -129,6 +162,6 @@ fi
 each route --shard "$shards"
 each verify --part "$parts"
 each dataset --shard "$shards"   # with --write-dataset; nothing to do otherwise
-rm -f "$failed"
+rm -rf "$tmp"
 trap - EXIT
 exec "$bin" stage report --work "$work"

@@ -56,7 +56,8 @@ pub(super) fn write(
     }
     out.flush().with_context(what)?;
     drop(out);
-    pending.commit()
+    written.parts.push(super::commit_part(pending)?);
+    Ok(())
 }
 
 /// A file's record: `{"path", "text"}` (and `path_bytes` when the path is not UTF-8), with the

@@ -126,6 +126,46 @@ pub struct Written {
     pub dropped: u64,
     /// Documents that could not be read again, or changed.
     pub errors: Vec<InputError>,
+    /// The parts written, in order.
+    pub parts: Vec<PartFile>,
+}
+
+/// A part as it was written: what `stage dataset` records, so that `stage status` and `stage
+/// report` notice a part lost or changed since.
+#[derive(Debug)]
+pub struct PartFile {
+    /// Where.
+    pub path: std::path::PathBuf,
+    /// Its bytes.
+    pub size: u64,
+    /// Their CRC-32 (zlib's, as the work files' lineage records them).
+    pub crc: u32,
+}
+
+/// Commits the part `pending`, its size and CRC-32 read from the temporary file first (a local
+/// file even for a URL, so that no part is fetched back from a store to be checked).
+fn commit_part(pending: crate::atomic::Pending) -> Result<PartFile> {
+    use std::io::{Read, Seek};
+    let path = pending.path().to_path_buf();
+    let what = || format!("writing {}", display_path(&path));
+    let mut file = pending.file();
+    file.rewind().with_context(what)?;
+    let (mut hasher, mut size) = (crc32fast::Hasher::new(), 0u64);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).with_context(what)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    pending.commit()?;
+    Ok(PartFile {
+        path,
+        size,
+        crc: hasher.finalize(),
+    })
 }
 
 /// How the documents are written: the added columns' prefix with `--annotate`, and the prints

@@ -100,10 +100,12 @@ fn write_dump(
 ) -> Result<()> {
     let rows = DumpRows::open(rows, dump, true, how)?;
     let input = rows.parquet_schema().clone();
-    write_part(path, rows.written_schema(), |part, send| {
+    let part = write_part(path, rows.written_schema(), |part, send| {
         let copies = copies(part, &input);
         rows.write_groups(docs, how, written, copies, |piece| send(piece).map(Ok))
-    })
+    })?;
+    written.parts.push(part);
+    Ok(())
 }
 
 /// A run of files as `{path, text, path_bytes}` rows.
@@ -127,7 +129,7 @@ fn write_files(
     }
     let annotated = how.annotate.map(|p| annotate::schema(&schema, p));
     let written_schema = annotated.clone().unwrap_or(schema.clone());
-    write_part(path, written_schema, |_, send| {
+    let part = write_part(path, written_schema, |_, send| {
         let mut batch = FileRows::default();
         for d in docs {
             let Some(text) = file_text(worker, d, how, written) else {
@@ -143,18 +145,21 @@ fn write_files(
             send(Piece::Rows(batch.take(&schema, annotated.as_ref())?))?;
         }
         Ok(())
-    })
+    })?;
+    written.parts.push(part);
+    Ok(())
 }
 
 /// Writes the pieces `fill` sends to a new part at `path` (whose Parquet columns `fill` is
 /// given), encoded and compressed on a thread of its own while `fill` reads and selects the
 /// next ones: the two halves of the work overlap (on the 100k benchmark dump, decoding and
-/// encoding each took about half). At most [`IN_FLIGHT`] pieces wait between them.
+/// encoding each took about half). At most [`IN_FLIGHT`] pieces wait between them. Returns
+/// the part as committed.
 fn write_part(
     path: &std::path::Path,
     schema: SchemaRef,
     fill: impl FnOnce(&SchemaDescriptor, &mut dyn FnMut(Piece) -> Result<()>) -> Result<()>,
-) -> Result<()> {
+) -> Result<super::PartFile> {
     let mut part = Part::create(path, schema)?;
     let columns = part.file.schema_descr().clone();
     std::thread::scope(|scope| {
@@ -333,14 +338,14 @@ impl Part {
         Ok(())
     }
 
-    fn commit(mut self) -> Result<()> {
+    fn commit(mut self) -> Result<super::PartFile> {
         let path = self.pending.path().to_path_buf();
         let what = || format!("writing {}", display_path(&path));
         self.close_open().with_context(what)?;
         let mut out = self.file.into_inner().with_context(what)?;
         std::io::Write::flush(&mut out).with_context(what)?;
         drop(out);
-        self.pending.commit()
+        super::commit_part(self.pending)
     }
 }
 

@@ -2,7 +2,8 @@
 //! field asked of inputs that have none (files, not dump records; `--text-field` and
 //! `--id-field` too), and a field no record has.
 //! `scan` checks both; the staged pipeline checks the first in `stage init` and the second in
-//! `stage report`, with the same words.
+//! `stage components` (the first task after every shard is signed; `stage report` again), with
+//! the same words.
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::{self, DatasetDoc, Fate, Mark};
@@ -19,7 +19,7 @@ use crate::ingest;
 use super::docs;
 use super::files;
 use super::lineage::{Lineage, Place};
-use super::plan::Plan;
+use super::plan::{path_from_b64, path_to_b64, Plan};
 use super::records;
 use super::sign::docs_input;
 use super::summary::{ErrorRec, LineageOnly};
@@ -44,6 +44,60 @@ pub struct DatasetSummary {
     pub dropped: u64,
     /// Documents not written because they changed.
     pub errors: Vec<ErrorRec>,
+    /// The parts it wrote, so that one lost or changed since marks the shard to run again.
+    #[serde(default)]
+    pub parts: Vec<PartRec>,
+}
+
+/// A part of the dataset as `stage dataset` wrote it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PartRec {
+    /// Its path below the dataset's directory, as exact bytes (base64).
+    pub path: String,
+    /// Its bytes.
+    pub size: u64,
+    /// Their CRC-32, as the work files' lineage records theirs.
+    pub crc: String,
+}
+
+impl PartRec {
+    fn of(dir: &Path, part: &dataset::PartFile) -> PartRec {
+        let below = part.path.strip_prefix(dir).unwrap_or(&part.path);
+        PartRec {
+            path: path_to_b64(below),
+            size: part.size,
+            crc: format!("{:08x}", part.crc),
+        }
+    }
+
+    /// Checks that the part is in `dir` with the size recorded; with `whole`, its bytes are
+    /// read and their CRC-32 checked too. `Err` says what is wrong, naming the part.
+    pub fn check(&self, dir: &Path, whole: bool) -> Result<()> {
+        let path = dir.join(path_from_b64(&self.path)?);
+        let shown = crate::messages::display_path(&path);
+        let Some(file) = files::open_part(&path, whole)? else {
+            bail!("{shown}, a part of the dataset it wrote, is missing");
+        };
+        let (size, crc) = file;
+        if size != self.size {
+            bail!(
+                "{shown}, a part of the dataset it wrote, has {size} bytes, {} when written: it \
+                 changed since",
+                self.size
+            );
+        }
+        if let Some(crc) = crc {
+            let got = format!("{crc:08x}");
+            if got != self.crc {
+                bail!(
+                    "{shown}, a part of the dataset it wrote, changed since: its CRC-32 is {got}, \
+                     {} when written",
+                    self.crc
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes shard `shard`'s part of the dataset.
@@ -115,6 +169,9 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         kept: written.kept,
         dropped: written.dropped,
         errors: written.errors.iter().map(ErrorRec::from).collect(),
+        parts: (written.parts.iter())
+            .map(|p| PartRec::of(&dir, p))
+            .collect(),
     };
     files::write_json(&summary_path(work, shard), &summary)
 }

@@ -174,6 +174,35 @@ pub(super) fn open_work_file(path: &Path) -> Result<Option<File>> {
     Ok(Some(file))
 }
 
+/// The size of the dataset's part at `path` (on a store: one HEAD) and, when `whole`, the
+/// CRC-32 of its bytes (on a store: one GET); None when there is no such part.
+pub(super) fn open_part(path: &Path, whole: bool) -> Result<Option<(u64, Option<u32>)>> {
+    let size = if crate::store::is_url(path) {
+        let listed = crate::store::list(&url_of(path)?)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("reading {}", display_path(path)))?;
+        // A prefix of that name (objects below it) is no part either.
+        match listed.as_deref() {
+            Some([one]) if one.below.is_empty() => one.size,
+            _ => return Ok(None),
+        }
+    } else {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => m.len(),
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", display_path(path))),
+        }
+    };
+    if !whole {
+        return Ok(Some((size, None)));
+    }
+    let Some(file) = open_work_file(path)? else {
+        return Ok(None);
+    };
+    Ok(Some((size, Some(crc_of(file, path)?))))
+}
+
 /// A Parquet file a stage is to write: where, and the tag it carries.
 pub struct Output {
     path: PathBuf,

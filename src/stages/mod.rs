@@ -53,6 +53,8 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
         | StageCommand::Route { task, .. }
         | StageCommand::Verify { task, .. }
         | StageCommand::Dataset { task, .. } => task.work = seen_from_init_dir(&task.work),
+        // components reads the run's options (for --keep-by), which enters init's directory.
+        StageCommand::Components { task } => task.work = seen_from_init_dir(&task.work),
         StageCommand::Report { work } => *work = seen_from_init_dir(work),
         _ => {}
     }

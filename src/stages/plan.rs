@@ -171,6 +171,18 @@ impl Plan {
         Ok(cfg)
     }
 
+    /// The `--write-dataset` directory, for a task that has not entered `stage init`'s
+    /// directory ([`Plan::config`] does): a relative one is taken relative to that directory.
+    pub fn dataset_dir(&self) -> Result<Option<PathBuf>> {
+        let Some(dir) = self.dataset.as_deref().map(path_from_b64).transpose()? else {
+            return Ok(None);
+        };
+        if dir.is_absolute() || crate::store::is_url(&dir) {
+            return Ok(Some(dir));
+        }
+        Ok(Some(path_from_b64(&self.cwd)?.join(dir)))
+    }
+
     /// True when every path of the run is absolute or a URL (and no `--files-from` list,
     /// whose entries may be relative, named the inputs): it opens the same from any directory.
     fn opens_anywhere(&self) -> Result<bool> {

@@ -83,10 +83,8 @@ pub fn report(
     let parts: Vec<VerifySummary> = super::status::check(work, &plan, Tasks::Verify)?;
     let walk: WalkSummary = read_task(work, &plan, Tasks::Init, 0)?;
     let signs: Vec<SignSummary> = read_tasks(work, &plan, Tasks::Sign)?;
-    // Shards in input order: the first dump's fields are the first shard's that has one.
-    let mut keep_seen = crate::ingest::KeepSeen::default();
-    signs.iter().for_each(|s| keep_seen.add(&s.keep_seen));
-    crate::ingest::keep_by::check_seen(&cfg, &keep_seen)?;
+    // `stage components` refused it already; checked again, as the report is scan's.
+    SignSummary::check_keep_by(&cfg, &signs)?;
     let comps: ComponentsSummary = read_task(work, &plan, Tasks::Components, 0)?;
     let mut counts = walk.counts();
     let each = (signs.iter().map(SignSummary::counts))
@@ -96,8 +94,21 @@ pub fn report(
         counts.merge(&c);
     }
     let datasets: Vec<DatasetSummary> = read_tasks(work, &plan, Tasks::Dataset)?;
-    // Every part is written: the run's claim on the dataset's directory ends.
+    // Every part is written and still there (a stat or a HEAD each; `stage status` reads them
+    // whole): the run's claim on the dataset's directory ends.
     if let Some(dir) = &cfg.dataset {
+        for d in &datasets {
+            for part in &d.parts {
+                part.check(dir, false).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: {e:#}: run `{} --work {}` again, then the report",
+                        Place::shard("dataset", d.shard),
+                        Tasks::Dataset.command(&plan, d.shard),
+                        display_path(work)
+                    )
+                })?;
+            }
+        }
         crate::dataset::release(dir, &plan.run)?;
     }
     let mut errors = Vec::new();

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use super::dataset::DatasetSummary;
 use super::lineage::{self, Lineage};
 use super::plan::Plan;
 use super::summary::LineageOnly;
@@ -71,7 +72,18 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
 /// (`--todo`, `run-local.sh --resume`) rather than failing each consumer anew. `stage report`
 /// does not (`check`): the stages it follows checked each file they read.
 pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
+    // The dataset's directory, whose parts `stage dataset` recorded as its other files (not
+    // from `plan.config()`, which enters init's directory, where a relative --work is not).
+    let dataset = plan.dataset_dir().ok().flatten();
     survey_with(work, plan, |tasks, i| {
+        if let (Tasks::Dataset, Some(dir)) = (tasks, &dataset) {
+            let s: DatasetSummary = super::read_task(work, plan, tasks, i)?;
+            files_intact(work, &s.lineage)?;
+            for part in &s.parts {
+                part.check(dir, true)?;
+            }
+            return Ok(s.lineage);
+        }
         let lineage = lineage_of(work, plan, tasks, i)?;
         files_intact(work, &lineage)?;
         Ok(lineage)

@@ -139,6 +139,14 @@ pub struct SignSummary {
 }
 
 impl SignSummary {
+    /// Refuses, with `scan`'s words, a `--keep-by` field that no record of any shard has
+    /// (`signs`: every shard's summary, in shard order, whose first dump names the fields).
+    pub fn check_keep_by(cfg: &crate::config::Config, signs: &[SignSummary]) -> anyhow::Result<()> {
+        let mut seen = crate::ingest::KeepSeen::default();
+        signs.iter().for_each(|s| seen.add(&s.keep_seen));
+        crate::ingest::keep_by::check_seen(cfg, &seen)
+    }
+
     /// The distinct-shingle sketch.
     pub fn kmv(&self) -> Kmv {
         let mut k = Kmv::new(self.kmv_k);

@@ -304,6 +304,93 @@ fn a_staged_run_claims_its_dataset_directory_another_run_and_a_scan_are_refused_
     assert!(b.stderr.contains("already holds a dataset"), "{}", b.stderr);
 }
 
+/// Runs every stage of the run in `work` (`shards` shards, one partition) but the report, by
+/// hand, asserting each exits 0.
+pub(super) fn stages_through_dataset(
+    run: impl Fn(&[&str]) -> super::util::Run,
+    work: &str,
+    shards: u32,
+) {
+    let each = |stage: &str, flag: &str, n: u32| {
+        for i in 0..n {
+            let r = run(&["stage", stage, "--work", work, flag, &format!("{i}/{n}")]);
+            assert_eq!(r.code(), 0, "{stage} {i}: {}", r.stderr);
+        }
+    };
+    each("sign", "--shard", shards);
+    each("group", "--part", 1);
+    let r = run(&["stage", "components", "--work", work]);
+    assert_eq!(r.code(), 0, "components: {}", r.stderr);
+    each("route", "--shard", shards);
+    each("verify", "--part", 1);
+    each("dataset", "--shard", shards);
+}
+
+#[test]
+fn a_staged_dataset_part_lost_or_changed_marks_its_shard_to_run_again_and_stops_the_report() {
+    // Review 6 finding 06: the dataset summaries recorded no part, so a part lost after `stage
+    // dataset` went unnoticed: status said every task was done, and the report exited 0 and
+    // ended the run's claim on a dataset missing a shard's rows.
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "--write-dataset", "scan-ds", "in"]);
+    let init = ["stage", "init", "--work", "w", "--shards", "2"];
+    let r = t.run(&[&init[..], &["--write-dataset", "ds", "in"]].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    stages_through_dataset(|a| t.run(a), "w", 2);
+    // Part 0 changed in place (its size kept), part 1 lost.
+    let mut bytes = fs::read(t.join("ds/part-00000.jsonl")).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    fs::write(t.join("ds/part-00000.jsonl"), bytes).unwrap();
+    fs::remove_file(t.join("ds/part-00001.jsonl")).unwrap();
+    let status = t.run(&["stage", "status", "--work", "w"]);
+    assert_eq!(status.code(), 0, "{}", status.stderr);
+    for said in [
+        "dataset     0 of 2 done",
+        "part-00000.jsonl, a part of the dataset it wrote, changed since: its CRC-32 is",
+        "part-00001.jsonl, a part of the dataset it wrote, is missing",
+        "next: dupfind stage dataset --shard 0/2 --work w",
+    ] {
+        assert!(status.stdout.contains(said), "{said}: {}", status.stdout);
+    }
+    let todo = t.run(&["stage", "status", "--work", "w", "--todo", "dataset"]);
+    assert_eq!(todo.stdout, "0\n1\n");
+    // From inside the work directory, the relative dataset directory is still init's.
+    let mut inside = t.command(&["stage", "status", "--work", "."]);
+    inside.current_dir(t.join("w"));
+    let inside = super::util::run_command(inside);
+    let lost = "part-00001.jsonl, a part of the dataset it wrote, is missing";
+    assert!(inside.stdout.contains(lost), "{}", inside.stdout);
+    // The report refuses (the lost part; it does not read the parts whole) and keeps the claim.
+    let report = t.run(&["stage", "report", "--work", "w"]);
+    assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
+    assert!(
+        report.stderr.contains("stage dataset, shard 1: ")
+            && report
+                .stderr
+                .contains("part-00001.jsonl, a part of the dataset it wrote, is missing")
+            && report
+                .stderr
+                .contains("run `dupfind stage dataset --shard 1/2 --work w` again"),
+        "{}",
+        report.stderr
+    );
+    assert!(t.join("ds/_dupfind_run").exists());
+    // --resume writes both parts again; the report then ends the claim.
+    let args = ["--resume", "--work", "w", "--dupfind", super::util::bin()];
+    let resume = super::staged::local_driver(&t, &args);
+    assert_eq!(resume.code(), scan.code(), "{}", resume.stderr);
+    assert_eq!(resume.stdout, scan.stdout);
+    let parts = [
+        fs::read(t.join("ds/part-00000.jsonl")).unwrap(),
+        fs::read(t.join("ds/part-00001.jsonl")).unwrap(),
+    ]
+    .concat();
+    assert_eq!(parts, fs::read(t.join("scan-ds/part-00000.jsonl")).unwrap());
+    assert!(!t.join("ds/_dupfind_run").exists());
+}
+
 #[test]
 fn the_staged_dataset_in_shard_order_is_the_scans_annotated_or_not() {
     let t = TestDir::new();

@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use serde_json::{json, Value};
 
-use super::staged::{assert_same_as_scan, staged};
+use super::staged::assert_same_as_scan;
 use super::util::schema::assert_schema;
 use super::util::{clusters, edit, text, TestDir};
 
@@ -377,19 +377,91 @@ fn staged_keep_by_and_keep_none_equal_scan() {
     ] {
         assert_same_as_scan(&t, args, &[(1, 2), (3, 2)]);
     }
-    // A field no record has: the same error, at the end of the staged run.
-    let args = ["--keep-by", "nope", "c"];
+}
+
+#[test]
+fn staged_refuses_a_keep_by_field_no_record_has_before_any_dataset_part_is_written() {
+    // Review 6 finding 05: only `stage report` refused it, after `stage dataset` had written
+    // the whole dataset with representatives chosen by --keep. `stage components`, the first
+    // task after every shard is signed, now says scan's error, with its status.
+    let t = TestDir::new();
+    staged_corpus(&t);
+    let args = ["--keep-by", "nope", "--write-dataset", "ds", "c"];
     let scan = t.run(&[&["scan"][..], &args].concat());
     assert!(
         scan.stderr.contains("no record has a \"nope\" field"),
         "{}",
         scan.stderr
     );
-    let r = staged(&t, "work-nope", 3, 2, &args);
-    assert_eq!(
-        (r.code(), r.stdout, r.stderr),
-        (scan.code(), scan.stdout, scan.stderr)
+    assert!(!t.join("ds").exists(), "scan wrote nothing");
+    let w = "w";
+    let run = |a: &[&str]| t.run(&[&["stage"][..], a, &["--work", w]].concat());
+    let init = t.run(
+        &[
+            &[
+                "stage", "init", "--work", w, "--shards", "3", "--parts", "2",
+            ][..],
+            &args,
+        ]
+        .concat(),
     );
+    assert_eq!(init.code(), 0, "{}", init.stderr);
+    let mut said = init.stderr;
+    for i in 0..3 {
+        let r = run(&["sign", "--shard", &format!("{i}/3")]);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        said += &r.stderr;
+    }
+    for i in 0..2 {
+        let r = run(&["group", "--part", &format!("{i}/2")]);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        said += &r.stderr;
+    }
+    let comps = run(&["components"]);
+    said += &comps.stderr;
+    assert_eq!(
+        (comps.code(), said.as_str()),
+        (scan.code(), scan.stderr.as_str())
+    );
+    // Nothing after it runs, and no part is written; the run's claim stays, as after any
+    // failed task.
+    for later in [
+        &["route", "--shard", "0/3"][..],
+        &["dataset", "--shard", "0/3"],
+    ] {
+        let r = run(later);
+        assert_eq!(r.code(), 2, "{later:?}: {}", r.stderr);
+    }
+    let report = run(&["report"]);
+    assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
+    let left: Vec<String> = std::fs::read_dir(t.join("ds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["_dupfind_run"]);
+    // The local driver stops there too, with scan's stderr and status.
+    let args2 = ["--keep-by", "nope", "--write-dataset", "ds2", "c"];
+    let scan2 = t.run(&[&["scan"][..], &args2].concat());
+    let bin = super::util::bin();
+    let driver = [
+        &[
+            "--dupfind",
+            bin,
+            "--shards",
+            "3",
+            "--parts",
+            "2",
+            "--work",
+            "w2",
+        ][..],
+        &args2,
+    ];
+    let r = super::staged::local_driver(&t, &driver.concat());
+    assert_eq!(
+        (r.code(), r.stdout.as_str(), r.stderr.as_str()),
+        (scan2.code(), "", scan2.stderr.as_str())
+    );
+    assert!(!t.join("ds2").join("part-00000.jsonl").exists());
 }
 
 #[test]

@@ -434,6 +434,44 @@ fn the_local_driver_exits_with_the_status_of_a_failed_stage_task() {
 }
 
 #[test]
+fn the_local_driver_prints_the_tasks_warnings_in_shard_order_at_two_jobs() {
+    // Review 6 finding 09: sign tasks side by side wrote their warnings as they came, so that
+    // run-local.sh's stderr was not scan's. Here shard 0's task holds its warnings back until
+    // shard 1 has finished (as a slower shard would), which interleaved them every time.
+    let t = TestDir::new();
+    for (dump, seed) in [("a", 0u64), ("b", 100)] {
+        let mut lines = String::new();
+        for i in 0..6u64 {
+            let record =
+                serde_json::json!({"id": format!("{dump}{i}"), "text": text(seed + i, 60)});
+            lines += &format!("{record}\nnot a record\n");
+        }
+        t.write(format!("c/{dump}.jsonl"), lines);
+    }
+    let scan = t.run(&["scan", "c"]);
+    assert_eq!(scan.warnings().len(), 12, "{}", scan.stderr);
+    let fake = t.join("fake-dupfind");
+    fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             [ \"$2 $6\" = 'sign 0/2' ] || exec '{bin}' \"$@\"\n\
+             '{bin}' \"$@\" 2> sign-0.err; s=$?\n\
+             n=0; while [ ! -e w/sign/shard-000001.json ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n\
+             cat sign-0.err >&2; exit $s\n",
+            bin = super::util::bin()
+        ),
+    )
+    .unwrap();
+    super::util::chmod(&fake, 0o755);
+    let args = ["--shards", "2", "--jobs", "2", "--work", "w", "--dupfind"];
+    let r = local_driver(&t, &[&args[..], &[fake.to_str().unwrap(), "c"]].concat());
+    assert_eq!(r.code(), scan.code(), "{}", r.stderr);
+    assert_eq!(r.stdout, scan.stdout);
+    assert_eq!(r.stderr, scan.stderr);
+}
+
+#[test]
 fn the_local_driver_runs_every_stage_as_a_process() {
     let t = TestDir::new();
     corpus(&t);

@@ -282,3 +282,59 @@ fn a_staged_run_claims_its_dataset_prefix_on_s3_another_run_is_refused_it() {
     );
     assert_eq!(s3.keys("bkt", "ds/"), ["ds/_dupfind_run"]);
 }
+
+#[test]
+fn a_staged_dataset_part_lost_or_changed_on_s3_marks_its_shard_to_run_again() {
+    // Review 6 finding 06, on a store: a part is checked by a HEAD (the report) or a GET
+    // (`stage status`), as on disk by a stat or a read.
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    corpus_on_s3(&s3, &t);
+    let end = s3.endpoint();
+    let run = |args: &[&str]| run_in(&s3, t.path(), &end, args);
+    let init = [
+        "stage",
+        "init",
+        "--work",
+        "s3://bkt/w",
+        "--shards",
+        "2",
+        "--write-dataset",
+        "s3://bkt/ds/",
+        "s3://bkt/c/",
+    ];
+    let r = run(&init);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    super::dataset::stages_through_dataset(run, "s3://bkt/w", 2);
+    let mut bytes = s3.get("bkt/ds/part-00000.jsonl").unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    s3.put("bkt/ds/part-00000.jsonl", bytes);
+    s3.delete("bkt/ds/part-00001.jsonl");
+    let status = run(&["stage", "status", "--work", "s3://bkt/w"]);
+    for said in [
+        "s3://bkt/ds/part-00000.jsonl, a part of the dataset it wrote, changed since",
+        "s3://bkt/ds/part-00001.jsonl, a part of the dataset it wrote, is missing",
+    ] {
+        assert!(status.stdout.contains(said), "{said}: {}", status.stdout);
+    }
+    let report = run(&["stage", "report", "--work", "s3://bkt/w"]);
+    assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
+    assert!(
+        report
+            .stderr
+            .contains("part-00001.jsonl, a part of the dataset it wrote, is missing"),
+        "{}",
+        report.stderr
+    );
+    assert_eq!(
+        s3.keys("bkt", "ds/"),
+        ["ds/_dupfind_run", "ds/part-00000.jsonl"]
+    );
+    let resume = local_driver(&s3, &t, &["--resume", "--work", "s3://bkt/w"]);
+    assert_eq!(resume.code(), 0, "{}", resume.stderr);
+    assert_eq!(
+        s3.keys("bkt", "ds/"),
+        ["ds/part-00000.jsonl", "ds/part-00001.jsonl"]
+    );
+}

@@ -41,7 +41,7 @@ use super::group::GroupSummary;
 use super::lineage::{Lineage, Place, Written};
 use super::plan::Plan;
 use super::sign::CONTENT_TABLE;
-use super::summary::ComponentsSummary;
+use super::summary::{ComponentsSummary, SignSummary};
 
 use buckets::{GroupParts, Ranges};
 use copies::Copies;
@@ -84,6 +84,14 @@ pub fn components(work: &Path) -> Result<()> {
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
     let groups: Vec<GroupSummary> =
         super::consume_all(work, &plan, &mut lineage, super::Tasks::Group)?;
+    // `scan` refuses a --keep-by field no record has before it writes anything; this is the
+    // first task that runs once after every shard is signed, so the refusal is said once,
+    // before any dataset part (which would be kept by --keep instead) is written.
+    let cfg = plan.config()?;
+    if cfg.keep_by.is_some() {
+        let signs: Vec<SignSummary> = super::read_tasks(work, &plan, super::Tasks::Sign)?;
+        SignSummary::check_keep_by(&cfg, &signs)?;
+    }
     let run = Run {
         work,
         plan: &plan,
