@@ -203,21 +203,9 @@ fn marker(dir: &Path) -> PathBuf {
 /// The claim on `dir`, if any.
 fn read(dir: &Path) -> Result<Option<Claim>> {
     let path = marker(dir);
-    let what = || format!("reading {}", display_path(&path));
-    let bytes = if crate::store::is_url(&path) {
-        let mut bytes = Vec::new();
-        let found = crate::store::download(&path.to_string_lossy(), &mut bytes)
-            .map_err(anyhow::Error::msg)
-            .with_context(what)?;
-        found.map(|_| bytes)
-    } else {
-        match std::fs::read(&path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).with_context(what),
-        }
+    let Some(bytes) = crate::store::read_whole(&path)? else {
+        return Ok(None);
     };
-    let Some(bytes) = bytes else { return Ok(None) };
     let claim = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a staged run's claim", display_path(&path)))?;
     Ok(Some(claim))

@@ -106,21 +106,9 @@ fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
 }
 
 fn read_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
-    if crate::store::is_url(path) {
-        let mut bytes = Vec::new();
-        return match crate::store::download(&url_of(path)?, &mut bytes) {
-            Ok(Some(_)) => Ok(bytes),
-            Ok(None) => bail!("{} is missing: {what}", display_path(path)),
-            Err(e) => Err(anyhow::Error::msg(e))
-                .with_context(|| format!("reading {}", display_path(path))),
-        };
-    }
-    match std::fs::read(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("{} is missing: {what}", display_path(path))
-        }
-        Err(e) => Err(e).with_context(|| format!("reading {}", display_path(path))),
-        Ok(b) => Ok(b),
+    match crate::store::read_whole(path)? {
+        Some(bytes) => Ok(bytes),
+        None => bail!("{} is missing: {what}", display_path(path)),
     }
 }
 

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 pub use list::{list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::{forget, prefetch, Allowance, MOST as PREFETCH_MOST};
-pub use whole::{download, exists};
+pub use whole::{download, exists, read_whole};
 pub use write::{abort_under_way, check_writable, create, delete, upload};
 
 /// The schemes read through the object store, each followed by `://`.

@@ -4,11 +4,36 @@
 //! is one version of the object: a task writing it again meanwhile cannot mix two.
 
 use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::messages::display_path;
 
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
 
 use super::client;
+
+/// The bytes of the file or object at `path`, read whole; None when there is none.
+pub fn read_whole(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+    let what = || format!("reading {}", display_path(path));
+    if super::is_url(path) {
+        let url = path
+            .to_str()
+            .with_context(|| format!("{}: a URL must be UTF-8", display_path(path)))?;
+        let mut bytes = Vec::new();
+        let found = download(url, &mut bytes)
+            .map_err(anyhow::Error::msg)
+            .with_context(what)?;
+        return Ok(found.map(|_| bytes));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(what),
+    }
+}
 
 /// Writes the object at `url` into `out` (one streamed GET), and returns its length; None when
 /// there is no such object.
