@@ -101,8 +101,7 @@ impl PartRec {
 }
 
 /// Writes shard `shard`'s part of the dataset.
-pub fn dataset(work: &Path, shard: u32) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn dataset(work: &Path, plan: &Plan, shard: u32) -> Result<()> {
     let cfg = plan.config()?;
     let (start, end) = plan.shard(shard)?;
     let Some(dir) = cfg.dataset.clone() else {
@@ -115,12 +114,12 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     // `stage init` claimed the directory for this run; another run may have it since.
     dataset::refuse_held(&dir, dataset::Writer::Run(&plan.run))?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
-    let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
+    let sign: LineageOnly = super::consume(work, plan, &mut lineage, Tasks::Sign, shard)?;
     // Every partition's clusters, numbered as the report numbers them, and this shard's marks.
     let mut recs = Vec::new();
     let mut marks = Vec::new();
     for part in 0..plan.parts {
-        let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
+        let v: VerifySummary = super::consume(work, plan, &mut lineage, Tasks::Verify, part)?;
         recs.push(Box::new(records::read_clusters(work, &v.lineage, part)?) as records::RecStream);
         let shard_marks = records::read_marks(work, &v.lineage, part)?
             .into_iter()
@@ -154,7 +153,7 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         .collect();
     // The shard's inputs, as scan takes its own: a dump without a document is written too,
     // and a Parquet dataset's parts are numbered by them.
-    let inputs = super::init::read_inputs(work, &plan, &mut lineage, start, end)?;
+    let inputs = super::init::read_inputs(work, plan, &mut lineage, start, end)?;
     let layout = dataset::Layout::of(&inputs);
     drop(inputs);
     let engine = ingest::engine(&cfg, None);
