@@ -274,7 +274,7 @@ fn consume_all<T: Summary>(
 }
 
 /// The stages, as the tasks whose summaries a run holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Tasks {
     Init,
     Sign,

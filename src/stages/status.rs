@@ -11,7 +11,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use super::dataset::DatasetSummary;
+use super::dataset::{DatasetSummary, PartRec};
+use super::files::{self, Listing, Seen};
 use super::lineage::{self, Lineage};
 use super::plan::Plan;
 use super::summary::LineageOnly;
@@ -66,42 +67,76 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
     }
 }
 
+/// A summary as `survey` reads it: its lineage and, of `stage dataset`, the parts it wrote.
+type Read = (Lineage, Vec<PartRec>);
+
 /// Every task of the run in `work`, in the order the stages run.
-/// Every Parquet file a done task wrote is read whole and checked against the CRC-32 its
-/// summary recorded, so that a damaged or lost file marks its producer to run again
-/// (`--todo`, `run-local.sh --resume`) rather than failing each consumer anew. `stage report`
+/// Every Parquet file a done task wrote is checked against what its summary recorded, so that a
+/// damaged or lost file marks its producer to run again (`--todo`, `run-local.sh --resume`)
+/// rather than failing each consumer anew: on a local disk it is read whole for its CRC-32; on
+/// an object store one listing of the work directory gives every file's size and ETag, compared
+/// with those the store gave it when it was written (a file whose summary recorded none, as an
+/// earlier build's, is fetched for its CRC-32). The dataset's parts likewise. `stage report`
 /// does not (`check`): the stages it follows checked each file they read.
-pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
+pub fn survey(work: &Path, plan: &Plan) -> Result<Vec<Task>> {
     // The dataset's directory, whose parts `stage dataset` recorded as its other files (not
     // from `plan.config()`, which enters init's directory, where a relative --work is not).
     let dataset = plan.dataset_dir().ok().flatten();
-    survey_with(work, plan, |tasks, i| {
-        if let (Tasks::Dataset, Some(dir)) = (tasks, &dataset) {
-            let s: DatasetSummary = super::read_task(work, plan, tasks, i)?;
-            files_intact(work, &s.lineage)?;
-            for part in &s.parts {
-                part.check(dir, true)?;
-            }
-            return Ok(s.lineage);
+    // Every summary first, then the listings: a file the listing shows is then at least as new
+    // as the summary that lists it, and one written again since its summary is told changed,
+    // as a GET after the summary would tell it.
+    let mut read: HashMap<(Tasks, u32), Result<Read>> = HashMap::new();
+    for tasks in Tasks::ALL {
+        for i in 0..tasks.count(plan) {
+            let summary = match (tasks, &dataset) {
+                (Tasks::Dataset, Some(_)) => super::read_task(work, plan, tasks, i)
+                    .map(|s: DatasetSummary| (s.lineage, s.parts)),
+                _ => lineage_of(work, plan, tasks, i).map(|l| (l, Vec::new())),
+            };
+            read.insert((tasks, i), summary);
         }
-        let lineage = lineage_of(work, plan, tasks, i)?;
-        files_intact(work, &lineage)?;
+    }
+    let listed = files::listing(work)?;
+    let parts_listed = match &dataset {
+        Some(dir) => files::listing(dir)?,
+        None => None,
+    };
+    Ok(survey_with(work, plan, |tasks, i| {
+        let (lineage, parts) = read
+            .remove(&(tasks, i))
+            .unwrap_or_else(|| Err(anyhow::anyhow!("{} {i} was not read", tasks.name())))?;
+        files_intact(work, &lineage, listed.as_ref())?;
+        if let Some(dir) = &dataset {
+            for part in &parts {
+                part.check(dir, true, parts_listed.as_ref())?;
+            }
+        }
         Ok(lineage)
-    })
+    }))
 }
 
-/// Checks that every file `lineage` lists is in place, with the CRC-32 recorded for it.
-fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
+/// Checks that every file `lineage` lists is in place and as written: as `listed` shows it
+/// against the size and ETag recorded for it, else (on a local disk, or without them) read
+/// whole against its CRC-32.
+fn files_intact(work: &Path, lineage: &Lineage, listed: Option<&Listing>) -> Result<()> {
     for (rel, want) in &lineage.files {
+        if let Some(listed) = listed {
+            let object = lineage.objects.get(rel);
+            let size = object.map(|o| o.size);
+            match listed.seen(rel, size, object.map(|o| o.etag.as_str())) {
+                Seen::Missing => bail!("{rel}, which it wrote, is missing"),
+                Seen::Changed(why) => bail!("{rel}, which it wrote, is damaged: {why}"),
+                Seen::Same => continue,
+                Seen::Unknown => {}
+            }
+        }
         let path = work.join(rel);
-        // On a store, the whole file is fetched (one GET): a store's own checksums are not
-        // the CRC-32 the summary records.
-        let file = match super::files::open_work_file(&path) {
+        let file = match files::open_work_file(&path) {
             Ok(Some(f)) => f,
             Ok(None) => bail!("{rel}, which it wrote, is missing"),
             Err(e) => bail!("{rel}, which it wrote, cannot be read: {e:#}"),
         };
-        let got = format!("{:08x}", super::files::crc_of(file, &path)?);
+        let got = format!("{:08x}", files::crc_of(file, &path)?);
         if &got != want {
             bail!("{rel}, which it wrote, is damaged: its CRC-32 is {got}, {want} when written");
         }
@@ -155,7 +190,7 @@ fn state_of(
 ) -> State {
     let lineage = match read {
         Ok(l) => l,
-        Err(_) if !super::files::exists(path).unwrap_or(true) => {
+        Err(_) if !files::exists(path).unwrap_or(true) => {
             return State::Missing(tasks.missing(plan, i))
         }
         Err(e) => return State::Invalid(format!("{e:#}")),
@@ -237,7 +272,7 @@ pub fn print(
     out: &mut impl Write,
 ) -> Result<()> {
     let plan = Plan::read(work)?;
-    let tasks = survey(work, &plan);
+    let tasks = survey(work, &plan)?;
     if let Some(stage) = todo {
         let Some(which) = Tasks::ALL.into_iter().find(|t| t.name() == stage) else {
             let names: Vec<&str> = Tasks::ALL.iter().map(|t| t.name()).collect();
