@@ -77,8 +77,9 @@ type Read = (Lineage, Vec<PartRec>);
 /// an object store one listing of the work directory gives every file's size and ETag, compared
 /// with those the store gave it when it was written (a file whose summary recorded none, as an
 /// earlier build's, is fetched for its CRC-32). The dataset's parts likewise. `stage report`
-/// does not (`check`): the stages it follows checked each file they read.
-pub fn survey(work: &Path, plan: &Plan) -> Result<Vec<Task>> {
+/// does not (`check`): the stages it follows checked each file they read. Only the tasks of
+/// `stages` are surveyed: a task's state depends on its own stage and those before it.
+pub fn survey(work: &Path, plan: &Plan, stages: &[Tasks]) -> Result<Vec<Task>> {
     // The dataset's directory, whose parts `stage dataset` recorded as its other files (not
     // from `plan.config()`, which enters init's directory, where a relative --work is not).
     let dataset = plan.dataset_dir().ok().flatten();
@@ -86,7 +87,7 @@ pub fn survey(work: &Path, plan: &Plan) -> Result<Vec<Task>> {
     // as the summary that lists it, and one written again since its summary is told changed,
     // as a GET after the summary would tell it.
     let mut read: HashMap<(Tasks, u32), Result<Read>> = HashMap::new();
-    for tasks in Tasks::ALL {
+    for &tasks in stages {
         for i in 0..tasks.count(plan) {
             let summary = match (tasks, &dataset) {
                 (Tasks::Dataset, Some(_)) => super::read_task(work, plan, tasks, i)
@@ -101,7 +102,7 @@ pub fn survey(work: &Path, plan: &Plan) -> Result<Vec<Task>> {
         Some(dir) => files::listing(dir)?,
         None => None,
     };
-    Ok(survey_with(work, plan, |tasks, i| {
+    Ok(survey_with(work, plan, stages, |tasks, i| {
         let (lineage, parts) = read
             .remove(&(tasks, i))
             .unwrap_or_else(|| Err(anyhow::anyhow!("{} {i} was not read", tasks.name())))?;
@@ -153,12 +154,13 @@ fn lineage_of(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Result<Lineage>
 fn survey_with(
     work: &Path,
     plan: &Plan,
+    stages: &[Tasks],
     mut read: impl FnMut(Tasks, u32) -> Result<Lineage>,
 ) -> Vec<Task> {
     // The attempt of each summary that is done; None for one that is not.
     let mut current: HashMap<String, Option<String>> = HashMap::new();
     let mut out = Vec::new();
-    for tasks in Tasks::ALL {
+    for &tasks in stages {
         for i in 0..tasks.count(plan) {
             let path = tasks.summary(work, i);
             let rel = lineage::rel(work, &path);
@@ -232,7 +234,7 @@ fn state_of(
 /// they are read and parsed once.
 pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>> {
     let mut kept = Vec::new();
-    let tasks = survey_with(work, plan, |tasks, i| {
+    let tasks = survey_with(work, plan, &Tasks::ALL, |tasks, i| {
         if tasks != keep {
             return lineage_of(work, plan, tasks, i);
         }
@@ -272,22 +274,24 @@ pub fn print(
     out: &mut impl Write,
 ) -> Result<()> {
     let plan = Plan::read(work)?;
-    let tasks = survey(work, &plan)?;
     if let Some(stage) = todo {
-        let Some(which) = Tasks::ALL.into_iter().find(|t| t.name() == stage) else {
+        let Some(which) = Tasks::ALL.iter().position(|t| t.name() == stage) else {
             let names: Vec<&str> = Tasks::ALL.iter().map(|t| t.name()).collect();
             bail!(
                 "--todo {stage}: no such stage (the stages are {})",
                 names.join(", ")
             );
         };
-        for t in tasks.iter().filter(|t| t.tasks == which) {
+        // The stages after it are not read: `run-local.sh --resume` asks once a stage.
+        let tasks = survey(work, &plan, &Tasks::ALL[..=which])?;
+        for t in tasks.iter().filter(|t| t.tasks == Tasks::ALL[which]) {
             if !matches!(t.state, State::Done(_)) {
                 writeln!(out, "{}", t.index)?;
             }
         }
         return Ok(());
     }
+    let tasks = survey(work, &plan, &Tasks::ALL)?;
     writeln!(
         out,
         "run {}: {} shards, {} partitions",

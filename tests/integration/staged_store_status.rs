@@ -60,6 +60,16 @@ fn stage_status_on_s3_lists_the_work_directory_instead_of_fetching_each_work_fil
         "{} requests for {files} work files: {log:#?}",
         log.len()
     );
+    // `--todo STAGE` (what `run-local.sh --resume` asks before each stage) reads the stages up
+    // to that one.
+    let todo = ["stage", "status", "--work", "s3://bkt/w", "--todo", "group"];
+    let (status, log) = logged(&s3, &t, &todo);
+    assert_eq!(status.stdout, "", "{}", status.stderr);
+    for later in ["components/", "route/", "verify/"] {
+        let read = format!("GET /bkt/w/{later}");
+        assert!(!log.iter().any(|r| r.starts_with(&read)), "{log:#?}");
+    }
+
     // The summaries record what the store said of each file: its size and ETag.
     let sign: serde_json::Value =
         serde_json::from_slice(&s3.get("bkt/w/sign/shard-000002.json").unwrap()).unwrap();
