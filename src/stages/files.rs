@@ -149,6 +149,11 @@ pub(super) enum Seen {
 }
 
 impl Listing {
+    /// True when `name` is listed.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     /// What the listing shows of `name` against `size` and, if recorded, `etag`.
     pub(super) fn seen(&self, name: &str, size: Option<u64>, etag: Option<&str>) -> Seen {
         let Some((got_size, got_etag)) = self.0.get(name) else {

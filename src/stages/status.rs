@@ -102,7 +102,7 @@ pub fn survey(work: &Path, plan: &Plan, stages: &[Tasks]) -> Result<Vec<Task>> {
         Some(dir) => files::listing(dir)?,
         None => None,
     };
-    Ok(survey_with(work, plan, stages, |tasks, i| {
+    let check = |tasks: Tasks, i: u32| {
         let (lineage, parts) = read
             .remove(&(tasks, i))
             .unwrap_or_else(|| Err(anyhow::anyhow!("{} {i} was not read", tasks.name())))?;
@@ -113,7 +113,18 @@ pub fn survey(work: &Path, plan: &Plan, stages: &[Tasks]) -> Result<Vec<Task>> {
             }
         }
         Ok(lineage)
-    }))
+    };
+    // On a store the listing tells a summary missing (a HEAD each otherwise).
+    let absent = |path: &Path, rel: &str| match &listed {
+        Some(listed) => !listed.has(rel),
+        None => is_absent(path),
+    };
+    Ok(survey_with(work, plan, stages, check, absent))
+}
+
+/// True when there is no file at `path` (an error reading it is no proof).
+fn is_absent(path: &Path) -> bool {
+    !files::exists(path).unwrap_or(true)
 }
 
 /// Checks that every file `lineage` lists is in place and as written: as `listed` shows it
@@ -150,12 +161,14 @@ fn lineage_of(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Result<Lineage>
     super::read_task::<LineageOnly>(work, plan, tasks, i).map(|s| s.lineage)
 }
 
-/// [`survey`], each summary's lineage from `read` (or why it cannot be read).
+/// [`survey`], each summary's lineage from `read` (or why it cannot be read); a summary that
+/// cannot be read is missing when `absent` says so (given its path and work-relative name).
 fn survey_with(
     work: &Path,
     plan: &Plan,
     stages: &[Tasks],
     mut read: impl FnMut(Tasks, u32) -> Result<Lineage>,
+    absent: impl Fn(&Path, &str) -> bool,
 ) -> Vec<Task> {
     // The attempt of each summary that is done; None for one that is not.
     let mut current: HashMap<String, Option<String>> = HashMap::new();
@@ -164,8 +177,10 @@ fn survey_with(
         for i in 0..tasks.count(plan) {
             let path = tasks.summary(work, i);
             let rel = lineage::rel(work, &path);
-            let read = read(tasks, i);
-            let state = state_of(work, plan, (tasks, i), read, &path, &rel, &current);
+            let state = match read(tasks, i) {
+                Err(_) if absent(&path, &rel) => State::Missing(tasks.missing(plan, i)),
+                read => state_of(work, plan, (tasks, i), read, &rel, &current),
+            };
             let attempt = match &state {
                 State::Done(l) => Some(l.tag.attempt.clone()),
                 _ => None,
@@ -186,15 +201,11 @@ fn state_of(
     plan: &Plan,
     (tasks, i): (Tasks, u32),
     read: Result<Lineage>,
-    path: &Path,
     rel: &str,
     current: &HashMap<String, Option<String>>,
 ) -> State {
     let lineage = match read {
         Ok(l) => l,
-        Err(_) if !files::exists(path).unwrap_or(true) => {
-            return State::Missing(tasks.missing(plan, i))
-        }
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
     let consumed = &lineage.consumed;
@@ -234,7 +245,7 @@ fn state_of(
 /// they are read and parsed once.
 pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>> {
     let mut kept = Vec::new();
-    let tasks = survey_with(work, plan, &Tasks::ALL, |tasks, i| {
+    let read = |tasks: Tasks, i: u32| {
         if tasks != keep {
             return lineage_of(work, plan, tasks, i);
         }
@@ -242,7 +253,8 @@ pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>
         let lineage = s.lineage().clone();
         kept.push(s);
         Ok(lineage)
-    });
+    };
+    let tasks = survey_with(work, plan, &Tasks::ALL, read, |path, _| is_absent(path));
     for t in tasks {
         let again = |why: &str| {
             format!(

@@ -82,6 +82,16 @@ fn stage_status_on_s3_lists_the_work_directory_instead_of_fetching_each_work_fil
         "{sign:#}"
     );
 
+    // A summary missing is told by the listing too (no HEAD of it).
+    s3.delete("bkt/w/verify/part-000002.json");
+    let (status, log) = logged(&s3, &t, &["stage", "status", "--work", "s3://bkt/w"]);
+    assert!(
+        status.stdout.contains("partition 2: missing"),
+        "{}",
+        status.stdout
+    );
+    assert!(!log.iter().any(|r| r.starts_with("HEAD ")), "{log:#?}");
+
     // Each task reads the run's plan once (it read it three times: the count's check, the
     // thread pool's size, the stage).
     for task in [
