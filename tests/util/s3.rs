@@ -317,6 +317,8 @@ pub struct Faults {
     pub refuse: std::sync::atomic::AtomicBool,
     /// Requests seen.
     pub seen: AtomicUsize,
+    /// Each request seen, as `METHOD /bucket/key?query`.
+    pub log: Mutex<Vec<String>>,
     /// Hold every part of a multipart upload unanswered until its client goes away, as a slow
     /// upload an interrupt comes in the middle of.
     pub hold_parts: std::sync::atomic::AtomicBool,
@@ -381,6 +383,7 @@ fn serve(conn: TcpStream, upstream: u16, f: &Faults) -> std::io::Result<()> {
         conn.write_all(resp.as_bytes())?;
         conn.shutdown(Shutdown::Both)
     };
+    f.log.lock().unwrap().push(format!("{method} {path}"));
     if f.refuse.load(Ordering::SeqCst) {
         return reply(&mut conn, "403 Forbidden", "InvalidAccessKeyId");
     }
