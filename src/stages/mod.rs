@@ -134,10 +134,7 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
             let (report, code, cfg, commit) = report::report(&work, index)?;
             // Delivered in a pool of the run's threads, as scan's report is: its clusters are
             // rendered by the pool's threads.
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(cfg.threads.unwrap_or(0))
-                .build()?;
-            return pool.install(move || match commit {
+            return cfg.pool()?.install(move || match commit {
                 Some(commit) => crate::deliver::deliver_then_commit(&report, code, &cfg, commit),
                 None => crate::deliver::deliver(&report, code, &cfg),
             });
