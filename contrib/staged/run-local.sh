@@ -15,21 +15,27 @@
 # `dupfind stage status` finds missing, damaged or stale, stage by stage, and nothing else;
 # --shards and --parts are read from DIR's run.json; scan options and inputs given with it
 # must be the run's own, as `dupfind stage init --resume` checks them),
-# --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository).
-# Everything else is passed to `dupfind stage init` as scan options and inputs.
+# --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository);
+# each also as --opt=VALUE. Everything else is passed to `dupfind stage init` as scan options and inputs.
 set -euo pipefail
 
 shards="" parts="" work="" jobs="" threads="" bin="" resume=0
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --shards) shards=$2; shift 2 ;;
-        --parts) parts=$2; shift 2 ;;
-        --work) work=$2; shift 2 ;;
-        --jobs) jobs=$2; shift 2 ;;
-        --threads) threads=$2; shift 2 ;;
+        # --opt=VALUE, as dupfind takes it: read as --opt VALUE.
+        --shards=* | --parts=* | --work=* | --jobs=* | --threads=* | --dupfind=*)
+            set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+        --shards | --parts | --work | --jobs | --threads | --dupfind)
+            if [ $# -lt 2 ]; then
+                echo "run-local.sh: $1 needs a value" >&2
+                exit 2
+            fi
+            opt=${1#--}
+            [ "$opt" != dupfind ] || opt=bin
+            printf -v "$opt" %s "$2"
+            shift 2 ;;
         --resume) resume=1; shift ;;
-        --dupfind) bin=$2; shift 2 ;;
         *) args+=("$1"); shift ;;
     esac
 done

@@ -472,6 +472,52 @@ fn the_local_driver_prints_the_tasks_warnings_in_shard_order_at_two_jobs() {
 }
 
 #[test]
+fn what_scan_refuses_before_its_walk_is_all_the_local_driver_says_too() {
+    // Review 7 finding 01: `stage init` walked the inputs (warning about a missing one) before
+    // it refused the --write-dataset directory, which scan claims before its walk; and it never
+    // made scan's checks of an index's use, so that --verify edit and bottom-k sketches ran
+    // --against an index scan refuses them with.
+    let t = TestDir::new();
+    t.write("c/a.txt", text(1, 100))
+        .write("c/b.txt", text(1, 100))
+        .write("held/part-00000.jsonl", "{}\n")
+        .write("file", "not a directory");
+    let r = t.run(&["index", "build", "--index", "idx", "-q", "c"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let bin = super::util::bin();
+    let cases: [&[&str]; 5] = [
+        &["--write-dataset", "held"],
+        &["--write-dataset", "file/ds"],
+        &["--write-dataset", "file"],
+        &["--against", "idx", "--verify", "edit"],
+        &["--against", "idx", "--sketch", "bottom-k"],
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let args = [*case, &["c", "missing.txt"]].concat();
+        let scan = t.run(&[&["scan"][..], &args].concat());
+        assert_eq!(scan.code(), 2, "{args:?}: {}", scan.stderr);
+        assert!(!scan.stderr.contains("missing.txt"), "{}", scan.stderr);
+        let work = format!("w{i}");
+        let driver = [
+            &["--shards", "2", "--work", &work, "--dupfind", bin][..],
+            &args,
+        ]
+        .concat();
+        assert_same_run(&scan, &local_driver(&t, &driver), &format!("{args:?}"));
+        assert!(!t.join(&work).join("run.json").exists(), "{args:?}");
+    }
+    // Claimed before the walk, a directory is let go, and the one made for the claim removed,
+    // when init fails after it.
+    let args = ["--write-dataset", "new", "--against", "not-an-index", "c"];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    let driver = [&["--work", "wn", "--dupfind", bin][..], &args].concat();
+    assert_same_run(&scan, &local_driver(&t, &driver), &format!("{args:?}"));
+    assert!(!t.join("new").exists());
+    let r = t.run(&[&["scan"][..], &args[..2], &["c"]].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+}
+
+#[test]
 fn the_local_driver_runs_every_stage_as_a_process() {
     let t = TestDir::new();
     corpus(&t);
@@ -516,6 +562,34 @@ fn the_local_driver_runs_every_stage_as_a_process() {
     let refused = local_driver(&t, &args);
     assert_eq!(refused.code(), 2);
     assert!(refused.stderr.contains("holds a run"), "{}", refused.stderr);
+}
+
+#[test]
+fn the_local_driver_takes_its_own_options_as_opt_equals_value_too() {
+    // Review 7 finding 04: `--shards=2` went on to `stage init` beside run-local.sh's own
+    // --shards ("cannot be used multiple times", given once), and `--work=DIR` was no --work.
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "-q", "--min-size=10", "c"]);
+    let dupfind = format!("--dupfind={}", super::util::bin());
+    let own = [
+        "--shards=3",
+        "--parts=2",
+        "--jobs=2",
+        "--threads=1",
+        "--work=w",
+    ];
+    let args = [&own[..], &[&dupfind, "-q", "--min-size=10", "c"]].concat();
+    assert_same_run(&scan, &local_driver(&t, &args), "--opt=value");
+    let plan = fs::read_to_string(t.join("w/run.json")).unwrap();
+    assert!(
+        plan.contains("\"shards\": 3,") && plan.contains("\"parts\": 2,"),
+        "{plan}"
+    );
+    // An option of its own without its value is named, not an unbound variable.
+    let r = local_driver(&t, &["--work=w2", "c", "--shards"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("--shards needs a value"), "{}", r.stderr);
 }
 
 #[test]
