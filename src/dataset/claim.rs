@@ -244,7 +244,7 @@ mod tests {
         };
         refuse_held(&dir, Writer::New).unwrap();
         let first = put(&dir, &run("aaaa", "/runs/a")).unwrap();
-        let second = put(&dir, &run("bbbb", "/runs/b")).unwrap_err();
+        let second = put(&dir, &run("bbbb", "/runs/b")).err().unwrap();
         let said = format!("{second:#}");
         assert!(
             said.contains("claimed by the staged run aaaa (work directory /runs/a)"),
