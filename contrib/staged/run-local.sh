@@ -65,7 +65,18 @@ threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 # Each step's index list, its tasks' stderr and failed statuses, under one temporary directory.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-local.XXXXXX")
 printer=""
-trap '[ -z "$printer" ] || kill "$printer" 2> /dev/null; rm -rf "$tmp"' EXIT
+# On the way out, however the run ends. Ctrl-C reaches the printer too, which may be gone (and
+# reaped) by then: its kill failing must not fail the trap, which under `set -e` would end the
+# run with 1, nothing said, in place of its status (130), and leave the temporary directory. A
+# subshell (the printer, a command substitution) that Ctrl-C catches just after its fork, before
+# it has let go of the script's traps, runs this too: only the script itself cleans up, else the
+# step's files went from under its tasks.
+cleanup() {
+    [ "$BASHPID" = "$$" ] || return 0
+    [ -z "$printer" ] || kill "$printer" 2> /dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 # Prints the stderr of each task listed in DIR/todo, in that order, as soon as the task and
 # every one before it have ended (DIR/I.done), or once the step has ended (DIR/end: a task
