@@ -63,8 +63,7 @@ jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
 # Each step's index list, its tasks' stderr and failed statuses, under one temporary directory.
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-local.XXXXXX")
-printer=""
+tmp="" printer=""
 # On the way out, however the run ends. Ctrl-C reaches the printer too, which may be gone (and
 # reaped) by then: its kill failing must not fail the trap, which under `set -e` would end the
 # run with 1, nothing said, in place of its status (130), and leave the temporary directory. A
@@ -74,9 +73,13 @@ printer=""
 cleanup() {
     [ "$BASHPID" = "$$" ] || return 0
     [ -z "$printer" ] || kill "$printer" 2> /dev/null || true
-    rm -rf "$tmp"
+    [ -z "$tmp" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
+# Ctrl-C ends the run with 130 wherever it comes (else one that came between two steps, or as a
+# step's last process ended, was lost, and the run went on), and through the EXIT trap.
+trap 'exit 130' INT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-local.XXXXXX")
 
 # Prints the stderr of each task listed in DIR/todo, in that order, as soon as the task and
 # every one before it have ended (DIR/I.done), or once the step has ended (DIR/end: a task
@@ -87,7 +90,8 @@ in_order() { # dir
         while [ ! -e "$dir/$i.done" ] && [ ! -e "$dir/end" ]; do
             sleep 0.05
         done
-        [ ! -e "$dir/$i.err" ] || cat "$dir/$i.err" >&2
+        # (Silent about a file gone: the script removes them all when Ctrl-C ends it.)
+        [ ! -e "$dir/$i.err" ] || cat "$dir/$i.err" >&2 2> /dev/null
     done < "$dir/todo"
 }
 
