@@ -43,7 +43,7 @@ pub fn install() {
 }
 
 /// The temporary files being written (a dataset's part, a work file, `-o`'s report), and a
-/// scan's claim on its dataset's directory (`crate::dataset::ScanClaim`), which an
+/// run's claim on its dataset's directory (`crate::dataset::claim::HeldClaim`), which an
 /// interrupt that ends the run at once removes: the exit runs no destructor, and a
 /// `.dupfind-*.tmp` beside the dataset's parts would stay for good.
 static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -91,13 +91,30 @@ impl HeldTemp {
     }
 }
 
-impl Drop for HeldTemp {
-    fn drop(&mut self) {
+impl HeldTemp {
+    /// Runs `last` (`stage init`'s write of `run.json`, after which its claim on the dataset's
+    /// directory is the run's) and, if it succeeds, lets go of the path for good, the handler
+    /// kept out meanwhile: an interrupt before it removes the path and `last` never runs, one
+    /// after leaves the path.
+    pub(crate) fn keep(&self, last: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+        let _committing = COMMITTING.lock();
+        last()?;
+        self.unhold();
+        Ok(())
+    }
+
+    fn unhold(&self) {
         if let Ok(mut held) = HELD.lock() {
             if let Some(i) = held.iter().position(|p| *p == self.0) {
                 held.swap_remove(i);
             }
         }
+    }
+}
+
+impl Drop for HeldTemp {
+    fn drop(&mut self) {
+        self.unhold();
     }
 }
 

@@ -15,21 +15,27 @@
 # `dupfind stage status` finds missing, damaged or stale, stage by stage, and nothing else;
 # --shards and --parts are read from DIR's run.json; scan options and inputs given with it
 # must be the run's own, as `dupfind stage init --resume` checks them),
-# --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository).
-# Everything else is passed to `dupfind stage init` as scan options and inputs.
+# --dupfind BINARY (default: dupfind on PATH, else target/release/dupfind of this repository);
+# each also as --opt=VALUE. Everything else is passed to `dupfind stage init` as scan options and inputs.
 set -euo pipefail
 
 shards="" parts="" work="" jobs="" threads="" bin="" resume=0
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --shards) shards=$2; shift 2 ;;
-        --parts) parts=$2; shift 2 ;;
-        --work) work=$2; shift 2 ;;
-        --jobs) jobs=$2; shift 2 ;;
-        --threads) threads=$2; shift 2 ;;
+        # --opt=VALUE, as dupfind takes it: read as --opt VALUE.
+        --shards=* | --parts=* | --work=* | --jobs=* | --threads=* | --dupfind=*)
+            set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+        --shards | --parts | --work | --jobs | --threads | --dupfind)
+            if [ $# -lt 2 ]; then
+                echo "run-local.sh: $1 needs a value" >&2
+                exit 2
+            fi
+            opt=${1#--}
+            [ "$opt" != dupfind ] || opt=bin
+            printf -v "$opt" %s "$2"
+            shift 2 ;;
         --resume) resume=1; shift ;;
-        --dupfind) bin=$2; shift 2 ;;
         *) args+=("$1"); shift ;;
     esac
 done
@@ -57,9 +63,23 @@ jobs=${jobs:-$cores}
 threads=${threads:-$((cores / jobs > 0 ? cores / jobs : 1))}
 
 # Each step's index list, its tasks' stderr and failed statuses, under one temporary directory.
+tmp="" printer=""
+# On the way out, however the run ends. Ctrl-C reaches the printer too, which may be gone (and
+# reaped) by then: its kill failing must not fail the trap, which under `set -e` would end the
+# run with 1, nothing said, in place of its status (130), and leave the temporary directory. A
+# subshell (the printer, a command substitution) that Ctrl-C catches just after its fork, before
+# it has let go of the script's traps, runs this too: only the script itself cleans up, else the
+# step's files went from under its tasks.
+cleanup() {
+    [ "$BASHPID" = "$$" ] || return 0
+    [ -z "$printer" ] || kill "$printer" 2> /dev/null || true
+    [ -z "$tmp" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+# Ctrl-C ends the run with 130 wherever it comes (else one that came between two steps, or as a
+# step's last process ended, was lost, and the run went on), and through the EXIT trap.
+trap 'exit 130' INT
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-local.XXXXXX")
-printer=""
-trap '[ -z "$printer" ] || kill "$printer" 2> /dev/null; rm -rf "$tmp"' EXIT
 
 # Prints the stderr of each task listed in DIR/todo, in that order, as soon as the task and
 # every one before it have ended (DIR/I.done), or once the step has ended (DIR/end: a task
@@ -70,7 +90,8 @@ in_order() { # dir
         while [ ! -e "$dir/$i.done" ] && [ ! -e "$dir/end" ]; do
             sleep 0.05
         done
-        [ ! -e "$dir/$i.err" ] || cat "$dir/$i.err" >&2
+        # (Silent about a file gone: the script removes them all when Ctrl-C ends it.)
+        [ ! -e "$dir/$i.err" ] || cat "$dir/$i.err" >&2 2> /dev/null
     done < "$dir/todo"
 }
 

@@ -406,14 +406,16 @@ fn refuse_urls_with_index(index: &Path, walk: &WalkOptions, what: &str) -> Resul
 }
 
 impl Config {
-    /// Refuses URLs with `--against` (the index's directory and the inputs), as
-    /// [`refuse_urls_with_index`] says why; for the staged pipeline, whose `stage init` takes
-    /// the index in hand itself.
-    pub fn refuse_urls_against(&self) -> Result<()> {
-        match &self.against {
-            Some(a) => refuse_urls_with_index(&a.dir, &self.walk, "--against"),
-            None => Ok(()),
-        }
+    /// Scans against `index` (`--against` of `scan` and `stage init`, `index build`'s own):
+    /// refused with URLs ([`refuse_urls_with_index`] says why) and with what an index cannot
+    /// take, before the walk, which never enters the index and stats every file (the index
+    /// compares their sizes, inodes and times).
+    pub fn use_index(&mut self, index: IndexUse, what: &str) -> Result<()> {
+        refuse_urls_with_index(&index.dir, &self.walk, what)?;
+        self.walk.skip_dirs.push(absolute_dir(&index.dir));
+        self.walk.defer_metadata = false;
+        self.against = Some(index);
+        self.check_index_use()
     }
 
     /// Refuses to write a binary report to a terminal (checked by the command that writes the
@@ -435,18 +437,13 @@ impl Config {
         if cfg.stdin {
             bail!("`-` (standard input) cannot go into an index: it has no path to check again");
         }
-        refuse_urls_with_index(&args.index, &cfg.walk, "index build")?;
-        // The index is not read as input, even when it lies below a root. It stores every
-        // file's size, inode and time, and compares them before reading: the walk takes them.
-        cfg.walk.skip_dirs.push(absolute_dir(&args.index));
-        cfg.walk.defer_metadata = false;
-        cfg.against = Some(IndexUse {
+        let index = IndexUse {
             dir: args.index,
             update: true,
             create: true,
             prune: false,
-        });
-        cfg.check_index_use()?;
+        };
+        cfg.use_index(index, "index build")?;
         Ok(cfg)
     }
 
@@ -461,16 +458,13 @@ impl Config {
                      that an index could hold"
                 );
             }
-            refuse_urls_with_index(&dir, &cfg.walk, "--against")?;
-            cfg.walk.skip_dirs.push(absolute_dir(&dir));
-            cfg.walk.defer_metadata = false;
-            cfg.against = Some(IndexUse {
+            let index = IndexUse {
                 dir,
                 update: cmd.update,
                 create: false,
                 prune: cmd.prune,
-            });
-            cfg.check_index_use()?;
+            };
+            cfg.use_index(index, "--against")?;
         }
         Ok(cfg)
     }

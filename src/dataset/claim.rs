@@ -85,39 +85,50 @@ pub fn refuse_held(dir: &Path, writer: Writer) -> Result<()> {
     }
 }
 
-/// Claims `dir` for the run `run` (work directory `work`), after [`refuse_held`] let it: refused
-/// when another run claimed it meanwhile.
-pub fn claim(dir: &Path, run: &str, work: &Path) -> Result<()> {
-    let claim = Claim {
-        run: run.to_string(),
-        work: display_path(work),
-        scan: None,
-    };
-    put(dir, &claim, false).map(drop)
+/// Claims `dir` for the staged run `run` (work directory `work`) at `stage init`'s start, where
+/// a scan claims it: held as a scan's claim is until init ends, kept for the run's later stages
+/// by [`HeldClaim::keep`] with `run.json`'s write.
+pub fn claim_run(dir: &Path, run: &str, work: &Path) -> Result<HeldClaim> {
+    hold(
+        dir,
+        Claim {
+            run: run.to_string(),
+            work: display_path(work),
+            scan: None,
+        },
+    )
 }
 
-/// A scan's claim on its dataset's directory, ended by [`ScanClaim::release`] once the dataset
-/// is written, or when dropped (the scan failed); an interrupt, which ends the process at once,
-/// removes the marker as it removes the temporary files being written.
-pub struct ScanClaim {
+/// Claims `dir` for a scan, until its dataset is written ([`HeldClaim::release`]).
+pub fn claim_scan(dir: &Path) -> Result<HeldClaim> {
+    hold(
+        dir,
+        Claim {
+            run: format!("{:016x}", crate::token::fresh_token()),
+            work: String::new(),
+            scan: Some(std::process::id()),
+        },
+    )
+}
+
+/// A claim on a dataset's directory by a scan or by `stage init`, ended when dropped (the run
+/// failed); an interrupt, which ends the process at once, removes the marker as it removes the
+/// temporary files being written.
+pub struct HeldClaim {
     dir: PathBuf,
     run: String,
     held: Option<HeldTemp>,
-    /// The directory was made for the marker: a scan that fails leaves none behind.
+    /// The directory was made for the marker: a run that fails leaves none behind.
     made: bool,
 }
 
-/// Claims `dir` for a scan, refused as [`refuse_held`] refuses it.
-pub fn claim_scan(dir: &Path) -> Result<ScanClaim> {
+/// Claims `dir` with `claim`, refused as [`refuse_held`] refuses it (before anything else that
+/// could fail: a directory that cannot be made is the error said).
+fn hold(dir: &Path, claim: Claim) -> Result<HeldClaim> {
     refuse_held(dir, Writer::New)?;
-    let claim = Claim {
-        run: format!("{:016x}", crate::token::fresh_token()),
-        work: String::new(),
-        scan: Some(std::process::id()),
-    };
     let made = !crate::store::is_url(dir) && !dir.exists();
-    let held = put(dir, &claim, true)?;
-    Ok(ScanClaim {
+    let held = put(dir, &claim)?;
+    Ok(HeldClaim {
         dir: dir.to_path_buf(),
         run: claim.run,
         held,
@@ -125,19 +136,30 @@ pub fn claim_scan(dir: &Path) -> Result<ScanClaim> {
     })
 }
 
-impl ScanClaim {
+impl HeldClaim {
     /// Ends the claim, the dataset written.
     pub fn release(mut self) -> Result<()> {
         // Out of the interrupt's hands first: once removed, the marker may be another run's.
         self.held.take();
         release(&self.dir, &self.run)
     }
+
+    /// Runs `last`, the write that starts a staged run (`run.json`), and, if it succeeds,
+    /// leaves the claim to the run, which `stage report` ends.
+    pub fn keep(mut self, last: impl FnOnce() -> Result<()>) -> Result<()> {
+        match &self.held {
+            Some(held) => held.keep(last)?,
+            None => last()?,
+        }
+        self.held = None;
+        Ok(())
+    }
 }
 
-impl Drop for ScanClaim {
+impl Drop for HeldClaim {
     fn drop(&mut self) {
         if self.held.take().is_some() {
-            // The scan's own error is the one said.
+            // The run's own error is the one said.
             let _ = release(&self.dir, &self.run);
             if self.made {
                 // Only if empty: a part written is kept.
@@ -147,22 +169,16 @@ impl Drop for ScanClaim {
     }
 }
 
-/// Writes `claim`'s marker in `dir` where none is (held for the interrupt when `hold`), then
-/// checks that `dir` holds no dataset: one written by a run whose claim ended between
-/// [`refuse_held`] and this one's.
-fn put(dir: &Path, claim: &Claim, hold: bool) -> Result<Option<HeldTemp>> {
+/// Writes `claim`'s marker in `dir` where none is (held for the interrupt), then checks that
+/// `dir` holds no dataset: one written by a run whose claim ended between [`refuse_held`] and
+/// this one's.
+fn put(dir: &Path, claim: &Claim) -> Result<Option<HeldTemp>> {
     let path = marker(dir);
     let pending = crate::atomic::Pending::new(&path)?;
     serde_json::to_writer(pending.file(), claim)
         .with_context(|| format!("writing {}", display_path(&path)))?;
-    let (committed, held) = match hold {
-        true => {
-            let held = HeldTemp::commit(&path, || pending.commit_new())?;
-            (held.is_some(), held)
-        }
-        false => (pending.commit_new()?, None),
-    };
-    if !committed {
+    let held = HeldTemp::commit(&path, || pending.commit_new())?;
+    if held.is_none() {
         // Claimed since the check: say by whom.
         refuse_held(dir, Writer::Run(&claim.run))?;
     }
@@ -221,9 +237,14 @@ mod tests {
         // Both checked before either claimed: the claim itself refuses the second.
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("ds");
+        let run = |run: &str, work: &str| Claim {
+            run: run.into(),
+            work: work.into(),
+            scan: None,
+        };
         refuse_held(&dir, Writer::New).unwrap();
-        claim(&dir, "aaaa", Path::new("/runs/a")).unwrap();
-        let second = claim(&dir, "bbbb", Path::new("/runs/b")).unwrap_err();
+        let first = put(&dir, &run("aaaa", "/runs/a")).unwrap();
+        let second = put(&dir, &run("bbbb", "/runs/b")).err().unwrap();
         let said = format!("{second:#}");
         assert!(
             said.contains("claimed by the staged run aaaa (work directory /runs/a)"),
@@ -236,6 +257,22 @@ mod tests {
         assert!(refuse_held(&dir, Writer::New).is_err());
         release(&dir, "aaaa").unwrap();
         refuse_held(&dir, Writer::New).unwrap();
+        drop(first);
+    }
+
+    #[test]
+    fn a_staged_runs_claim_is_kept_once_run_json_is_written_and_ended_if_that_fails() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ds");
+        let failed = claim_run(&dir, "aaaa", Path::new("/runs/a")).unwrap();
+        assert!(marker(&dir).exists());
+        assert!(failed.keep(|| anyhow::bail!("no space left")).is_err());
+        // The directory made for the claim goes with it.
+        assert!(!dir.exists());
+        let kept = claim_run(&dir, "bbbb", Path::new("/runs/b")).unwrap();
+        kept.keep(|| Ok(())).unwrap();
+        refuse_held(&dir, Writer::Run("bbbb")).unwrap();
+        assert!(refuse_held(&dir, Writer::New).is_err());
     }
 
     #[test]
@@ -254,7 +291,7 @@ mod tests {
             work: String::new(),
             scan: Some(1),
         };
-        let said = format!("{:#}", put(&dir, &late, true).err().unwrap());
+        let said = format!("{:#}", put(&dir, &late).err().unwrap());
         assert!(said.contains("already holds a dataset"), "{said}");
         assert!(!marker(&dir).exists());
         // Dropped, a claim ends too.

@@ -42,7 +42,7 @@ use crate::input::walk::FileEntry;
 use crate::messages::{display_path, InputError};
 
 pub use annotate::{marks, Fate, Mark};
-pub use claim::{claim, claim_scan, refuse_held, release, Writer};
+pub use claim::{claim_run, claim_scan, refuse_held, release, Writer};
 pub use inputs::{check_inputs, refuse_existing};
 pub use layout::Layout;
 

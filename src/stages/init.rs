@@ -65,8 +65,9 @@ pub fn init(
     let mut options = stored_options(&args)?;
     let dataset = args.write_dataset.as_deref().map(path_to_b64);
     let mut cfg = Config::from_args(args)?;
-    cfg.against = against;
-    cfg.refuse_urls_against()?;
+    if let Some(index) = against {
+        cfg.use_index(index, "--against")?;
+    }
     refuse_unsupported(&cfg)?;
     // Every shard must see the same entries, one per inode: the walk stats every file, leaving
     // the size limits where scan's walk would have left them (to the read, which warns in
@@ -80,6 +81,12 @@ pub fn init(
         false => crate::config::inputs::absolute_dir(work),
     };
     cfg.walk.skip_dirs.push(work_dir.clone());
+    // Claimed where scan claims it, before the walk: a directory refused, or one that cannot be
+    // made, is all that is said, as by scan. Ended if init fails, kept once run.json is written.
+    let run = format!("{:016x}", crate::token::fresh_token());
+    let claim = (cfg.dataset.as_deref())
+        .map(|dir| crate::dataset::claim_run(dir, &run, &work_dir))
+        .transpose()?;
     let Walked {
         files,
         files_seen,
@@ -88,8 +95,7 @@ pub fn init(
     } = walk(&cfg.walk, &cfg.messages)?;
     crate::ingest::keep_by::check_inputs(&cfg, &files)?;
     // The dataset's format is chosen here, from every input, so that each shard writes the same.
-    if let Some(dir) = &cfg.dataset {
-        crate::dataset::refuse_held(dir, crate::dataset::Writer::New)?;
+    if cfg.dataset.is_some() {
         options.dataset_format = Some(match crate::dataset::check_inputs(&cfg, &files)? {
             crate::config::DatasetFormat::Parquet => crate::cli::DatasetFormatArg::Parquet,
             crate::config::DatasetFormat::Jsonl => crate::cli::DatasetFormatArg::Jsonl,
@@ -122,7 +128,6 @@ pub fn init(
             prune: a.prune,
         });
     let files = &files;
-    let run = format!("{:016x}", crate::token::fresh_token());
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let mut plan = Plan {
         layout: LAYOUT,
@@ -163,12 +168,13 @@ pub fn init(
         indexed: joined.as_ref().map_or(0, |j| j.documents),
     };
     files::write_json(&walk_path(work), &summary)?;
-    // Claimed once nothing else can fail but run.json: a run that never starts leaves none.
-    if let Some(dir) = &cfg.dataset {
-        crate::dataset::claim(dir, &plan.run, &work_dir)?;
+    // Last: a directory with run.json holds a complete start, and the run's claim with it (a
+    // run that never starts leaves none).
+    let start = || files::write_json(&plan_path, &plan);
+    match claim {
+        Some(claim) => claim.keep(start),
+        None => start(),
     }
-    // Last: a directory with run.json holds a complete start.
-    files::write_json(&plan_path, &plan)
 }
 
 /// The scan options as run.json stores them (without the inputs, and the dataset's format not

@@ -472,6 +472,100 @@ fn the_local_driver_prints_the_tasks_warnings_in_shard_order_at_two_jobs() {
 }
 
 #[test]
+fn ctrl_c_after_the_stderr_printer_ended_still_ends_the_local_driver_with_130() {
+    // Review 7 finding 06: when the script's stderr printer had ended (and been reaped) before
+    // a Ctrl-C ended the script, the EXIT trap's `kill` of it failed and, under `set -e`, ended
+    // the run with 1, nothing said, leaving the temporary directory (about 1 run in 80). Here
+    // shard 0's sign task makes that order certain: it lets the printer end (the step's `end`
+    // file, which the script writes once xargs returns), waits until the printer is gone, then
+    // sends SIGINT to the run's process group, as Ctrl-C in a terminal does.
+    let t = TestDir::new();
+    corpus(&t);
+    fs::create_dir(t.join("tmp")).unwrap();
+    let fake = t.join("fake-dupfind");
+    let script = r#"#!/bin/sh
+[ "$2 $6" = 'sign 0/2' ] || exec 'BIN' "$@"
+ppid() { sed 's/.*) . \([0-9]*\) .*/\1/' "/proc/$1/stat" 2> /dev/null; }
+xargs=$(ppid $PPID)
+script=$(ppid "$xargs")
+printer=
+for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" = "$xargs" ] || [ "$(ppid "$p")" != "$script" ] || printer=$p
+done
+[ -n "$printer" ] || { echo 'no printer found' >&2; exit 3; }
+: > "$(echo "$TMPDIR"/run-local.*/sign)/end"
+n=0
+while [ -e "/proc/$printer" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+kill -INT 0
+"#;
+    fs::write(&fake, script.replace("BIN", super::util::bin())).unwrap();
+    super::util::chmod(&fake, 0o755);
+    let args = ["--shards", "2", "--jobs", "2", "--work", "w", "--dupfind"];
+    let mut cmd = local_driver_command(&t, &[&args[..], &[fake.to_str().unwrap(), "c"]].concat());
+    // Its own process group, which the task's SIGINT reaches, as a terminal's Ctrl-C does.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.env("TMPDIR", t.join("tmp"));
+    let r = super::util::run_command(cmd);
+    assert!(!r.stderr.contains("no printer found"), "{}", r.stderr);
+    // Ended by the signal, or with 130: a shell says 130 of both.
+    let code = (r.status.code())
+        .or(std::os::unix::process::ExitStatusExt::signal(&r.status).map(|s| 128 + s));
+    assert_eq!((code, r.stdout.as_str()), (Some(130), ""), "{}", r.stderr);
+    let left: Vec<_> = fs::read_dir(t.join("tmp")).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "the temporary directory is removed: {left:?}"
+    );
+}
+
+#[test]
+fn what_scan_refuses_before_its_walk_is_all_the_local_driver_says_too() {
+    // Review 7 finding 01: `stage init` walked the inputs (warning about a missing one) before
+    // it refused the --write-dataset directory, which scan claims before its walk; and it never
+    // made scan's checks of an index's use, so that --verify edit and bottom-k sketches ran
+    // --against an index scan refuses them with.
+    let t = TestDir::new();
+    t.write("c/a.txt", text(1, 100))
+        .write("c/b.txt", text(1, 100))
+        .write("held/part-00000.jsonl", "{}\n")
+        .write("file", "not a directory");
+    let r = t.run(&["index", "build", "--index", "idx", "-q", "c"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let bin = super::util::bin();
+    let cases: [&[&str]; 5] = [
+        &["--write-dataset", "held"],
+        &["--write-dataset", "file/ds"],
+        &["--write-dataset", "file"],
+        &["--against", "idx", "--verify", "edit"],
+        &["--against", "idx", "--sketch", "bottom-k"],
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let args = [*case, &["c", "missing.txt"]].concat();
+        let scan = t.run(&[&["scan"][..], &args].concat());
+        assert_eq!(scan.code(), 2, "{args:?}: {}", scan.stderr);
+        assert!(!scan.stderr.contains("missing.txt"), "{}", scan.stderr);
+        let work = format!("w{i}");
+        let driver = [
+            &["--shards", "2", "--work", &work, "--dupfind", bin][..],
+            &args,
+        ]
+        .concat();
+        assert_same_run(&scan, &local_driver(&t, &driver), &format!("{args:?}"));
+        assert!(!t.join(&work).join("run.json").exists(), "{args:?}");
+    }
+    // Claimed before the walk, a directory is let go, and the one made for the claim removed,
+    // when init fails after it.
+    let args = ["--write-dataset", "new", "--against", "not-an-index", "c"];
+    let scan = t.run(&[&["scan"][..], &args].concat());
+    let driver = [&["--work", "wn", "--dupfind", bin][..], &args].concat();
+    assert_same_run(&scan, &local_driver(&t, &driver), &format!("{args:?}"));
+    assert!(!t.join("new").exists());
+    let r = t.run(&[&["scan"][..], &args[..2], &["c"]].concat());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+}
+
+#[test]
 fn the_local_driver_runs_every_stage_as_a_process() {
     let t = TestDir::new();
     corpus(&t);
@@ -516,6 +610,34 @@ fn the_local_driver_runs_every_stage_as_a_process() {
     let refused = local_driver(&t, &args);
     assert_eq!(refused.code(), 2);
     assert!(refused.stderr.contains("holds a run"), "{}", refused.stderr);
+}
+
+#[test]
+fn the_local_driver_takes_its_own_options_as_opt_equals_value_too() {
+    // Review 7 finding 04: `--shards=2` went on to `stage init` beside run-local.sh's own
+    // --shards ("cannot be used multiple times", given once), and `--work=DIR` was no --work.
+    let t = TestDir::new();
+    corpus(&t);
+    let scan = t.run(&["scan", "-q", "--min-size=10", "c"]);
+    let dupfind = format!("--dupfind={}", super::util::bin());
+    let own = [
+        "--shards=3",
+        "--parts=2",
+        "--jobs=2",
+        "--threads=1",
+        "--work=w",
+    ];
+    let args = [&own[..], &[&dupfind, "-q", "--min-size=10", "c"]].concat();
+    assert_same_run(&scan, &local_driver(&t, &args), "--opt=value");
+    let plan = fs::read_to_string(t.join("w/run.json")).unwrap();
+    assert!(
+        plan.contains("\"shards\": 3,") && plan.contains("\"parts\": 2,"),
+        "{plan}"
+    );
+    // An option of its own without its value is named, not an unbound variable.
+    let r = local_driver(&t, &["--work=w2", "c", "--shards"]);
+    assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("--shards needs a value"), "{}", r.stderr);
 }
 
 #[test]

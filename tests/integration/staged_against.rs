@@ -55,6 +55,17 @@ fn staged_against_an_index_equals_scan_against_it_at_any_layout() {
     assert!(index["unchanged_files"].as_u64().unwrap() > 0, "{index}");
 }
 
+#[test]
+fn an_index_inside_a_scanned_directory_is_no_input_of_a_staged_run_as_of_scan() {
+    // Review 7 finding 01's kind: `stage init` walked the index's own files as inputs.
+    let t = TestDir::new();
+    corpus(&t);
+    let r = t.run(&["index", "build", "--index", "c/idx", "-q", "c"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    t.write("c/d5/new.txt", text(3000, 250));
+    assert_same_as_scan(&t, &["--against", "c/idx", "c"], &[(1, 1), (2, 3)]);
+}
+
 /// The files of index `dir`, by name, with their bytes.
 fn index_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
