@@ -266,4 +266,22 @@ mod tests {
         assert_eq!(d[3].member.names[0].as_os_str().as_bytes(), b"r/b\xff");
         assert_eq!(d[3].member.names[1], Path::new("r/c"));
     }
+
+    #[test]
+    fn an_object_of_a_store_is_no_file_and_a_url_root_no_directory() {
+        let file = r#""content_hash": "000000000000000000000000000000ff",
+            "file": {"device": 0, "inode": 0, "size": 3, "links": 1, "disk_bytes": 3}"#;
+        let text = format!(
+            r#"{{"schema_version": 2, "roots": ["s3://b/p/", "loc"], "clusters": [{{
+            "representative": {{"path": "s3://b/p/a", "bytes": 3, "aliases": [], {file}}},
+            "duplicates": [
+              {{"path": "S3://b/p/c", "bytes": 3, "aliases": [], "exact": true, {file}}}
+            ]}}]}}"#
+        );
+        let r = parse(text.as_bytes()).unwrap();
+        assert_eq!(r.roots, [PathBuf::from("loc")]);
+        let c = &r.clusters[0];
+        assert_eq!(c.representative.as_ref().unwrap().not_a_file, Some(OBJECT));
+        assert_eq!(c.duplicates[0].member.not_a_file, Some(OBJECT));
+    }
 }
