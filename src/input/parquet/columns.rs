@@ -396,8 +396,8 @@ mod tests {
         assert!(is_text(&DataType::LargeUtf8) && !is_text(&DataType::Binary));
         assert!(holds_text(&DataType::Null) && !is_text(&DataType::Null));
         assert!(!holds_text(&DataType::Binary));
-        let nulls: ArrayRef = Arc::new(arrow_array::NullArray::new(2));
-        assert!(is_null_at(&[nulls.clone()], 1) && text_of(&[nulls], 0).is_none());
+        let nulls = [Arc::new(arrow_array::NullArray::new(2)) as ArrayRef];
+        assert!(is_null_at(&nulls, 1) && text_of(&nulls, 0).is_none());
         assert!(is_id(&DataType::Int32) && is_id(&DataType::Utf8View));
         let list = DataType::List(Arc::new(Field::new("item", DataType::Float64, true)));
         assert!(is_id(&list));
