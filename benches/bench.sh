@@ -44,7 +44,10 @@ if [ "$cold" = 1 ] && ! drop_caches 2> /dev/null; then
     exit 2
 fi
 
-cargo build --release --quiet --bin dupfind --example corpus
+# Apart, as every bench builds them: built with an example, the binary's dependencies take the
+# dev-dependencies' features, and its symbols other hashes than link-order.txt names (build.rs).
+cargo build --release --quiet --bin dupfind
+cargo build --release --quiet --example corpus
 bin=target/release/dupfind
 gen=target/release/examples/corpus
 mkdir -p "$work"

@@ -43,7 +43,8 @@ done
 mkdir -p "$work"
 work=$(realpath "$work")
 
-nice cargo build --release --quiet --locked --bin dupfind --example corpus
+nice cargo build --release --quiet --locked --bin dupfind
+nice cargo build --release --quiet --locked --example corpus
 after=$work/dupfind-after
 cp target/release/dupfind "$after"
 # The baseline is built once per commit, in a target directory of its own: in this tree's,

@@ -59,7 +59,8 @@ if [ ! -x /usr/bin/time ]; then
 fi
 
 if [ -z "$bin" ]; then
-    cargo build --release --quiet --bin dupfind --example corpus
+    cargo build --release --quiet --bin dupfind
+    cargo build --release --quiet --example corpus
     bin=${CARGO_TARGET_DIR:-$PWD/target}/release/dupfind
 fi
 gen=$(dirname "$bin")/examples/corpus

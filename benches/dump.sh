@@ -39,7 +39,8 @@ if [ ! -x /usr/bin/time ]; then
     exit 2
 fi
 
-cargo build --release --quiet --bin dupfind --example corpus
+cargo build --release --quiet --bin dupfind
+cargo build --release --quiet --example corpus
 bin=$PWD/target/release/dupfind
 gen=$PWD/target/release/examples/corpus
 

@@ -35,7 +35,8 @@ while [ $# -gt 0 ]; do
         *) echo "index.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-cargo build --release --quiet --bin dupfind --example corpus
+cargo build --release --quiet --bin dupfind
+cargo build --release --quiet --example corpus
 bin=$(realpath target/release/dupfind)
 mkdir -p "$work"
 work=$(realpath "$work")

@@ -25,7 +25,8 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$work"
 work=$(realpath "$work")
-nice cargo build --release --quiet --locked --bin dupfind --example corpus
+nice cargo build --release --quiet --locked --bin dupfind
+nice cargo build --release --quiet --locked --example corpus
 bin=$work/dupfind-report-memory
 cp target/release/dupfind "$bin"
 gen=target/release/examples/corpus

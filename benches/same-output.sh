@@ -30,7 +30,8 @@ if [ -z "${BASELINE:-}" ]; then
 fi
 baseline=$(realpath "$BASELINE")
 
-cargo build --release --quiet --bin dupfind --example corpus
+cargo build --release --quiet --bin dupfind
+cargo build --release --quiet --example corpus
 target=${CARGO_TARGET_DIR:-target}
 bin=$(realpath "$target/release/dupfind")
 gen=$target/release/examples/corpus

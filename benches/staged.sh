@@ -24,7 +24,8 @@ while [ $# -gt 0 ]; do
         *) echo "staged.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-cargo build --release --quiet --bin dupfind --example corpus
+cargo build --release --quiet --bin dupfind
+cargo build --release --quiet --example corpus
 target=${CARGO_TARGET_DIR:-target}
 bin=$(realpath "$target/release/dupfind")
 builds=("$bin")

@@ -129,9 +129,7 @@ fn run_index(cmd: cli::IndexCommand) -> Result<ExitCode> {
 
 /// Scans (and, with an index, updates it), then writes the report.
 fn run_scan(cfg: Config) -> Result<ExitCode> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads.unwrap_or(0))
-        .build()?;
+    let pool = cfg.pool()?;
     // The report is delivered in the pool too: its clusters are rendered by the pool's threads.
     let delivered = pool.install(|| {
         let out = scan::scan(&cfg)?;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::messages::display_path;
+use crate::store::Stored;
 
 /// A file being written under a temporary name, made visible by [`Pending::commit`].
 pub(crate) struct Pending {
@@ -71,11 +72,23 @@ impl Pending {
         self.put(true, || true).map(drop)
     }
 
+    /// [`Pending::commit`], returning what is at its name now: its size, and for a URL the
+    /// ETag the store gave it, which a listing shows until the object is written again.
+    pub(crate) fn commit_stored(self) -> Result<Stored> {
+        let path = self.path.clone();
+        self.put(true, || true)?.with_context(|| {
+            format!(
+                "writing {}: the store did not take it, and said no error",
+                display_path(&path)
+            )
+        })
+    }
+
     /// [`Pending::commit`], when `keep` says so just before the commit point: for a URL, after
     /// the upload's last part, before its completion (an upload not kept is aborted). Returns
     /// whether it was committed.
     pub(crate) fn commit_if(self, keep: impl FnOnce() -> bool) -> Result<bool> {
-        self.put(true, keep)
+        self.put(true, keep).map(|s| s.is_some())
     }
 
     /// As [`Pending::commit`], but never over a file already at its name: false then. On disk
@@ -83,12 +96,13 @@ impl Pending {
     /// PUT is on condition that no object is at its key; either way, of two writers at once,
     /// one is told the file exists. The content must be small, one PUT.
     pub(crate) fn commit_new(self) -> Result<bool> {
-        self.put(false, || true)
+        self.put(false, || true).map(|s| s.is_some())
     }
 
-    /// Commits, over an older file when `replace`, else only where there is none (false then);
-    /// and only if `keep` says so at the commit point (false then too).
-    fn put(self, replace: bool, keep: impl FnOnce() -> bool) -> Result<bool> {
+    /// Commits, over an older file when `replace`, else only where there is none (None then);
+    /// and only if `keep` says so at the commit point (None then too). Returns what is at its
+    /// name now.
+    fn put(self, replace: bool, keep: impl FnOnce() -> bool) -> Result<Option<Stored>> {
         let what = || format!("writing {}", display_path(&self.path));
         let temp = match self.temp {
             Temp::Unnamed(mut file) => {
@@ -97,7 +111,12 @@ impl Pending {
                 let interrupted = crate::interrupt::interrupted;
                 let sent = match replace {
                     true => crate::store::upload(&mut file, &url, interrupted, keep),
-                    false => crate::store::create(&mut file, &url),
+                    // A claim, whose ETag nothing compares.
+                    false => {
+                        let size = file.metadata().with_context(what)?.len();
+                        crate::store::create(&mut file, &url)
+                            .map(|created| created.then_some(Stored { size, e_tag: None }))
+                    }
                 };
                 return sent.map_err(anyhow::Error::msg).with_context(what);
             }
@@ -105,9 +124,10 @@ impl Pending {
         };
         if !keep() {
             // Dropped, the temporary file is removed.
-            return Ok(false);
+            return Ok(None);
         }
         temp.as_file().sync_all().with_context(what)?;
+        let size = temp.as_file().metadata().with_context(what)?.len();
         let path = self.path;
         let persisted = match replace {
             true => temp.persist(&path).map(drop),
@@ -116,7 +136,7 @@ impl Pending {
         match persisted {
             Ok(()) => {}
             Err(e) if !replace && e.error.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Ok(false)
+                return Ok(None)
             }
             Err(e) => {
                 return Err(e.error)
@@ -127,7 +147,7 @@ impl Pending {
         File::open(dir.unwrap_or(Path::new(".")))
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing the directory of {}", display_path(&path)))?;
-        Ok(true)
+        Ok(Some(Stored { size, e_tag: None }))
     }
 }
 

@@ -81,9 +81,7 @@ fn run_scan(
     cfg: &Config,
     abandoned: &AtomicBool,
 ) -> Result<(Vec<u8>, ExitCode, Option<arrow_array::RecordBatch>)> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.threads.unwrap_or(0))
-        .build()?;
+    let pool = cfg.pool()?;
     // The report is written in the pool too: its clusters are rendered by the pool's threads.
     let (out, json, warnings) = pool.install(|| -> Result<_> {
         let out = crate::scan::scan(cfg)?;

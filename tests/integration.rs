@@ -86,6 +86,12 @@ mod staged_lineage;
 /// The staged pipeline on S3 (moto): run-local.sh prints scan's report; faults named.
 #[path = "integration/staged_store.rs"]
 mod staged_store;
+/// `stage status` on S3: one listing for the work files' ETags; run.json read once a task.
+#[path = "integration/staged_store_status.rs"]
+mod staged_store_status;
+/// HTTPS to an object store, its certificate trusted or not.
+#[path = "integration/store_tls.rs"]
+mod store_tls;
 /// `--verify edit` and `--sketch bottom-k`.
 #[path = "integration/verify_sketch.rs"]
 mod verify_sketch;

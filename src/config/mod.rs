@@ -264,6 +264,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// The pool of `--threads` workers (all cores when not given) a run and its report use.
+    pub fn pool(&self) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads.unwrap_or(0))
+            .build()
+    }
+
     /// Signature values per document: K for MinHash, none kept for SimHash (one slot, unused,
     /// so that rows of the signature vector line up with documents).
     pub fn lanes(&self) -> usize {

@@ -140,6 +140,8 @@ pub struct PartFile {
     pub size: u64,
     /// Their CRC-32 (zlib's, as the work files' lineage records them).
     pub crc: u32,
+    /// On an object store, the ETag it gave the part (without quotes).
+    pub e_tag: Option<String>,
 }
 
 /// Commits the part `pending`, its size and CRC-32 read from the temporary file first (a local
@@ -160,11 +162,12 @@ fn commit_part(pending: crate::atomic::Pending) -> Result<PartFile> {
         hasher.update(&buf[..n]);
         size += n as u64;
     }
-    pending.commit()?;
+    let stored = pending.commit_stored()?;
     Ok(PartFile {
         path,
         size,
         crc: hasher.finalize(),
+        e_tag: stored.e_tag,
     })
 }
 

@@ -67,15 +67,14 @@ pub struct AttachSummary {
 }
 
 /// Attaches the indexed documents the run's new ones meet.
-pub fn attach(work: &Path, index: &dyn IndexSide) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn attach(work: &Path, plan: &Plan, index: &dyn IndexSide) -> Result<()> {
     let cfg = plan.config()?;
     let pin = (plan.against.as_ref())
         .context("this run compares with no index (no --against): it has no attach stage")?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
-    let walk: WalkSummary = super::consume(work, &plan, &mut lineage, Tasks::Init, 0)?;
+    let walk: WalkSummary = super::consume(work, plan, &mut lineage, Tasks::Init, 0)?;
     let recorded = read_join(work, &walk.lineage)?;
-    let signs: Vec<LineageOnly> = super::consume_all(work, &plan, &mut lineage, Tasks::Sign)?;
+    let signs: Vec<LineageOnly> = super::consume_all(work, plan, &mut lineage, Tasks::Sign)?;
     let mut met = Vec::new();
     for (shard, s) in (0..plan.shards).zip(&signs) {
         let place = Place::shard("sign", shard);
@@ -117,7 +116,7 @@ pub fn attach(work: &Path, index: &dyn IndexSide) -> Result<()> {
         texts: &texts,
     };
     let dest = |part| (keys_path(work, part), PLACE.with_part(part));
-    for written in write_keys(work, &plan, &cfg, &lineage, &keys, id, dest)? {
+    for written in write_keys(work, plan, &cfg, &lineage, &keys, id, dest)? {
         lineage.wrote(written);
     }
     let summary = AttachSummary {

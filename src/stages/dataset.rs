@@ -58,6 +58,11 @@ pub struct PartRec {
     pub size: u64,
     /// Their CRC-32, as the work files' lineage records theirs.
     pub crc: String,
+    /// On an object store, the ETag it gave the part (without quotes), which one listing of
+    /// the dataset's directory shows for every part (`stage status`, `stage report`); absent on
+    /// a local disk and from earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
 }
 
 impl PartRec {
@@ -67,18 +72,34 @@ impl PartRec {
             path: path_to_b64(below),
             size: part.size,
             crc: format!("{:08x}", part.crc),
+            etag: part.e_tag.clone(),
         }
     }
 
-    /// Checks that the part is in `dir` with the size recorded; with `whole`, its bytes are
-    /// read and their CRC-32 checked too. `Err` says what is wrong, naming the part.
-    pub fn check(&self, dir: &Path, whole: bool) -> Result<()> {
-        let path = dir.join(path_from_b64(&self.path)?);
+    /// Checks that the part is in `dir` with the size recorded; with `whole`, that its bytes
+    /// are those written too. On a store, `listed` (one listing of `dir`) shows its size and,
+    /// when recorded, its ETag; otherwise the part is looked at (a stat or a HEAD) and, with
+    /// `whole`, read for its CRC-32. `Err` says what is wrong, naming the part.
+    pub fn check(&self, dir: &Path, whole: bool, listed: Option<&files::Listing>) -> Result<()> {
+        let below = path_from_b64(&self.path)?;
+        let path = dir.join(&below);
         let shown = crate::messages::display_path(&path);
-        let Some(file) = files::open_part(&path, whole)? else {
-            bail!("{shown}, a part of the dataset it wrote, is missing");
+        let missing = || format!("{shown}, a part of the dataset it wrote, is missing");
+        if let (Some(listed), Some(name)) = (listed, below.to_str()) {
+            match listed.seen(name, Some(self.size), self.etag.as_deref()) {
+                files::Seen::Missing => bail!("{}", missing()),
+                files::Seen::Changed(why) => {
+                    bail!("{shown}, a part of the dataset it wrote, changed since: {why}")
+                }
+                files::Seen::Same => return Ok(()),
+                // Its size is the one written, and no more was asked.
+                files::Seen::Unknown if !whole => return Ok(()),
+                files::Seen::Unknown => {}
+            }
+        }
+        let Some((size, crc)) = files::open_part(&path, whole)? else {
+            bail!("{}", missing());
         };
-        let (size, crc) = file;
         if size != self.size {
             bail!(
                 "{shown}, a part of the dataset it wrote, has {size} bytes, {} when written: it \
@@ -101,8 +122,7 @@ impl PartRec {
 }
 
 /// Writes shard `shard`'s part of the dataset.
-pub fn dataset(work: &Path, shard: u32) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn dataset(work: &Path, plan: &Plan, shard: u32) -> Result<()> {
     let cfg = plan.config()?;
     let (start, end) = plan.shard(shard)?;
     let Some(dir) = cfg.dataset.clone() else {
@@ -115,12 +135,12 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
     // `stage init` claimed the directory for this run; another run may have it since.
     dataset::refuse_held(&dir, dataset::Writer::Run(&plan.run))?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::shard("dataset", shard));
-    let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
+    let sign: LineageOnly = super::consume(work, plan, &mut lineage, Tasks::Sign, shard)?;
     // Every partition's clusters, numbered as the report numbers them, and this shard's marks.
     let mut recs = Vec::new();
     let mut marks = Vec::new();
     for part in 0..plan.parts {
-        let v: VerifySummary = super::consume(work, &plan, &mut lineage, Tasks::Verify, part)?;
+        let v: VerifySummary = super::consume(work, plan, &mut lineage, Tasks::Verify, part)?;
         recs.push(Box::new(records::read_clusters(work, &v.lineage, part)?) as records::RecStream);
         let shard_marks = records::read_marks(work, &v.lineage, part)?
             .into_iter()
@@ -154,7 +174,7 @@ pub fn dataset(work: &Path, shard: u32) -> Result<()> {
         .collect();
     // The shard's inputs, as scan takes its own: a dump without a document is written too,
     // and a Parquet dataset's parts are numbered by them.
-    let inputs = super::init::read_inputs(work, &plan, &mut lineage, start, end)?;
+    let inputs = super::init::read_inputs(work, plan, &mut lineage, start, end)?;
     let layout = dataset::Layout::of(&inputs);
     drop(inputs);
     let engine = ingest::engine(&cfg, None);

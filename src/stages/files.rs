@@ -129,6 +129,70 @@ pub fn exists(path: &Path) -> Result<bool> {
     Ok(path.exists())
 }
 
+/// What one listing of a directory on an object store shows of the objects below it, by their
+/// names below it (`/`-separated): their sizes and ETags. `stage status` compares them with
+/// what the store said when each file was written (`lineage::ObjectRec`), so that a run's files
+/// are checked with a request per thousand of them (a page of the listing) instead of one GET
+/// each.
+pub(super) struct Listing(std::collections::HashMap<String, (u64, Option<String>)>);
+
+/// What a listing says of an object, against the size and ETag recorded when it was written.
+pub(super) enum Seen {
+    /// It is not there.
+    Missing,
+    /// It is the object written (same size and ETag).
+    Same,
+    /// It changed since: why.
+    Changed(String),
+    /// The listing cannot tell (no ETag recorded, or none listed): its bytes must be read.
+    Unknown,
+}
+
+impl Listing {
+    /// True when `name` is listed.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// What the listing shows of `name` against `size` and, if recorded, `etag`.
+    pub(super) fn seen(&self, name: &str, size: Option<u64>, etag: Option<&str>) -> Seen {
+        let Some((got_size, got_etag)) = self.0.get(name) else {
+            return Seen::Missing;
+        };
+        if let Some(size) = size.filter(|s| s != got_size) {
+            return Seen::Changed(format!("it has {got_size} bytes, {size} when written"));
+        }
+        match (etag, got_etag) {
+            // S3's ETag is the MD5 of the bytes (of each part's, for an upload in parts): an
+            // object written again, or copied in, with other bytes has another. The same bytes
+            // copied in are the same file to a reader; which run and place wrote them, the
+            // summary that records the ETag says, and its own checks stand.
+            (Some(want), Some(got)) if want == got => Seen::Same,
+            (Some(want), Some(got)) => {
+                Seen::Changed(format!("its ETag is {got}, {want} when written"))
+            }
+            _ => Seen::Unknown,
+        }
+    }
+}
+
+/// The objects below `dir` when it is on an object store (one listing, paged); None for a local
+/// directory, whose files are read instead.
+pub(super) fn listing(dir: &Path) -> Result<Option<Listing>> {
+    if !crate::store::is_url(dir) {
+        return Ok(None);
+    }
+    let url = format!("{}/", url_of(dir)?.trim_end_matches('/'));
+    let listed = crate::store::list(&url)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("listing {}", display_path(dir)))?;
+    let found = (listed.unwrap_or_default().into_iter())
+        .filter(|l| l.unreadable.is_none())
+        .map(|l| (l.below, (l.size, l.e_tag)))
+        .collect();
+    Ok(Some(Listing(found)))
+}
+
 /// The work file at `path` opened for reading; None when there is none. One in a store is
 /// fetched whole, once (one GET), into an unnamed temporary file in `TMPDIR`: its CRC-32 and
 /// its pages are then read from that one version of it, which a task writing it again cannot
@@ -307,19 +371,22 @@ impl ParquetOut {
             .with_context(|| format!("writing {}", display_path(self.pending.path())))
     }
 
-    /// Finishes the file and makes it visible; returns its name and CRC-32 for the summary.
+    /// Finishes the file and makes it visible; returns its name, CRC-32 and (on a store) what
+    /// the store said of it, for the summary.
     pub fn commit(self) -> Result<Written> {
         let what = || format!("writing {}", display_path(self.pending.path()));
         let mut crc = self.writer.into_inner().with_context(what)?;
         crc.flush().with_context(what)?;
         let Crc { inner, hasher } = crc;
         drop(inner);
-        let written = Written {
+        let crc = hasher.finalize();
+        // On a local disk, no ETag: the file's CRC-32 is its only record.
+        let object = lineage::ObjectRec::of(&self.pending.commit_stored()?);
+        Ok(Written {
             rel: self.rel,
-            crc: hasher.finalize(),
-        };
-        self.pending.commit()?;
-        Ok(written)
+            crc,
+            object,
+        })
     }
 }
 
@@ -517,5 +584,56 @@ pub(super) fn crc_of(mut file: File, path: &Path) -> Result<u32> {
             return Ok(hasher.finalize());
         }
         hasher.update(&buf[..n]);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_tells_a_file_missing_changed_or_the_one_written_and_else_cannot_tell() {
+        let listing = Listing(
+            [
+                ("a".to_string(), (10, Some("e1".to_string()))),
+                ("b".to_string(), (10, None)),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        assert!(matches!(
+            listing.seen("a", Some(10), Some("e1")),
+            Seen::Same
+        ));
+        assert!(matches!(
+            listing.seen("c", Some(10), Some("e1")),
+            Seen::Missing
+        ));
+        let changed = |s: Seen| match s {
+            Seen::Changed(why) => why,
+            _ => String::new(),
+        };
+        assert_eq!(
+            changed(listing.seen("a", Some(10), Some("e2"))),
+            "its ETag is e1, e2 when written"
+        );
+        assert_eq!(
+            changed(listing.seen("a", Some(9), Some("e1"))),
+            "it has 10 bytes, 9 when written"
+        );
+        // No ETag recorded, or none listed: the bytes must be read.
+        assert!(matches!(listing.seen("a", None, None), Seen::Unknown));
+        assert!(matches!(
+            listing.seen("b", Some(10), Some("e1")),
+            Seen::Unknown
+        ));
+    }
+
+    #[test]
+    fn an_etag_is_compared_without_its_quotes() {
+        for raw in ["\"d41d8\"", "d41d8", "W/\"d41d8\"", " \"d41d8\" "] {
+            assert_eq!(crate::store::etag(raw), "d41d8", "{raw}");
+        }
     }
 }

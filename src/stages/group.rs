@@ -48,13 +48,12 @@ pub struct GroupSummary {
 }
 
 /// Groups partition `part`.
-pub fn group(work: &Path, part: u32) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn group(work: &Path, plan: &Plan, part: u32) -> Result<()> {
     let part = plan.part(part)?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("group", part));
-    let signed = super::consume_all::<LineageOnly>(work, &plan, &mut lineage, SIGN)?;
+    let signed = super::consume_all::<LineageOnly>(work, plan, &mut lineage, SIGN)?;
     // With --against, the indexed documents' keys first: one more shard, id shard 0.
-    let attached = super::consume_all::<LineageOnly>(work, &plan, &mut lineage, ATTACH)?;
+    let attached = super::consume_all::<LineageOnly>(work, plan, &mut lineage, ATTACH)?;
     let mut sources: Vec<(PathBuf, Place, &Lineage, i64, String)> = (attached.iter())
         .map(|a| {
             let again = "run `dupfind stage attach` again".to_string();

@@ -5,7 +5,8 @@
 //! id. Everything it writes names the run, its stage, its shard or partition, that attempt and
 //! the digest of `run.json` (Parquet: the key-value metadata `dupfind.lineage`; JSON: the
 //! summary's `lineage`). Its summary, written last, also lists the CRC-32 of each Parquet file
-//! it wrote (`files`) and the attempt of every summary it read (`consumed`), and is sealed: a
+//! it wrote (`files`; on an object store, the size and ETag the store gave each too, `objects`)
+//! and the attempt of every summary it read (`consumed`), and is sealed: a
 //! CRC-32 of its own bytes before the `seal` field. A consumer checks each file against its
 //! own place and its producer's summary; `stage report` and `stage status` check the whole
 //! chain: a summary whose producer was written again since it read it is stale.
@@ -127,9 +128,34 @@ pub struct Lineage {
     /// The Parquet files it wrote (work-relative names) and their CRC-32s.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// In a work directory on an object store, what the store said of each of those files
+    /// when it took it: its size and ETag, which one listing of the work directory shows for
+    /// every file (`stage status`) where their CRC-32s would need each file fetched. Absent on
+    /// a local disk, and from summaries of earlier builds and of the Python engines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub objects: BTreeMap<String, ObjectRec>,
     /// The summaries it read (work-relative names) and the attempt each was written by.
     #[serde(default)]
     pub consumed: BTreeMap<String, String>,
+}
+
+/// What the store said of a work file it took: its size and ETag.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRec {
+    /// Its bytes.
+    pub size: u64,
+    /// Its ETag, without quotes.
+    pub etag: String,
+}
+
+impl ObjectRec {
+    /// The record of `stored`, when the store gave it an ETag.
+    pub fn of(stored: &crate::store::Stored) -> Option<ObjectRec> {
+        Some(ObjectRec {
+            size: stored.size,
+            etag: stored.e_tag.clone()?,
+        })
+    }
 }
 
 /// A written Parquet file: its work-relative name and CRC-32.
@@ -138,6 +164,8 @@ pub struct Written {
     pub rel: String,
     /// Its CRC-32.
     pub crc: u32,
+    /// What the store said of it (None on a local disk, or from a store without ETags).
+    pub object: Option<ObjectRec>,
 }
 
 impl Lineage {
@@ -153,6 +181,7 @@ impl Lineage {
                 digest: digest.to_string(),
             },
             files: BTreeMap::new(),
+            objects: BTreeMap::new(),
             consumed: BTreeMap::new(),
         }
     }
@@ -168,6 +197,9 @@ impl Lineage {
 
     /// Records a file this attempt wrote.
     pub fn wrote(&mut self, w: Written) {
+        if let Some(object) = w.object {
+            self.objects.insert(w.rel.clone(), object);
+        }
         self.files.insert(w.rel, format!("{:08x}", w.crc));
     }
 

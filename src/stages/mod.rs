@@ -91,30 +91,38 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
             }
         }
         StageCommand::Sign { task, shard } => {
-            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&task, || sign::sign(&task.work, shard.0, index))?;
+            let plan = counted(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, &plan, || {
+                sign::sign(&task.work, &plan, shard.0, index)
+            })?;
         }
         StageCommand::Group { task, part } => {
-            check_count(&task.work, "--part", part.1, |p| p.parts)?;
-            in_pool(&task, || group::group(&task.work, part.0))?;
+            let plan = counted(&task.work, "--part", part.1, |p| p.parts)?;
+            in_pool(&task, &plan, || group::group(&task.work, &plan, part.0))?;
         }
         StageCommand::Attach { task } => {
-            in_pool(&task, || attach::attach(&task.work, index))?;
+            let plan = plan::Plan::read(&task.work)?;
+            in_pool(&task, &plan, || attach::attach(&task.work, &plan, index))?;
         }
         StageCommand::Components { task } => {
-            in_pool(&task, || components::components(&task.work))?;
+            let plan = plan::Plan::read(&task.work)?;
+            in_pool(&task, &plan, || components::components(&task.work, &plan))?;
         }
         StageCommand::Route { task, shard } => {
-            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&task, || route::route(&task.work, shard.0))?;
+            let plan = counted(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, &plan, || route::route(&task.work, &plan, shard.0))?;
         }
         StageCommand::Verify { task, part } => {
-            check_count(&task.work, "--part", part.1, |p| p.parts)?;
-            in_pool(&task, || verify::verify(&task.work, part.0, index))?;
+            let plan = counted(&task.work, "--part", part.1, |p| p.parts)?;
+            in_pool(&task, &plan, || {
+                verify::verify(&task.work, &plan, part.0, index)
+            })?;
         }
         StageCommand::Dataset { task, shard } => {
-            check_count(&task.work, "--shard", shard.1, |p| p.shards)?;
-            in_pool(&task, || dataset::dataset(&task.work, shard.0))?;
+            let plan = counted(&task.work, "--shard", shard.1, |p| p.shards)?;
+            in_pool(&task, &plan, || {
+                dataset::dataset(&task.work, &plan, shard.0)
+            })?;
         }
         StageCommand::Status { work, todo } => {
             let stdout = std::io::stdout();
@@ -126,10 +134,7 @@ pub fn run(mut cmd: StageCommand, index: &dyn against::IndexSide) -> Result<Exit
             let (report, code, cfg, commit) = report::report(&work, index)?;
             // Delivered in a pool of the run's threads, as scan's report is: its clusters are
             // rendered by the pool's threads.
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(cfg.threads.unwrap_or(0))
-                .build()?;
-            return pool.install(move || match commit {
+            return cfg.pool()?.install(move || match commit {
                 Some(commit) => crate::deliver::deliver_then_commit(&report, code, &cfg, commit),
                 None => crate::deliver::deliver(&report, code, &cfg),
             });
@@ -156,13 +161,14 @@ fn seen_from_init_dir(work: &Path) -> PathBuf {
 }
 
 /// Runs `f` on a pool of the task's `--threads`, else the plan's.
-fn in_pool(task: &StageTask, f: impl FnOnce() -> Result<()> + Send) -> Result<()> {
+fn in_pool(
+    task: &StageTask,
+    plan: &plan::Plan,
+    f: impl FnOnce() -> Result<()> + Send,
+) -> Result<()> {
     let threads = match task.threads {
         Some(t) => t as usize,
-        None => plan::Plan::read(&task.work)?
-            .options
-            .threads
-            .map_or(0, |t| t as usize),
+        None => plan.options.threads.map_or(0, |t| t as usize),
     };
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -170,8 +176,9 @@ fn in_pool(task: &StageTask, f: impl FnOnce() -> Result<()> + Send) -> Result<()
         .install(f)
 }
 
-/// Refuses an `I/N` whose N is not the plan's.
-fn check_count(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32) -> Result<()> {
+/// The plan in `work`, read once for the whole task (on a store each read is a GET), after
+/// refusing an `I/N` whose N is not the plan's.
+fn counted(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32) -> Result<plan::Plan> {
     let plan = plan::Plan::read(work)?;
     if of(&plan) != n {
         bail!(
@@ -180,7 +187,7 @@ fn check_count(work: &Path, flag: &str, n: u32, of: impl Fn(&plan::Plan) -> u32)
             of(&plan)
         );
     }
-    Ok(())
+    Ok(plan)
 }
 
 /// A stage's summary file: sealed JSON carrying its lineage.
@@ -264,7 +271,7 @@ fn consume_all<T: Summary>(
 }
 
 /// The stages, as the tasks whose summaries a run holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Tasks {
     Init,
     Sign,

@@ -94,12 +94,14 @@ pub fn report(
         counts.merge(&c);
     }
     let datasets: Vec<DatasetSummary> = read_tasks(work, &plan, Tasks::Dataset)?;
-    // Every part is written and still there (a stat or a HEAD each; `stage status` reads them
-    // whole): the run's claim on the dataset's directory ends.
+    // Every part is written and still there (a stat each, or on a store one listing of the
+    // dataset's directory, which shows the ETags too; `stage status` reads local parts whole):
+    // the run's claim on the dataset's directory ends.
     if let Some(dir) = &cfg.dataset {
+        let listed = super::files::listing(dir)?;
         for d in &datasets {
             for part in &d.parts {
-                part.check(dir, false).map_err(|e| {
+                part.check(dir, false, listed.as_ref()).map_err(|e| {
                     anyhow::anyhow!(
                         "{}: {e:#}: run `{} --work {}` again, then the report",
                         Place::shard("dataset", d.shard),

@@ -64,15 +64,14 @@ pub fn needs_texts(cfg: &Config) -> bool {
 }
 
 /// Routes shard `shard`.
-pub fn route(work: &Path, shard: u32) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn route(work: &Path, plan: &Plan, shard: u32) -> Result<()> {
     let cfg = plan.config()?;
     plan.shard(shard)?;
     let place = Place::shard("route", shard);
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, place);
-    let comps: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Components, 0)?;
-    let sign: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Sign, shard)?;
-    let assign = read_assign(work, &plan, &comps.lineage, shard)?;
+    let comps: LineageOnly = super::consume(work, plan, &mut lineage, Tasks::Components, 0)?;
+    let sign: LineageOnly = super::consume(work, plan, &mut lineage, Tasks::Sign, shard)?;
+    let assign = read_assign(work, plan, &comps.lineage, shard)?;
     let mut rows = Vec::new();
     let docs = docs_input(work, shard, &sign.lineage);
     for b in files::read_parquet(&docs, "its shard was not signed")? {

@@ -95,13 +95,12 @@ pub fn partition(table: i32, key: u64, parts: u32) -> u32 {
 }
 
 /// Signs shard `shard`.
-pub fn sign(work: &Path, shard: u32, index: &dyn IndexSide) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn sign(work: &Path, plan: &Plan, shard: u32, index: &dyn IndexSide) -> Result<()> {
     let cfg = plan.config()?;
     let (start, end) = plan.shard(shard)?;
     let place = Place::shard("sign", shard);
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, place);
-    let inputs = read_inputs(work, &plan, &mut lineage, start, end)?;
+    let inputs = read_inputs(work, plan, &mut lineage, start, end)?;
     let engine = ingest::engine(&cfg, None);
     let signed = ingest::sign(&cfg, inputs, &engine, false)?;
     let mut corpus = signed.corpus;
@@ -143,7 +142,7 @@ pub fn sign(work: &Path, shard: u32, index: &dyn IndexSide) -> Result<()> {
         let place = Place::shard("sign", shard).with_part(part);
         (keys_path(work, shard, part), place)
     };
-    for written in write_keys(work, &plan, &cfg, &lineage, &keys, id, dest)? {
+    for written in write_keys(work, plan, &cfg, &lineage, &keys, id, dest)? {
         lineage.wrote(written);
     }
     // With --update: the documents read again and packed for the index now, in the shard,

@@ -11,7 +11,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use super::dataset::DatasetSummary;
+use super::dataset::{DatasetSummary, PartRec};
+use super::files::{self, Listing, Seen};
 use super::lineage::{self, Lineage};
 use super::plan::Plan;
 use super::summary::LineageOnly;
@@ -66,42 +67,88 @@ fn needs(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Vec<String> {
     }
 }
 
+/// A summary as `survey` reads it: its lineage and, of `stage dataset`, the parts it wrote.
+type Read = (Lineage, Vec<PartRec>);
+
 /// Every task of the run in `work`, in the order the stages run.
-/// Every Parquet file a done task wrote is read whole and checked against the CRC-32 its
-/// summary recorded, so that a damaged or lost file marks its producer to run again
-/// (`--todo`, `run-local.sh --resume`) rather than failing each consumer anew. `stage report`
-/// does not (`check`): the stages it follows checked each file they read.
-pub fn survey(work: &Path, plan: &Plan) -> Vec<Task> {
+/// Every Parquet file a done task wrote is checked against what its summary recorded, so that a
+/// damaged or lost file marks its producer to run again (`--todo`, `run-local.sh --resume`)
+/// rather than failing each consumer anew: on a local disk it is read whole for its CRC-32; on
+/// an object store one listing of the work directory gives every file's size and ETag, compared
+/// with those the store gave it when it was written (a file whose summary recorded none, as an
+/// earlier build's, is fetched for its CRC-32). The dataset's parts likewise. `stage report`
+/// does not (`check`): the stages it follows checked each file they read. Only the tasks of
+/// `stages` are surveyed: a task's state depends on its own stage and those before it.
+pub fn survey(work: &Path, plan: &Plan, stages: &[Tasks]) -> Result<Vec<Task>> {
     // The dataset's directory, whose parts `stage dataset` recorded as its other files (not
     // from `plan.config()`, which enters init's directory, where a relative --work is not).
     let dataset = plan.dataset_dir().ok().flatten();
-    survey_with(work, plan, |tasks, i| {
-        if let (Tasks::Dataset, Some(dir)) = (tasks, &dataset) {
-            let s: DatasetSummary = super::read_task(work, plan, tasks, i)?;
-            files_intact(work, &s.lineage)?;
-            for part in &s.parts {
-                part.check(dir, true)?;
-            }
-            return Ok(s.lineage);
+    // Every summary first, then the listings: a file the listing shows is then at least as new
+    // as the summary that lists it, and one written again since its summary is told changed,
+    // as a GET after the summary would tell it.
+    let mut read: HashMap<(Tasks, u32), Result<Read>> = HashMap::new();
+    for &tasks in stages {
+        for i in 0..tasks.count(plan) {
+            let summary = match (tasks, &dataset) {
+                (Tasks::Dataset, Some(_)) => super::read_task(work, plan, tasks, i)
+                    .map(|s: DatasetSummary| (s.lineage, s.parts)),
+                _ => lineage_of(work, plan, tasks, i).map(|l| (l, Vec::new())),
+            };
+            read.insert((tasks, i), summary);
         }
-        let lineage = lineage_of(work, plan, tasks, i)?;
-        files_intact(work, &lineage)?;
+    }
+    let listed = files::listing(work)?;
+    let parts_listed = match &dataset {
+        Some(dir) => files::listing(dir)?,
+        None => None,
+    };
+    let check = |tasks: Tasks, i: u32| {
+        let (lineage, parts) = read
+            .remove(&(tasks, i))
+            .unwrap_or_else(|| Err(anyhow::anyhow!("{} {i} was not read", tasks.name())))?;
+        files_intact(work, &lineage, listed.as_ref())?;
+        if let Some(dir) = &dataset {
+            for part in &parts {
+                part.check(dir, true, parts_listed.as_ref())?;
+            }
+        }
         Ok(lineage)
-    })
+    };
+    // On a store the listing tells a summary missing (a HEAD each otherwise).
+    let absent = |path: &Path, rel: &str| match &listed {
+        Some(listed) => !listed.has(rel),
+        None => is_absent(path),
+    };
+    Ok(survey_with(work, plan, stages, check, absent))
 }
 
-/// Checks that every file `lineage` lists is in place, with the CRC-32 recorded for it.
-fn files_intact(work: &Path, lineage: &Lineage) -> Result<()> {
+/// True when there is no file at `path` (an error reading it is no proof).
+fn is_absent(path: &Path) -> bool {
+    !files::exists(path).unwrap_or(true)
+}
+
+/// Checks that every file `lineage` lists is in place and as written: as `listed` shows it
+/// against the size and ETag recorded for it, else (on a local disk, or without them) read
+/// whole against its CRC-32.
+fn files_intact(work: &Path, lineage: &Lineage, listed: Option<&Listing>) -> Result<()> {
     for (rel, want) in &lineage.files {
+        if let Some(listed) = listed {
+            let object = lineage.objects.get(rel);
+            let size = object.map(|o| o.size);
+            match listed.seen(rel, size, object.map(|o| o.etag.as_str())) {
+                Seen::Missing => bail!("{rel}, which it wrote, is missing"),
+                Seen::Changed(why) => bail!("{rel}, which it wrote, is damaged: {why}"),
+                Seen::Same => continue,
+                Seen::Unknown => {}
+            }
+        }
         let path = work.join(rel);
-        // On a store, the whole file is fetched (one GET): a store's own checksums are not
-        // the CRC-32 the summary records.
-        let file = match super::files::open_work_file(&path) {
+        let file = match files::open_work_file(&path) {
             Ok(Some(f)) => f,
             Ok(None) => bail!("{rel}, which it wrote, is missing"),
             Err(e) => bail!("{rel}, which it wrote, cannot be read: {e:#}"),
         };
-        let got = format!("{:08x}", super::files::crc_of(file, &path)?);
+        let got = format!("{:08x}", files::crc_of(file, &path)?);
         if &got != want {
             bail!("{rel}, which it wrote, is damaged: its CRC-32 is {got}, {want} when written");
         }
@@ -114,21 +161,26 @@ fn lineage_of(work: &Path, plan: &Plan, tasks: Tasks, i: u32) -> Result<Lineage>
     super::read_task::<LineageOnly>(work, plan, tasks, i).map(|s| s.lineage)
 }
 
-/// [`survey`], each summary's lineage from `read` (or why it cannot be read).
+/// [`survey`], each summary's lineage from `read` (or why it cannot be read); a summary that
+/// cannot be read is missing when `absent` says so (given its path and work-relative name).
 fn survey_with(
     work: &Path,
     plan: &Plan,
+    stages: &[Tasks],
     mut read: impl FnMut(Tasks, u32) -> Result<Lineage>,
+    absent: impl Fn(&Path, &str) -> bool,
 ) -> Vec<Task> {
     // The attempt of each summary that is done; None for one that is not.
     let mut current: HashMap<String, Option<String>> = HashMap::new();
     let mut out = Vec::new();
-    for tasks in Tasks::ALL {
+    for &tasks in stages {
         for i in 0..tasks.count(plan) {
             let path = tasks.summary(work, i);
             let rel = lineage::rel(work, &path);
-            let read = read(tasks, i);
-            let state = state_of(work, plan, (tasks, i), read, &path, &rel, &current);
+            let state = match read(tasks, i) {
+                Err(_) if absent(&path, &rel) => State::Missing(tasks.missing(plan, i)),
+                read => state_of(work, plan, (tasks, i), read, &rel, &current),
+            };
             let attempt = match &state {
                 State::Done(l) => Some(l.tag.attempt.clone()),
                 _ => None,
@@ -149,15 +201,11 @@ fn state_of(
     plan: &Plan,
     (tasks, i): (Tasks, u32),
     read: Result<Lineage>,
-    path: &Path,
     rel: &str,
     current: &HashMap<String, Option<String>>,
 ) -> State {
     let lineage = match read {
         Ok(l) => l,
-        Err(_) if !super::files::exists(path).unwrap_or(true) => {
-            return State::Missing(tasks.missing(plan, i))
-        }
         Err(e) => return State::Invalid(format!("{e:#}")),
     };
     let consumed = &lineage.consumed;
@@ -197,7 +245,7 @@ fn state_of(
 /// they are read and parsed once.
 pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>> {
     let mut kept = Vec::new();
-    let tasks = survey_with(work, plan, |tasks, i| {
+    let read = |tasks: Tasks, i: u32| {
         if tasks != keep {
             return lineage_of(work, plan, tasks, i);
         }
@@ -205,7 +253,8 @@ pub fn check<T: Summary>(work: &Path, plan: &Plan, keep: Tasks) -> Result<Vec<T>
         let lineage = s.lineage().clone();
         kept.push(s);
         Ok(lineage)
-    });
+    };
+    let tasks = survey_with(work, plan, &Tasks::ALL, read, |path, _| is_absent(path));
     for t in tasks {
         let again = |why: &str| {
             format!(
@@ -237,22 +286,24 @@ pub fn print(
     out: &mut impl Write,
 ) -> Result<()> {
     let plan = Plan::read(work)?;
-    let tasks = survey(work, &plan);
     if let Some(stage) = todo {
-        let Some(which) = Tasks::ALL.into_iter().find(|t| t.name() == stage) else {
+        let Some(which) = Tasks::ALL.iter().position(|t| t.name() == stage) else {
             let names: Vec<&str> = Tasks::ALL.iter().map(|t| t.name()).collect();
             bail!(
                 "--todo {stage}: no such stage (the stages are {})",
                 names.join(", ")
             );
         };
-        for t in tasks.iter().filter(|t| t.tasks == which) {
+        // The stages after it are not read: `run-local.sh --resume` asks once a stage.
+        let tasks = survey(work, &plan, &Tasks::ALL[..=which])?;
+        for t in tasks.iter().filter(|t| t.tasks == Tasks::ALL[which]) {
             if !matches!(t.state, State::Done(_)) {
                 writeln!(out, "{}", t.index)?;
             }
         }
         return Ok(());
     }
+    let tasks = survey(work, &plan, &Tasks::ALL)?;
     writeln!(
         out,
         "run {}: {} shards, {} partitions",

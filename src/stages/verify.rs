@@ -87,17 +87,21 @@ impl VerifySummary {
 }
 
 /// Verifies partition `part`.
-pub fn verify(work: &Path, part: u32, index: &dyn super::against::IndexSide) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn verify(
+    work: &Path,
+    plan: &Plan,
+    part: u32,
+    index: &dyn super::against::IndexSide,
+) -> Result<()> {
     let cfg = plan.config()?;
     let part = plan.part(part)?;
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, Place::part("verify", part));
-    let comps: LineageOnly = super::consume(work, &plan, &mut lineage, Tasks::Components, 0)?;
+    let comps: LineageOnly = super::consume(work, plan, &mut lineage, Tasks::Components, 0)?;
     let comps = &comps.lineage;
     // With --against, the partition's indexed documents first (id shard 0), then the new ones.
-    let (mut rows, refs) = read_indexed(work, &plan, &mut lineage, comps, part)?;
+    let (mut rows, refs) = read_indexed(work, plan, &mut lineage, comps, part)?;
     let indexed = rows.len() as u32;
-    rows.extend(read_routed(work, &plan, &mut lineage, part)?);
+    rows.extend(read_routed(work, plan, &mut lineage, part)?);
     let ids: Vec<i64> = rows.iter().map(|r| r.doc).collect();
     check_count(part, ids.len())?;
     let local = |d: i64| -> Result<u32> {

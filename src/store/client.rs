@@ -187,6 +187,10 @@ fn clients(base: &str) -> Result<Clients, String> {
 }
 
 fn build(base: &str) -> Result<Clients, String> {
+    // reqwest is built without a TLS provider of its own (Cargo.toml: ring's, not aws-lc-rs's);
+    // rustls takes the process's default, installed once here. An error means one is installed
+    // already, which serves as well.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let scheme = base.split("://").next().unwrap_or("").to_ascii_lowercase();
     let built: object_store::Result<Clients> = match scheme.as_str() {
         "s3" | "s3a" => {
@@ -268,7 +272,7 @@ pub(super) fn reason(e: &object_store::Error) -> String {
     const CHECK: &str = "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or \
                          ~/.aws/credentials, GOOGLE_APPLICATION_CREDENTIALS, \
                          AZURE_STORAGE_ACCOUNT_NAME and _KEY)";
-    let words = short(&e.to_string());
+    let words = short(&with_root_cause(e));
     if is_no_bucket(e) {
         return "no such bucket (check its name, and AWS_ENDPOINT_URL or the region)".to_string();
     }
@@ -288,6 +292,23 @@ pub(super) fn reason(e: &object_store::Error) -> String {
                 words
             }
         }
+    }
+}
+
+/// `e`'s words, and the last cause of its chain when they do not hold it: a certificate that
+/// nobody trusts, a refused connection or a reset come from the HTTP client's sources, and
+/// `e` alone says only "error sending request".
+fn with_root_cause(e: &object_store::Error) -> String {
+    let words = e.to_string();
+    let mut root = None;
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        root = Some(c.to_string());
+        cause = c.source();
+    }
+    match root {
+        Some(root) if !root.is_empty() && !words.contains(&root) => format!("{words}: {root}"),
+        _ => words,
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Listed {
     pub below: String,
     pub size: u64,
     pub modified: std::time::SystemTime,
+    /// Its ETag, without quotes (`super::etag`), where the store gives one.
+    pub e_tag: Option<String>,
     /// Why it cannot be read, for a key the client cannot name (its size and time are unknown).
     pub unreadable: Option<String>,
     /// A folder marker: its key is `below` and a `/` (see the module's notes).
@@ -46,6 +48,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
                     below: String::new(),
                     size: meta.size,
                     modified: meta.last_modified.into(),
+                    e_tag: meta.e_tag.as_deref().map(super::etag),
                     unreadable: None,
                     marker: false,
                 }]))
@@ -78,6 +81,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
                 below: below(m.location.as_ref())?,
                 size: m.size,
                 modified: m.last_modified.into(),
+                e_tag: m.e_tag.as_deref().map(super::etag),
                 unreadable: None,
                 marker,
             })
@@ -88,6 +92,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
             below: below(&k)?,
             size: 0,
             modified: std::time::UNIX_EPOCH,
+            e_tag: None,
             unreadable: Some(UNNAMABLE.to_string()),
             marker: false,
         })

@@ -24,7 +24,7 @@ pub use list::{is_marker, list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::{forget, prefetch, Allowance, MOST as PREFETCH_MOST};
 pub use whole::{download, exists, read_whole};
-pub use write::{abort_under_way, check_writable, create, delete, upload};
+pub use write::{abort_under_way, check_writable, create, delete, etag, upload, Stored};
 
 /// The schemes read through the object store, each followed by `://`.
 const SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "abfs", "abfss", "http", "https"];

@@ -40,16 +40,36 @@ const ABORT_WAIT: Duration = Duration::from_secs(5);
 /// What an upload stopped by an interrupt says.
 const STOPPED: &str = "interrupted: the upload was aborted, nothing was written";
 
+/// What the store says of an object just written: its size and its ETag (as a listing gives
+/// them back, so that a reader can tell the object is still the one written without fetching
+/// it; `crate::stages::status`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
+    /// Its bytes.
+    pub size: u64,
+    /// Its ETag, without quotes ([`etag`]); None from a store that gave none.
+    pub e_tag: Option<String>,
+}
+
+/// An ETag as dupfind records and compares it: without the quotes and the weak `W/` prefix
+/// HTTP puts around it, which a PUT's header and a listing's XML do not write alike on every
+/// store.
+pub fn etag(raw: &str) -> String {
+    let bare = raw.trim();
+    let bare = bare.strip_prefix("W/").unwrap_or(bare);
+    bare.trim_matches('"').to_string()
+}
+
 /// Sends the content of `file` (read from its start) to the object at `url`, if `keep` says so
 /// when all is sent, just before the point where the object appears (the PUT, or the upload's
 /// completion); an interrupt (`interrupted`, asked between parts and before the completion)
-/// aborts it. Returns whether it was written.
+/// aborts it. Returns what the store says of the object written; None when `keep` said no.
 pub fn upload(
     file: &mut std::fs::File,
     url: &str,
     interrupted: fn() -> bool,
     keep: impl FnOnce() -> bool,
-) -> Result<bool, String> {
+) -> Result<Option<Stored>, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let key = &parsed.key;
@@ -59,11 +79,13 @@ pub fn upload(
         Some(parts) if first.len() >= PART => parts,
         _ => {
             if !keep() {
-                return Ok(false);
+                return Ok(None);
             }
+            let size = first.len() as u64;
             let put = client::block_on(store.put(key, PutPayload::from(first)))?;
             client::count(1, 0);
-            return put.map(|_| true).map_err(|e| client::reason(&e));
+            let put = put.map_err(|e| client::reason(&e))?;
+            return Ok(Some(stored(size, put)));
         }
     };
     let id = client::block_on(parts.create_multipart(key))?.map_err(|e| client::reason(&e))?;
@@ -83,7 +105,7 @@ pub fn upload(
         interrupted,
     };
     let sent = send(file, first, to, keep);
-    if sent != Ok(true) {
+    if !matches!(sent, Ok(Some(_))) {
         if let Ok(mut all) = UNDER_WAY.lock() {
             all.retain(|u| u.id != id);
         }
@@ -100,6 +122,14 @@ struct Upload<'a> {
     interrupted: fn() -> bool,
 }
 
+/// The object's size and what the store answered its PUT (or its upload's completion) with.
+fn stored(size: u64, put: object_store::PutResult) -> Stored {
+    Stored {
+        size,
+        e_tag: put.e_tag.as_deref().map(etag),
+    }
+}
+
 /// The parts of the upload `to`, `first` then the rest of `file`, and its completion, unless
 /// an interrupt came first or `keep` says no.
 fn send(
@@ -107,7 +137,7 @@ fn send(
     mut first: Vec<u8>,
     to: Upload,
     keep: impl FnOnce() -> bool,
-) -> Result<bool, String> {
+) -> Result<Option<Stored>, String> {
     let Upload {
         parts,
         key,
@@ -115,10 +145,12 @@ fn send(
         interrupted,
     } = to;
     let mut done: Vec<PartId> = Vec::new();
+    let mut size = 0u64;
     while !first.is_empty() {
         if interrupted() {
             return Err(STOPPED.into());
         }
+        size += first.len() as u64;
         let payload = PutPayload::from(std::mem::take(&mut first));
         let part = client::block_on(parts.put_part(key, id, done.len(), payload))?;
         done.push(part.map_err(|e| client::reason(&e))?);
@@ -133,12 +165,13 @@ fn send(
         return Err(STOPPED.into());
     }
     if !keep() {
-        return Ok(false);
+        return Ok(None);
     }
-    client::block_on(parts.complete_multipart(key, id, done))?.map_err(|e| client::reason(&e))?;
+    let put = client::block_on(parts.complete_multipart(key, id, done))?
+        .map_err(|e| client::reason(&e))?;
     client::count(1, 0);
     all.retain(|u| u.id != *id);
-    Ok(true)
+    Ok(Some(stored(size, put)))
 }
 
 /// Aborts the uploads under way, for an interrupt that ends the run now; none is completed

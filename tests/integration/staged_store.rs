@@ -10,7 +10,7 @@ use super::util::s3::{proxy, S3};
 use super::util::{bin, Run, TestDir, Unprivileged};
 
 /// `dupfind ARGS` run in `dir` against the store at `endpoint`.
-fn run_in(s3: &S3, dir: &std::path::Path, endpoint: &str, args: &[&str]) -> Run {
+pub(super) fn run_in(s3: &S3, dir: &std::path::Path, endpoint: &str, args: &[&str]) -> Run {
     let mut cmd = Unprivileged::Direct.command(dir, args);
     s3.env(&mut cmd, endpoint);
     super::util::run_command(cmd)
@@ -18,7 +18,7 @@ fn run_in(s3: &S3, dir: &std::path::Path, endpoint: &str, args: &[&str]) -> Run 
 
 /// contrib/staged/run-local.sh with `args`, in `t`, against `s3`, one task at a time (so that
 /// the stages' stderr comes in the order scan's does).
-fn local_driver(s3: &S3, t: &TestDir, args: &[&str]) -> Run {
+pub(super) fn local_driver(s3: &S3, t: &TestDir, args: &[&str]) -> Run {
     let mut cmd = local_driver_command(
         t,
         &[&["--dupfind", bin(), "--jobs", "1"][..], args].concat(),
@@ -28,7 +28,7 @@ fn local_driver(s3: &S3, t: &TestDir, args: &[&str]) -> Run {
 }
 
 /// The staged corpus, with a file over `--max-size` (a warning), on S3 under `bkt/c/`.
-fn corpus_on_s3(s3: &S3, t: &TestDir) {
+pub(super) fn corpus_on_s3(s3: &S3, t: &TestDir) {
     corpus(t);
     t.write("c/d1/large.txt", "word ".repeat(3000));
     s3.create_bucket("bkt");
@@ -285,8 +285,9 @@ fn a_staged_run_claims_its_dataset_prefix_on_s3_another_run_is_refused_it() {
 
 #[test]
 fn a_staged_dataset_part_lost_or_changed_on_s3_marks_its_shard_to_run_again() {
-    // Review 6 finding 06, on a store: a part is checked by a HEAD (the report) or a GET
-    // (`stage status`), as on disk by a stat or a read.
+    // Review 6 finding 06, on a store: a part is checked by one listing of the dataset's
+    // directory (its size and ETag), as on disk by a stat (the report) or a read (`stage
+    // status`).
     let Some(s3) = S3::start() else { return };
     let t = TestDir::new();
     corpus_on_s3(&s3, &t);
@@ -306,7 +307,8 @@ fn a_staged_dataset_part_lost_or_changed_on_s3_marks_its_shard_to_run_again() {
     let r = run(&init);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     super::dataset::stages_through_dataset(run, "s3://bkt/w", 2);
-    let mut bytes = s3.get("bkt/ds/part-00000.jsonl").unwrap();
+    let written = s3.get("bkt/ds/part-00000.jsonl").unwrap();
+    let mut bytes = written.clone();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x01;
     s3.put("bkt/ds/part-00000.jsonl", bytes);
@@ -318,15 +320,16 @@ fn a_staged_dataset_part_lost_or_changed_on_s3_marks_its_shard_to_run_again() {
     ] {
         assert!(status.stdout.contains(said), "{said}: {}", status.stdout);
     }
-    let report = run(&["stage", "report", "--work", "s3://bkt/w"]);
-    assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
-    assert!(
-        report
-            .stderr
-            .contains("part-00001.jsonl, a part of the dataset it wrote, is missing"),
-        "{}",
-        report.stderr
-    );
+    let refused = |said: &str| {
+        let report = run(&["stage", "report", "--work", "s3://bkt/w"]);
+        assert_eq!((report.code(), report.stdout.as_str()), (2, ""));
+        assert!(report.stderr.contains(said), "{said}: {}", report.stderr);
+    };
+    // The report sees the parts' ETags in its listing too: a part changed at its size is
+    // refused, which a HEAD of its size alone let through.
+    refused("part-00000.jsonl, a part of the dataset it wrote, changed since: its ETag");
+    s3.put("bkt/ds/part-00000.jsonl", written);
+    refused("part-00001.jsonl, a part of the dataset it wrote, is missing");
     assert_eq!(
         s3.keys("bkt", "ds/"),
         ["ds/_dupfind_run", "ds/part-00000.jsonl"]

@@ -30,7 +30,8 @@ impl Drop for S3 {
     }
 }
 
-fn python() -> Option<PathBuf> {
+/// The Python with moto, or None.
+pub fn python() -> Option<PathBuf> {
     let candidates = std::env::var_os("DUPFIND_TEST_PYTHON")
         .map(PathBuf::from)
         .into_iter()
@@ -57,9 +58,94 @@ pub fn free_port() -> u16 {
         .expect("binding a free port")
 }
 
+/// Makes a certificate and key for 127.0.0.1 (with the `cryptography` package moto depends on).
+const MAKE_CERT: &str = r#"
+import datetime, ipaddress, sys
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+key = ec.generate_private_key(ec.SECP256R1())
+name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+now = datetime.datetime.now(datetime.timezone.utc)
+cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+    .public_key(key.public_key()).serial_number(x509.random_serial_number())
+    .not_valid_before(now - datetime.timedelta(hours=1))
+    .not_valid_after(now + datetime.timedelta(days=1))
+    .add_extension(x509.SubjectAlternativeName(
+        [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+    .sign(key, hashes.SHA256()))
+open(sys.argv[1], "wb").write(cert.public_bytes(serialization.Encoding.PEM))
+open(sys.argv[2], "wb").write(key.private_bytes(serialization.Encoding.PEM,
+    serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()))
+"#;
+
 impl S3 {
     /// moto on a free port, or None (with a message) when there is no Python with moto.
     pub fn start() -> Option<S3> {
+        Self::start_with(&[])
+    }
+
+    /// moto serving HTTPS with a certificate for 127.0.0.1 made in `dir`: the server and the
+    /// certificate's path (PEM), or None as [`S3::start`]. [`S3::request`] speaks plain HTTP:
+    /// fill this one with [`S3::python_put_dir`].
+    pub fn start_tls(dir: &std::path::Path) -> Option<(S3, PathBuf)> {
+        let Some(py) = python() else {
+            // Says why there is none, or fails when DUPFIND_REQUIRE_MOTO is set.
+            Self::start();
+            return None;
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let made = Command::new(&py)
+            .args(["-c", MAKE_CERT])
+            .arg(&cert)
+            .arg(&key)
+            .status()
+            .expect("running Python");
+        assert!(made.success(), "making a certificate");
+        let (cert_arg, key_arg) = (cert.to_str().unwrap(), key.to_str().unwrap());
+        let s3 = Self::start_with(&["-s", "-c", cert_arg, "-k", key_arg])?;
+        Some((s3, cert))
+    }
+
+    /// Creates `bucket` on the HTTPS server `self` (made by [`S3::start_tls`], trusting `cert`)
+    /// and puts every file under `dir` below `prefix`, with boto3 (a moto dependency).
+    pub fn python_put_dir(
+        &self,
+        cert: &std::path::Path,
+        bucket: &str,
+        dir: &std::path::Path,
+        prefix: &str,
+    ) {
+        let script = r#"
+import os, sys, boto3
+port, cert, bucket, top, prefix = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=f"https://127.0.0.1:{port}", verify=cert,
+    aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+s3.create_bucket(Bucket=bucket)
+for root, _, files in os.walk(top):
+    for f in files:
+        path = os.path.join(root, f)
+        key = prefix + os.path.relpath(path, top).replace(os.sep, "/")
+        with open(path, "rb") as body:
+            s3.put_object(Bucket=bucket, Key=key, Body=body.read())
+"#;
+        let status = Command::new(python().expect("moto's Python"))
+            .args(["-c", script, &self.port.to_string()])
+            .args([
+                cert,
+                std::path::Path::new(bucket),
+                dir,
+                std::path::Path::new(prefix),
+            ])
+            .status()
+            .expect("running Python");
+        assert!(status.success(), "putting {} into {bucket}", dir.display());
+    }
+
+    fn start_with(extra: &[&str]) -> Option<S3> {
         let Some(py) = python() else {
             assert!(
                 std::env::var_os("DUPFIND_REQUIRE_MOTO").is_none(),
@@ -82,6 +168,7 @@ impl S3 {
                 "-p",
                 &port.to_string(),
             ])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -230,6 +317,8 @@ pub struct Faults {
     pub refuse: std::sync::atomic::AtomicBool,
     /// Requests seen.
     pub seen: AtomicUsize,
+    /// Each request seen, as `METHOD /bucket/key?query`.
+    pub log: Mutex<Vec<String>>,
     /// Hold every part of a multipart upload unanswered until its client goes away, as a slow
     /// upload an interrupt comes in the middle of.
     pub hold_parts: std::sync::atomic::AtomicBool,
@@ -294,6 +383,7 @@ fn serve(conn: TcpStream, upstream: u16, f: &Faults) -> std::io::Result<()> {
         conn.write_all(resp.as_bytes())?;
         conn.shutdown(Shutdown::Both)
     };
+    f.log.lock().unwrap().push(format!("{method} {path}"));
     if f.refuse.load(Ordering::SeqCst) {
         return reply(&mut conn, "403 Forbidden", "InvalidAccessKeyId");
     }

@@ -79,25 +79,24 @@ pub fn summary_path(work: &Path) -> PathBuf {
 }
 
 /// Finds the candidate components and deals them out.
-pub fn components(work: &Path) -> Result<()> {
-    let plan = Plan::read(work)?;
+pub fn components(work: &Path, plan: &Plan) -> Result<()> {
     let mut lineage = Lineage::attempt(&plan.run, &plan.digest, PLACE);
     let groups: Vec<GroupSummary> =
-        super::consume_all(work, &plan, &mut lineage, super::Tasks::Group)?;
+        super::consume_all(work, plan, &mut lineage, super::Tasks::Group)?;
     // `scan` refuses a --keep-by field no record has before it writes anything; this is the
     // first task that runs once after every shard is signed, so the refusal is said once,
     // before any dataset part (which would be kept by --keep instead) is written.
     let cfg = plan.config()?;
     if cfg.keep_by.is_some() {
-        let signs: Vec<SignSummary> = super::read_tasks(work, &plan, super::Tasks::Sign)?;
+        let signs: Vec<SignSummary> = super::read_tasks(work, plan, super::Tasks::Sign)?;
         SignSummary::check_keep_by(&cfg, &signs)?;
     }
     let run = Run {
         work,
-        plan: &plan,
+        plan,
         files: (0..plan.parts)
             .into_par_iter()
-            .map(|p| GroupParts::open(work, &plan, &groups[p as usize].lineage, p))
+            .map(|p| GroupParts::open(work, plan, &groups[p as usize].lineage, p))
             .collect::<Result<_>>()?,
     };
     let copies = Copies::read(&run.files)?;
