@@ -150,6 +150,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<ExitCode> {
         dest::check_target(to)?;
     }
     let acting = report::read(&opts.report)?;
+    local_files(&acting, &opts.action)?;
     found_here(&acting)?;
     let layout = dest::Layout::new(&acting.roots);
     if let Action::Move(to) = &opts.action {
@@ -255,6 +256,34 @@ impl Tally {
             }
         }
     }
+}
+
+/// Refuses a report whose members are objects of an object store and none a local file: these
+/// commands act on local files only, and a note for each member would bury the reason.
+fn local_files(acting: &report::Acting, action: &Action) -> Result<()> {
+    let members = || {
+        (acting.clusters.iter())
+            .flat_map(|c| (c.representative.iter()).chain(c.duplicates.iter().map(|d| &d.member)))
+    };
+    let Some(object) = members().find(|m| m.not_a_file == Some(report::OBJECT)) else {
+        return Ok(());
+    };
+    if members().any(|m| m.not_a_file.is_none()) {
+        return Ok(());
+    }
+    let command = match action {
+        Action::Remove => "remove",
+        Action::Move(_) => "move",
+        Action::Link => "link",
+    };
+    anyhow::bail!(
+        "the report's members are objects of an object store ({}, …), not local files: dupfind \
+         {command} acts on local files only. Nothing was done. List the duplicates with \
+         `dupfind scan --format paths` (or from the report: `jq -r \
+         '.clusters[].duplicates[].path'`) and delete or move them with the store's own tools \
+         (`aws s3 rm`, `gcloud storage rm`, `az storage blob delete`)",
+        object.shown()
+    )
 }
 
 /// Refuses a report none of whose files is where it says, from here: its relative paths are

@@ -48,6 +48,9 @@ struct DuplicateIn {
     exact: bool,
 }
 
+/// What a member of an object store is, for a message: never acted on.
+pub const OBJECT: &str = "an object of an object store (remove, move and link act on local files)";
+
 /// A member of a cluster as the commands see it.
 #[derive(Debug)]
 pub struct Member {
@@ -144,7 +147,10 @@ pub fn parse(text: &[u8]) -> Result<Acting> {
     let Some(roots) = r.roots else {
         bail!("it has no `roots`: it was written by an older dupfind; scan again");
     };
-    let roots = exact_names(roots, r.roots_bytes.as_deref())?;
+    // A URL root holds no local file; read as a path, it would name another directory.
+    let roots = (exact_names(roots, r.roots_bytes.as_deref())?.into_iter())
+        .filter(|r| !crate::store::is_url(r))
+        .collect();
     let clusters = (r.clusters.into_iter())
         .map(|c| {
             Ok(Cluster {
@@ -168,7 +174,11 @@ fn member(m: MemberIn) -> Result<Member> {
     let mut names = path;
     names.extend(exact_names(m.aliases, m.aliases_bytes.as_deref())?);
     let stdin = names[0] == Path::new(crate::input::stdin::NAME);
-    let not_a_file = if m.line.is_some() {
+    // Checked first: a URL read as a local path would name another file (`s3://b/k` is the
+    // local `s3:/b/k`).
+    let not_a_file = if crate::store::is_url(&names[0]) {
+        Some(OBJECT)
+    } else if m.line.is_some() {
         Some("a record of a JSON Lines dump")
     } else if m.indexed {
         Some("a document of the index (--against)")
@@ -255,5 +265,23 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         assert_eq!(d[3].member.names[0].as_os_str().as_bytes(), b"r/b\xff");
         assert_eq!(d[3].member.names[1], Path::new("r/c"));
+    }
+
+    #[test]
+    fn an_object_of_a_store_is_no_file_and_a_url_root_no_directory() {
+        let file = r#""content_hash": "000000000000000000000000000000ff",
+            "file": {"device": 0, "inode": 0, "size": 3, "links": 1, "disk_bytes": 3}"#;
+        let text = format!(
+            r#"{{"schema_version": 2, "roots": ["s3://b/p/", "loc"], "clusters": [{{
+            "representative": {{"path": "s3://b/p/a", "bytes": 3, "aliases": [], {file}}},
+            "duplicates": [
+              {{"path": "S3://b/p/c", "bytes": 3, "aliases": [], "exact": true, {file}}}
+            ]}}]}}"#
+        );
+        let r = parse(text.as_bytes()).unwrap();
+        assert_eq!(r.roots, [PathBuf::from("loc")]);
+        let c = &r.clusters[0];
+        assert_eq!(c.representative.as_ref().unwrap().not_a_file, Some(OBJECT));
+        assert_eq!(c.duplicates[0].member.not_a_file, Some(OBJECT));
     }
 }

@@ -258,11 +258,18 @@ pub fn read_object(
         .path
         .to_str()
         .ok_or(ReadFailure::Error("a URL must be UTF-8".into()))?;
-    let object = crate::store::Object::listed(url, size).map_err(ReadFailure::Error)?;
-    object
-        .read_whole(limits.max, buf)
-        .map_err(ReadFailure::Error)?;
-    Ok(Residency::NotCached)
+    let read = crate::store::Object::listed(url, size).and_then(|o| o.read_whole(limits.max, buf));
+    match read {
+        Ok(_) => Ok(Residency::NotCached),
+        Err(e) if e == crate::store::NO_SUCH_OBJECT && crate::store::is_marker(url) => {
+            Err(ReadFailure::Error(format!(
+                "not read: its key is {url}/, ending in '/': a folder marker, not a document, \
+                 though it holds {}; copy them to a key without the '/' to scan them",
+                crate::messages::count(size, "byte")
+            )))
+        }
+        Err(e) => Err(ReadFailure::Error(e)),
+    }
 }
 
 fn read_pseudo(

@@ -77,6 +77,19 @@ pub(super) fn walk_url(root: &Path, opts: &WalkOptions, msgs: &Messages, out: &m
             });
             continue;
         }
+        if l.marker && l.size > 0 {
+            // Never read: a key ending in `/` names no document (the client cannot even ask
+            // for it). Skipped as a disk's walk skips what is no regular file, and said, as
+            // its bytes would otherwise be left out unseen.
+            out.skipped.not_regular += 1;
+            msgs.warn(&format!(
+                "{}/: skipped: a folder marker (its key ends in '/'), not a document, though \
+                 it holds {}; copy them to a key without the '/' to scan them",
+                display_path(&path),
+                crate::messages::count(l.size, "byte")
+            ));
+            continue;
+        }
         admit(path, l, opts, msgs, out);
     }
     out.errors.append(&mut tree.errors);

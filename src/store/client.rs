@@ -262,6 +262,9 @@ fn build(base: &str) -> Result<Clients, String> {
     built.map_err(|e| format!("cannot set up the client of {base}: {e}"))
 }
 
+/// Why an object is not there to be read.
+pub(crate) const NO_SUCH_OBJECT: &str = "no such object (deleted, or never written)";
+
 /// What an object store's error means to the user: the cause first, then the store's own words
 /// (an S3-style XML error body cut down to its code and message).
 pub(super) fn reason(e: &object_store::Error) -> String {
@@ -274,7 +277,7 @@ pub(super) fn reason(e: &object_store::Error) -> String {
         return "no such bucket (check its name, and AWS_ENDPOINT_URL or the region)".to_string();
     }
     match e {
-        E::NotFound { .. } => "no such object (deleted, or never written)".to_string(),
+        E::NotFound { .. } => NO_SUCH_OBJECT.to_string(),
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
             format!("access denied: {CHECK}: {words}")
         }

@@ -5,6 +5,12 @@
 //! them) is one the client cannot name: it refuses the whole page of the listing that holds it.
 //! So a prefix is listed page by page, and a page refused is asked for again, smaller, until
 //! the key is found alone: the keys around it are listed, and it is reported by itself.
+//!
+//! A key ending in `/` (`dir/`) is a folder marker, as the AWS CLI and s3fs take it: the
+//! console's "create folder" writes one, empty. The client strips the `/` from the keys it
+//! lists, and reads no key that ends in one, so `dir/` would be listed as the object `dir` that
+//! is not there. Where the listing shows that a key is a marker (the key of a prefix listed on
+//! its own: a sub-prefix of the root's first level), it is marked so ([`Listed::marker`]).
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
@@ -23,6 +29,8 @@ pub struct Listed {
     pub e_tag: Option<String>,
     /// Why it cannot be read, for a key the client cannot name (its size and time are unknown).
     pub unreadable: Option<String>,
+    /// A folder marker: its key is `below` and a `/` (see the module's notes).
+    pub marker: bool,
 }
 
 /// The objects below `url`, in key order: the object itself when `url` names one (and does not
@@ -42,6 +50,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
                     modified: meta.last_modified.into(),
                     e_tag: meta.e_tag.as_deref().map(super::etag),
                     unreadable: None,
+                    marker: false,
                 }]))
             }
             Err(object_store::Error::NotFound { .. }) => {}
@@ -50,9 +59,10 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
     }
     let prefix = (!key.as_ref().is_empty()).then_some(&key);
     let pages = client::paged(&parsed.base)?;
-    let (metas, odd) = client::block_on(list_all(store.as_ref(), pages.as_deref(), prefix))?
-        .map_err(|e| client::reason(&e))?;
-    if metas.is_empty() && odd.is_empty() {
+    let (metas, odd, markers) =
+        client::block_on(list_all(store.as_ref(), pages.as_deref(), prefix))?
+            .map_err(|e| client::reason(&e))?;
+    if metas.is_empty() && odd.is_empty() && markers.is_empty() {
         return Ok(None);
     }
     let root = key.as_ref();
@@ -64,15 +74,16 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
         };
         Some(below.to_string())
     };
-    let mut found: Vec<Listed> = metas
-        .into_iter()
-        .filter_map(|m| {
+    let marked = metas.into_iter().map(|m| (m, false));
+    let mut found: Vec<Listed> = (marked.chain(markers.into_iter().map(|m| (m, true))))
+        .filter_map(|(m, marker)| {
             Some(Listed {
                 below: below(m.location.as_ref())?,
                 size: m.size,
                 modified: m.last_modified.into(),
                 e_tag: m.e_tag.as_deref().map(super::etag),
                 unreadable: None,
+                marker,
             })
         })
         .collect();
@@ -83,10 +94,30 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
             modified: std::time::UNIX_EPOCH,
             e_tag: None,
             unreadable: Some(UNNAMABLE.to_string()),
+            marker: false,
         })
     }));
     found.sort_unstable_by(|a, b| a.below.cmp(&b.below));
     Ok((!found.is_empty()).then_some(found))
+}
+
+/// True when `url`, listed as an object, is the folder marker `url/` (its key ends in `/`, which
+/// the client lists without it): asked when an object listed is not there to be read, as a
+/// marker deeper than the first level is listed so ([`list_all`]). One listing of the first
+/// level of the prefix `url/`; false when it fails.
+pub fn is_marker(url: &str) -> bool {
+    let Ok(parsed) = client::parse(url) else {
+        return false;
+    };
+    let Ok(store) = client::store(&parsed.base) else {
+        return false;
+    };
+    if parsed.key.as_ref().is_empty() {
+        return false;
+    }
+    let listed = client::block_on(store.list_with_delimiter(Some(&parsed.key)));
+    client::count(1, 0);
+    matches!(listed, Ok(Ok(l)) if l.objects.iter().any(|m| m.location == parsed.key))
 }
 
 /// Why a key with an odd segment is not read.
@@ -164,30 +195,39 @@ const FAN_OUT: usize = 256;
 /// [`FAN_OUT`] + 1 more for the whole listing. Their order is the caller's to make.
 ///
 /// With the keys the client cannot name ([`by_pages`]): a first level that holds one (as a key
-/// or a sub-prefix) is refused, and the whole prefix is listed at once instead.
+/// or a sub-prefix) is refused, and the whole prefix is listed at once instead. And the folder
+/// markers of the first level's sub-prefixes: a sub-prefix `p/` listed on its own holds no key
+/// the client would name `p` but the marker `p/` itself.
 async fn list_all(
     store: &dyn ObjectStore,
     paged: Option<&dyn PaginatedListStore>,
     prefix: Option<&object_store::path::Path>,
-) -> object_store::Result<(Vec<ObjectMeta>, Vec<String>)> {
+) -> object_store::Result<(Vec<ObjectMeta>, Vec<String>, Vec<ObjectMeta>)> {
     let top = match store.list_with_delimiter(prefix).await {
-        Err(object_store::Error::InvalidPath { .. }) => return whole(store, paged, prefix).await,
+        Err(object_store::Error::InvalidPath { .. }) => {
+            let (all, odd) = whole(store, paged, prefix).await?;
+            return Ok((all, odd, Vec::new()));
+        }
         top => top?,
     };
     client::count(pages(top.objects.len() + top.common_prefixes.len()), 0);
     if top.common_prefixes.len() > FAN_OUT {
-        return whole(store, paged, prefix).await;
+        let (all, odd) = whole(store, paged, prefix).await?;
+        return Ok((all, odd, Vec::new()));
     }
-    let (mut all, mut odd) = (top.objects, Vec::new());
+    let (mut all, mut odd, mut markers) = (top.objects, Vec::new(), Vec::new());
     let mut below = futures::stream::iter(top.common_prefixes)
-        .map(|p| async move { whole(store, paged, Some(&p)).await })
+        .map(|p| async move { (whole(store, paged, Some(&p)).await, p) })
         .buffer_unordered(LISTINGS);
-    while let Some(found) = below.next().await {
+    while let Some((found, p)) = below.next().await {
         let (found, unnamed) = found?;
+        let (marker, found): (Vec<ObjectMeta>, _) =
+            found.into_iter().partition(|m| m.location == p);
         all.extend(found);
+        markers.extend(marker);
         odd.extend(unnamed);
     }
-    Ok((all, odd))
+    Ok((all, odd, markers))
 }
 
 /// Every object below `prefix` in one listing: page by page where the store has pages.

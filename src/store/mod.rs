@@ -19,7 +19,8 @@ mod write;
 
 use std::path::{Path, PathBuf};
 
-pub use list::{list, Listed};
+pub(crate) use client::NO_SUCH_OBJECT;
+pub use list::{is_marker, list, Listed};
 pub use object::{Object, StreamRead};
 pub use prefetch::{forget, prefetch, Allowance, MOST as PREFETCH_MOST};
 pub use whole::{download, exists, read_whole};

@@ -985,3 +985,77 @@ fn a_dumps_uuid_and_json_columns_keep_their_types_in_the_dataset() {
         }
     }
 }
+
+/// A text column of Arrow type `null`, as pandas and pyarrow write a column of None only
+/// (review 7, finding 02), holds rows whose text is null, not an unreadable dump: each row is
+/// the input error of a null text, written by --write-dataset, annotated as kept and in no
+/// cluster, its column left of type `null`; scanned or staged alike.
+#[test]
+fn a_text_column_of_type_null_is_rows_whose_text_is_null() {
+    let t = TestDir::new();
+    t.mkdir("in");
+    let ids: Vec<String> = (0..7).map(|i| format!("n{i}")).collect();
+    let nulls = RecordBatch::try_from_iter_with_nullable([
+        (
+            "id",
+            Arc::new(StringArray::from(ids.clone())) as ArrayRef,
+            false,
+        ),
+        (
+            "text",
+            Arc::new(arrow_array::NullArray::new(7)) as ArrayRef,
+            true,
+        ),
+        (
+            "n",
+            Arc::new(Int64Array::from_iter_values(0..7)) as ArrayRef,
+            false,
+        ),
+    ])
+    .unwrap();
+    // Two row groups.
+    write(&t, "in/nulls.parquet", &nulls);
+    for annotate in [false, true] {
+        let extra: &[&str] = if annotate { &["--annotate"] } else { &[] };
+        let args = |out: &'static str| {
+            [
+                &["--id-field", "id", "--write-dataset", out][..],
+                extra,
+                &["in"],
+            ]
+            .concat()
+        };
+        let scan = t.run(&[&["scan"][..], &args("s")].concat());
+        assert_eq!(scan.code(), 2, "{}", scan.stderr);
+        let errors: Vec<(Value, Value)> = (scan.json()["errors"].as_array().unwrap().iter())
+            .map(|e| (e["line"].clone(), e["error"].clone()))
+            .collect();
+        let null: Vec<(Value, Value)> = (1..=7)
+            .map(|line| (line.into(), "\"text\" is null".into()))
+            .collect();
+        assert_eq!(errors, null, "{}", scan.stdout);
+        let (schema, rows) = read_dataset(&t.join("s"));
+        assert_eq!(ids_of(&rows), ids, "--annotate {annotate}");
+        assert_eq!(
+            schema.field_with_name("text").unwrap().data_type(),
+            &DataType::Null
+        );
+        if annotate {
+            let keep = rows.column_by_name("dupfind_keep").unwrap();
+            let keep = keep.as_any().downcast_ref::<BooleanArray>().unwrap();
+            assert!(keep.iter().all(|k| k == Some(true)));
+            let cluster = rows.column_by_name("dupfind_cluster").unwrap();
+            assert_eq!(cluster.null_count(), 7);
+        }
+        let run = staged(&t, 2, &format!("work-{annotate}"), &args("w"));
+        assert_eq!(
+            (run.code(), &run.stdout),
+            (2, &scan.stdout),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(read_dataset(&t.join("w")), (schema, rows));
+        std::fs::remove_dir_all(t.join("s")).unwrap();
+        std::fs::remove_dir_all(t.join("w")).unwrap();
+    }
+}

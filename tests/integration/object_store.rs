@@ -976,3 +976,107 @@ fn a_scan_claims_its_dataset_prefix_while_it_writes_it() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(s3.keys("out", "ds/"), ["ds/part-00000.jsonl"]);
 }
+
+/// A key ending in '/' is a folder marker, as the AWS CLI and s3fs take it, never a document
+/// (review 7, finding 05): one with content is skipped with a warning that names its key
+/// exactly (`dir/`, not `dir`), counted as no regular file, where the listing shows a marker
+/// (below the root's first level); deeper, where a listing cannot tell `x/y/` from `x/y`, the
+/// error of its read names the key. An empty marker is skipped as before.
+#[test]
+fn a_folder_marker_with_content_is_named_by_its_key() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("bkt");
+    let words = text(9050, 40);
+    s3.put("bkt/in/dir/", &words);
+    s3.put("bkt/in/a.txt", &words);
+    s3.put("bkt/in/e/", "");
+    s3.put("bkt/in/e/b.txt", text(9051, 40));
+    let end = s3.endpoint();
+    let r = scan(&s3, &t, &end, &["scan", "s3://bkt/in/"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let warning = format!(
+        "dupfind: warning: s3://bkt/in/dir/: skipped: a folder marker (its key ends in '/'), not \
+         a document, though it holds {} bytes; copy them to a key without the '/' to scan them\n",
+        words.len()
+    );
+    assert!(r.stderr.contains(&warning), "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["errors"], serde_json::json!([]));
+    let stats = &report["stats"];
+    let counts = [
+        &stats["files_seen"],
+        &stats["documents"],
+        &stats["skipped"]["not_regular"],
+        &stats["skipped"]["empty"],
+    ];
+    assert_eq!(counts, [4, 2, 1, 1], "{}", r.stdout);
+
+    s3.put("bkt/deep/x/y/", &words);
+    s3.put("bkt/deep/x/z.txt", text(9052, 40));
+    let r = scan(&s3, &t, &end, &["scan", "s3://bkt/deep/"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    let error = r.json()["errors"][0]["error"].clone();
+    let named = "its key is s3://bkt/deep/x/y/, ending in '/': a folder marker, not a document";
+    assert!(error.as_str().unwrap().contains(named), "{error}");
+}
+
+/// `remove`, `move` and `link` act on local files (review 7, finding 03): a report of objects
+/// is refused with what to do, never a URL read as a local path (`s3://bkt/x` as `s3:/bkt/x`,
+/// here a local directory holding the same files); in a report of both, each object is left
+/// alone with a note and the local files are acted on.
+#[test]
+fn acting_on_a_report_of_objects_is_refused_and_a_url_is_no_local_path() {
+    let Some(s3) = S3::start() else { return };
+    let t = TestDir::new();
+    s3.create_bucket("bkt");
+    let words = text(9060, 200);
+    for i in 1..=3 {
+        s3.put(&format!("bkt/tx/x{i}.txt"), &words);
+        t.write(format!("s3:/bkt/tx/x{i}.txt"), &words);
+    }
+    let end = s3.endpoint();
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &["scan", "-q", "-o", "r.json", "s3://bkt/tx/"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    t.mkdir("attic");
+    let commands: [&[&str]; 3] = [
+        &["remove", "r.json"],
+        &["move", "--to", "attic", "r.json"],
+        &["link", "r.json"],
+    ];
+    for args in commands {
+        let r = t.run(args);
+        assert_eq!((r.code(), r.stdout.as_str()), (2, ""), "{}", r.stderr);
+        let refused = format!(
+            "the report's members are objects of an object store (s3://bkt/tx/x1.txt, …), not \
+             local files: dupfind {} acts on local files only. Nothing was done.",
+            args[0]
+        );
+        assert!(r.stderr.contains(&refused), "{}", r.stderr);
+    }
+    for i in 1..=3 {
+        assert!(t.join(format!("s3:/bkt/tx/x{i}.txt")).exists());
+    }
+    assert_eq!(std::fs::read_dir(t.join("attic")).unwrap().count(), 0);
+
+    let other = text(9061, 200);
+    t.write("loc/a.txt", &other).write("loc/b.txt", &other);
+    let r = scan(
+        &s3,
+        &t,
+        &end,
+        &["scan", "-q", "-o", "both.json", "s3://bkt/tx/", "loc"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let r = t.run(&["remove", "--dry-run", "both.json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "rm -- 'loc/b.txt'\n");
+    let note = "note: s3://bkt/tx/x2.txt: not acted on: it is an object of an object store \
+                (remove, move and link act on local files)";
+    assert!(r.stderr.contains(note), "{}", r.stderr);
+}

@@ -248,6 +248,30 @@ def test_empty_texts_and_a_table_of_nulls(tmp_path):
     assert empty.num_rows == 0 and empty.column_names == ["text"] + ADDED
 
 
+def test_a_text_column_of_type_null_and_an_empty_frame(dupfind, tmp_path):
+    """A column of None only is of Arrow type `null` in pandas and pyarrow (an empty frame's
+    object column too): rows whose text is null, not a table that cannot be read (review 7,
+    finding 02), as the CLI reads such a Parquet dump."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"id": ["a", "b"], "text": [None, None]})
+    assert pa.Table.from_pandas(frame).schema.field("text").type == pa.null()
+    with pytest.warns(dp.DupfindWarning) as caught:
+        got = dp.dedup(frame)
+    assert [str(w.message) for w in caught] == ['row 0: "text" is null', 'row 1: "text" is null']
+    assert got["dupfind_keep"].tolist() == [True, True]
+    assert got["dupfind_cluster"].isna().all()
+    table = quietly(dp.dedup, pa.table({"text": pa.nulls(3)}))
+    assert table["dupfind_keep"].to_pylist() == [True] * 3
+    empty = dp.dedup(pd.DataFrame({"text": pd.Series([], dtype=object)}))
+    assert len(empty) == 0 and list(empty.columns) == ["text"] + ADDED
+    frame.to_parquet(tmp_path / "d.parquet")
+    proc = subprocess.run([dupfind, "scan", "--annotate", "--write-dataset", "out", "d.parquet"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert pq.read_table(tmp_path / "out")["dupfind_keep"].to_pylist() == [True, True]
+
+
 def test_a_text_column_that_is_not_text_is_the_clis_error(dupfind, tmp_path):
     t = pa.table({"text": pa.array([1, 2, 3])})
     pq.write_table(t, tmp_path / "d.parquet")

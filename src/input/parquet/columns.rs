@@ -65,6 +65,13 @@ pub fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
+/// True for a column type a document's text may be read from: a string type, or `null`, the
+/// type pandas and pyarrow give a column of nothing but None (an empty frame's too): a text
+/// column whose every row is null, and rows with a null text are rows all the same.
+pub fn holds_text(t: &DataType) -> bool {
+    is_text(t) || *t == DataType::Null
+}
+
 /// True for a column type an id can be rendered from: what a JSON value can be (strings,
 /// numbers, booleans, and lists and structs of them).
 pub fn is_id(t: &DataType) -> bool {
@@ -177,7 +184,8 @@ pub fn arrays_at(batch: &RecordBatch, path: &[String]) -> Option<Vec<ArrayRef>> 
 
 /// True when row `k` is null at any level of `arrays`.
 pub fn is_null_at(arrays: &[ArrayRef], k: usize) -> bool {
-    arrays.iter().any(|a| a.is_null(k))
+    // An array of type `null` keeps no validity buffer: `is_null` says false of its rows.
+    (arrays.iter()).any(|a| a.is_null(k) || *a.data_type() == DataType::Null)
 }
 
 /// The string at row `k` of a text column (see [`is_text`]); None for another type.
@@ -386,6 +394,10 @@ mod tests {
     #[test]
     fn text_and_id_types() {
         assert!(is_text(&DataType::LargeUtf8) && !is_text(&DataType::Binary));
+        assert!(holds_text(&DataType::Null) && !is_text(&DataType::Null));
+        assert!(!holds_text(&DataType::Binary));
+        let nulls = [Arc::new(arrow_array::NullArray::new(2)) as ArrayRef];
+        assert!(is_null_at(&nulls, 1) && text_of(&nulls, 0).is_none());
         assert!(is_id(&DataType::Int32) && is_id(&DataType::Utf8View));
         let list = DataType::List(Arc::new(Field::new("item", DataType::Float64, true)));
         assert!(is_id(&list));

@@ -101,7 +101,8 @@ pub struct Picked {
 
 impl Picked {
     /// Finds the columns `opts` names among `fields`: the text column must be a string column
-    /// (`string`, `large_string` or `string_view`); an id column that is missing gives no ids.
+    /// (`string`, `large_string` or `string_view`), or of type `null` (every row's text null:
+    /// [`columns::holds_text`]); an id column that is missing gives no ids.
     /// The error names what is wrong and lists the columns there are.
     pub fn find(fields: &arrow_schema::Fields, opts: &JsonlOptions) -> Result<Picked, String> {
         let text_name = opts.text_field.join(".");
@@ -109,7 +110,7 @@ impl Picked {
         let text_type = columns::find(fields, &opts.text_field)
             .ok_or_else(|| format!("no column \"{text_name}\" (columns: {})", columns()))?
             .data_type();
-        if !columns::is_text(text_type) {
+        if !columns::holds_text(text_type) {
             return Err(format!(
                 "column \"{text_name}\" is {}, not a string (columns: {})",
                 type_name(text_type),
@@ -237,8 +238,9 @@ impl ParquetDump {
     /// The file's metadata with the types of the Arrow schema its writer embedded, as pyarrow
     /// reads it (time zones, large, view and dictionary types, field metadata), so that rows
     /// written out again keep them; the Parquet schema's own when there is none, when it does
-    /// not fit the file, or when it makes the text column something other than a string or a
-    /// dictionary of strings (which the rows' texts are decoded from: `rows::text_arrays`).
+    /// not fit the file, or when it makes the text column something other than a string, a
+    /// dictionary of strings (which the rows' texts are decoded from: `rows::text_arrays`) or
+    /// `null`.
     fn typed(&self) -> ArrowReaderMetadata {
         let metadata = self.meta.metadata().clone();
         let typed = guarded(|| {
@@ -247,7 +249,7 @@ impl ParquetDump {
         });
         let text = |t: &DataType| match t {
             DataType::Dictionary(_, values) => columns::is_text(values),
-            t => columns::is_text(t),
+            t => columns::holds_text(t),
         };
         match typed {
             Ok(m)
