@@ -14,10 +14,11 @@
 //! clients, Parquet, clap among them), so a small scan mapped some 7 MB of code in 121 such
 //! windows, more than before the object stores were linked in. `link-order.txt` lists them (by
 //! `benches/link-order.sh`, from callgrind runs of scans), hottest first, and LLD's
-//! `--symbol-ordering-file` puts them at the start of the code: 66 windows, 2.5 MB less peak RSS
-//! on the 10k benchmark corpus. Names the file does not hold (another compiler or dependency
-//! version changes their hashes) are left where they are, silently; a linker that does not
-//! know the option (GNU ld) is not given it, as a probe link tells.
+//! `--symbol-ordering-file` puts them at the start of the code: some 20 windows, 5 MB less peak
+//! RSS on the 10k benchmark corpus (docs/performance.md). Names the binary does not hold (thin
+//! LTO's `.llvm.N` suffixes follow the code; another compiler or dependency version changes the
+//! hashes) are skipped silently, which only loses their effect; a linker that does not know the
+//! option (GNU ld) is not given it, as a probe link tells.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
