@@ -263,12 +263,17 @@ pub struct Config {
     pub messages: Messages,
 }
 
+/// A pool of `threads` workers, all cores when None.
+pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+}
+
 impl Config {
     /// The pool of `--threads` workers (all cores when not given) a run and its report use.
     pub fn pool(&self) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads.unwrap_or(0))
-            .build()
+        pool(self.threads)
     }
 
     /// Signature values per document: K for MinHash, none kept for SimHash (one slot, unused,

@@ -166,14 +166,8 @@ fn in_pool(
     plan: &plan::Plan,
     f: impl FnOnce() -> Result<()> + Send,
 ) -> Result<()> {
-    let threads = match task.threads {
-        Some(t) => t as usize,
-        None => plan.options.threads.map_or(0, |t| t as usize),
-    };
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?
-        .install(f)
+    let threads = task.threads.or(plan.options.threads).map(|t| t as usize);
+    crate::config::pool(threads)?.install(f)
 }
 
 /// The plan in `work`, read once for the whole task (on a store each read is a GET), after
