@@ -1049,10 +1049,8 @@ fn a_text_column_of_type_null_is_rows_whose_text_is_null() {
         }
         let run = staged(&t, 2, &format!("work-{annotate}"), &args("w"));
         assert_eq!(
-            (run.code(), &run.stdout),
-            (2, &scan.stdout),
-            "{}",
-            run.stderr
+            (run.code(), &run.stdout, &run.stderr),
+            (2, &scan.stdout, &scan.stderr)
         );
         assert_eq!(read_dataset(&t.join("w")), (schema, rows));
         std::fs::remove_dir_all(t.join("s")).unwrap();
