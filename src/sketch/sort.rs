@@ -34,7 +34,7 @@ const SCRATCH_KEPT: usize = 1 << 16;
 thread_local! {
     /// [`into_set`]'s sort target, kept from one document to the next: a new buffer was
     /// zeroed for every document only to be written over by the scatter (a memset as long as
-    /// the hashes, 5.6 % of a character-shingle scan's instructions).
+    /// the hashes, 5.5 % of a character-shingle scan's instructions).
     static SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
