@@ -27,9 +27,12 @@ pub fn into_set(hashes: &mut Vec<u64>) {
     });
 }
 
-/// The largest set whose sort goes through the thread's [`SCRATCH`]: 512 KiB of it at most
-/// per thread. Larger ones (a document of more than ~64 KB) take a buffer of their own.
-const SCRATCH_KEPT: usize = 1 << 16;
+/// The largest set whose sort goes through the thread's [`SCRATCH`]: 256 KiB of it at most
+/// per thread, kept between documents on top of the workers' buffers that the budget's fixed
+/// cost covers (while a document is sorted, it is the sort's copy `budget::text_cost` counts).
+/// Larger sets (a document of more than ~32 KB with character shingles) take a buffer of their
+/// own, zeroed as before.
+const SCRATCH_KEPT: usize = 1 << 15;
 
 thread_local! {
     /// [`into_set`]'s sort target, kept from one document to the next: a new buffer was
