@@ -14,6 +14,7 @@ use crate::{explain, interrupt, messages, scan};
 /// Runs a parsed command line and returns the exit status. A broken pipe on stdout ends the run
 /// quietly with the status the scan would have had.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    cli::env::check()?;
     match cli.command {
         Command::Explain(args) => {
             let steps = crate::config::normalize_steps(&args.normalize)?;

@@ -73,6 +73,7 @@ fn scan_config(cli: Cli) -> Result<Config> {
     let Command::Scan(cmd) = cli.command else {
         bail!("only `scan` runs inside another program");
     };
+    cli::env::check()?;
     Config::for_scan(*cmd)
 }
 

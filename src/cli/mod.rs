@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub mod env;
 pub(crate) mod help;
 mod hints;
 pub(crate) mod man;

@@ -263,16 +263,21 @@ pub struct Config {
     pub messages: Messages,
 }
 
-/// A pool of `threads` workers, all cores when None.
-pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
-    rayon::ThreadPoolBuilder::new()
+/// A pool of `threads` workers; when None, of `RAYON_NUM_THREADS` (refused past `-j`'s bound:
+/// rayon would try to start them all and abort), else all cores.
+pub fn pool(threads: Option<usize>) -> anyhow::Result<rayon::ThreadPool> {
+    let threads = match threads {
+        Some(n) => Some(n),
+        None => crate::cli::env::threads()?,
+    };
+    Ok(rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
-        .build()
+        .build()?)
 }
 
 impl Config {
     /// The pool of `--threads` workers (all cores when not given) a run and its report use.
-    pub fn pool(&self) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    pub fn pool(&self) -> anyhow::Result<rayon::ThreadPool> {
         pool(self.threads)
     }
 

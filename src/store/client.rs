@@ -57,14 +57,17 @@ pub(super) fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output, Stri
     Ok(rt.block_on(fut))
 }
 
-/// The deadline of one request, retries included.
+/// The deadline of one request, retries included. A value that would not do was refused
+/// before the command started (`cli::env::check`).
 fn deadline() -> Duration {
-    std::env::var("DUPFIND_STORE_TIMEOUT")
+    crate::cli::env::store_timeout()
         .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(DEADLINE, Duration::from_secs_f64)
+        .flatten()
+        .unwrap_or(DEADLINE)
 }
+
+/// How many times a failed request is tried again, at most.
+const MOST_RETRIES: usize = 10;
 
 fn retry() -> RetryConfig {
     let deadline = deadline();
@@ -74,7 +77,7 @@ fn retry() -> RetryConfig {
             max_backoff: Duration::from_secs(5).min(deadline),
             base: 2.0,
         },
-        max_retries: 10,
+        max_retries: MOST_RETRIES,
         retry_timeout: deadline,
     }
 }
@@ -227,15 +230,20 @@ fn build(base: &str) -> Result<Clients, String> {
             // named; https stays the default everywhere else.
             if endpoint.starts_with("http://") {
                 b = b.with_allow_http(true);
+            } else {
+                trusted_certificates()?;
             }
             b.build().map(Clients::of)
         }
-        "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
-            .with_url(base)
-            .with_retry(retry())
-            .with_client_options(client_options())
-            .build()
-            .map(Clients::of),
+        "gs" => {
+            trusted_certificates()?;
+            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(base)
+                .with_retry(retry())
+                .with_client_options(client_options())
+                .build()
+                .map(Clients::of)
+        }
         "az" | "abfs" | "abfss" => {
             let mut b = object_store::azure::MicrosoftAzureBuilder::from_env()
                 .with_url(base)
@@ -244,22 +252,80 @@ fn build(base: &str) -> Result<Clients, String> {
             let endpoint = std::env::var("AZURE_STORAGE_ENDPOINT").unwrap_or_default();
             if endpoint.starts_with("http://") {
                 b = b.with_allow_http(true);
+            } else {
+                trusted_certificates()?;
             }
             b.build().map(Clients::of)
         }
-        "http" | "https" => object_store::http::HttpBuilder::new()
-            .with_url(base)
-            .with_retry(retry())
-            .with_client_options(client_options().with_allow_http(scheme == "http"))
-            .build()
-            .map(|s| Clients {
-                store: Arc::new(s),
-                pages: None,
-                parts: None,
-            }),
+        "https" => {
+            trusted_certificates()?;
+            web(base, &scheme)
+        }
+        "http" => web(base, &scheme),
         other => return Err(format!("{other}:// is not a scheme dupfind reads")),
     };
     built.map_err(|e| format!("cannot set up the client of {base}: {e}"))
+}
+
+/// The client of a web server: one object a URL, read only.
+fn web(base: &str, scheme: &str) -> object_store::Result<Clients> {
+    object_store::http::HttpBuilder::new()
+        .with_url(base)
+        .with_retry(retry())
+        .with_client_options(client_options().with_allow_http(scheme == "http"))
+        .build()
+        .map(|s| Clients {
+            store: Arc::new(s),
+            pages: None,
+            parts: None,
+        })
+}
+
+/// Refuses an `SSL_CERT_FILE` or `SSL_CERT_DIR` that is set but gives no certificate to trust,
+/// before an https connection is made: the TLS stack (reqwest's verifier over
+/// rustls-native-certs) passes over it without a word, and every request then fails, retried,
+/// as "invalid peer certificate: UnknownIssuer", the variable never named. Checked once.
+fn trusted_certificates() -> Result<(), String> {
+    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+            if let Some(file) = set("SSL_CERT_FILE") {
+                cert_file(std::path::Path::new(&file))
+                    .map_err(|why| format!("SSL_CERT_FILE={}: {why}", file.to_string_lossy()))?;
+            }
+            if let Some(dirs) = set("SSL_CERT_DIR") {
+                for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::read_dir(&dir).map_err(|e| {
+                        format!(
+                            "SSL_CERT_DIR={}: {}: not a directory that can be read: {e}: name \
+                             directories of the certificates to trust, or unset it",
+                            dirs.to_string_lossy(),
+                            dir.display()
+                        )
+                    })?;
+                }
+            }
+            Ok(())
+        })
+        .clone()
+}
+
+/// Why the certificate file `path` gives none to trust; Ok when it holds one at least.
+fn cert_file(path: &std::path::Path) -> Result<(), String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    const TO_DO: &str = "name a PEM file of the certificates to trust, or unset it for the \
+                         system's";
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}: {TO_DO}"))?;
+    let certificates = CertificateDer::pem_slice_iter(&bytes)
+        .filter(Result::is_ok)
+        .count();
+    if certificates == 0 {
+        return Err(format!(
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----): {TO_DO}"
+        ));
+    }
+    Ok(())
 }
 
 /// Why an object is not there to be read.
@@ -306,10 +372,68 @@ fn with_root_cause(e: &object_store::Error) -> String {
         root = Some(c.to_string());
         cause = c.source();
     }
-    match root {
+    let words = match root {
         Some(root) if !root.is_empty() && !words.contains(&root) => format!("{words}: {root}"),
         _ => words,
+    };
+    without_timings(&words)
+}
+
+/// `words` without what differs from one run to the next in a retried request's error:
+/// object_store writes `Error performing GET URL in 1.715369414s, after 10 retries,
+/// max_retries: 10, retry_timeout: 60s  - …`, and the error goes into the report, whose bytes
+/// the same inputs must give again (README: no timings). The time taken goes, and the count of
+/// retries with it (the deadline, not the count, may have ended them): what is left says that
+/// the request was retried, and the most tries it was given.
+fn without_timings(words: &str) -> String {
+    const PERFORMING: &str = "Error performing ";
+    let mut out = String::with_capacity(words.len());
+    let mut rest = words;
+    while let Some(at) = rest.find(PERFORMING) {
+        let (head, tail) = rest.split_at(at + PERFORMING.len());
+        out.push_str(head);
+        rest = tail;
+        // The method and URL hold no space: the first " in " is the elapsed time's.
+        let Some(took) = tail.find(" in ") else {
+            continue;
+        };
+        let after = &tail[took + " in ".len()..];
+        let Some(len) = duration_len(after) else {
+            continue;
+        };
+        out.push_str(&tail[..took]);
+        rest = &after[len..];
+        if let Some((most, left)) = retries(rest) {
+            out.push_str(&format!(", after retries (at most {most})"));
+            rest = left;
+        }
     }
+    out.push_str(rest);
+    out
+}
+
+/// The length of a `Duration` as `{:?}` writes it at the start of `s` (`1.5s`, `300ms`).
+fn duration_len(s: &str) -> Option<usize> {
+    let digits = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let unit = ["ns", "µs", "ms", "s"]
+        .into_iter()
+        .find(|u| s[digits..].starts_with(u))?;
+    (digits > 0).then_some(digits + unit.len())
+}
+
+/// `, after N retries, max_retries: M, retry_timeout: DURATION ` at the start of `s`: M, and
+/// what follows.
+fn retries(s: &str) -> Option<(&str, &str)> {
+    let number = |s: &str| s.find(|c: char| !c.is_ascii_digit()).filter(|&n| n > 0);
+    let s = s.strip_prefix(", after ")?;
+    let s = s[number(s)?..].strip_prefix(" retries, max_retries: ")?;
+    let most_len = number(s)?;
+    let (most, s) = s.split_at(most_len);
+    let s = s.strip_prefix(", retry_timeout: ")?;
+    let s = &s[duration_len(s)?..];
+    Some((most, s.strip_prefix(' ').unwrap_or(s)))
 }
 
 /// True when `e` says the bucket (container) does not exist: a NotFound as an object's, which
@@ -381,6 +505,26 @@ mod tests {
              status code: 500 Internal Server Error: InternalError: Try again."
         );
         assert_eq!(short("plain words"), "plain words");
+    }
+
+    #[test]
+    fn a_retried_request_s_error_holds_no_timing() {
+        let raw = "Generic HTTP error: Error performing GET http://127.0.0.1:9/x.txt in \
+                   1.715369414s, after 7 retries, max_retries: 10, retry_timeout: 60s  - HTTP \
+                   error: error sending request: tcp connect error: Connection refused";
+        assert_eq!(
+            without_timings(raw),
+            "Generic HTTP error: Error performing GET http://127.0.0.1:9/x.txt, after retries \
+             (at most 10) - HTTP error: error sending request: tcp connect error: Connection \
+             refused"
+        );
+        assert_eq!(
+            without_timings("Error performing PUT REDACTED in 12.5ms - Server returned 404"),
+            "Error performing PUT REDACTED - Server returned 404"
+        );
+        for kept in ["plain words in 3s", "Error performing GET u in no time"] {
+            assert_eq!(without_timings(kept), kept);
+        }
     }
 
     #[test]
