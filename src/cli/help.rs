@@ -34,7 +34,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RAYON_NUM_THREADS",
-        "Worker threads when -j is not given (default: one per logical CPU).",
+        "Worker threads when -j is not given: 1 to 1024, as -j, or 0 for one per logical CPU \
+         (the default); another value is refused, with -j or without.",
     ),
     (
         "TMPDIR",
@@ -101,8 +102,19 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Another Azure-compatible server (Azurite); plain http is allowed when named here.",
     ),
     (
+        "SSL_CERT_FILE",
+        "A PEM file of the certificates https connections trust, in place of the system's; one \
+         that cannot be read or holds none is an error.",
+    ),
+    (
+        "SSL_CERT_DIR",
+        "Directories of certificates https connections trust (separated by :); one that is not \
+         a directory is an error.",
+    ),
+    (
         "DUPFIND_STORE_TIMEOUT",
-        "Seconds one request to an object store may take, retries included (default: 60).",
+        "Seconds one request to an object store may take, retries included: above 0, at most \
+         86400 (default: 60); another value is refused.",
     ),
     (
         "DUPFIND_STORE_STATS",
