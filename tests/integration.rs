@@ -89,7 +89,7 @@ mod staged_store;
 /// `stage status` on S3: one listing for the work files' ETags; run.json read once a task.
 #[path = "integration/staged_store_status.rs"]
 mod staged_store_status;
-/// A store's errors the same bytes every run; the environment's values refused when unusable.
+/// Store errors the same bytes every run; RAYON_NUM_THREADS, -j and the store timeout bounded.
 #[path = "integration/store_env.rs"]
 mod store_env;
 /// HTTPS to an object store, its certificate trusted or not.

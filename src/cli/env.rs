@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-/// The most worker threads, `-j`'s bound too (scan_args.rs).
+/// The most worker threads: the bound of scan's and a stage's `-j`, and of `RAYON_NUM_THREADS`.
 pub const MOST_THREADS: usize = 1024;
 
 /// The longest `DUPFIND_STORE_TIMEOUT`: a day is past any request worth waiting for, and far

@@ -195,7 +195,7 @@ pub struct StageTask {
     /// Worker threads of this task [default: the run's --threads, else one per core]; a job
     /// array sets it to the cores each task is given (SLURM_CPUS_PER_TASK). The output does not
     /// depend on it.
-    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=env::MOST_THREADS as i64))]
     pub threads: Option<u32>,
 }
 

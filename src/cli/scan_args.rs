@@ -169,7 +169,7 @@ pub struct ScanArgs {
     pub seed: u64,
 
     /// Worker threads, 1 to 1024 [default: RAYON_NUM_THREADS, or all cores].
-    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = PERFORMANCE)]
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=super::env::MOST_THREADS as i64), help_heading = PERFORMANCE)]
     pub threads: Option<u32>,
 
     /// Memory budget, at least 64M [default: 3/4 of RAM].

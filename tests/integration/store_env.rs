@@ -142,3 +142,17 @@ fn rayon_num_threads_has_the_bound_of_dash_j() {
     let run = super::util::run_command(cmd);
     assert_eq!(run.code(), 2, "{}", run.stderr);
 }
+
+#[test]
+fn a_stage_s_threads_have_the_bound_of_scan_s() {
+    let t = TestDir::new();
+    let run = t.run(&[
+        "stage", "sign", "--work", "w", "--shard", "0/1", "-j", "20000",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("20000 is not in 1..=1024"),
+        "{}",
+        run.stderr
+    );
+}
