@@ -18,6 +18,7 @@ use serde_json::Value;
 mod fixtures;
 pub mod s3;
 pub mod schema;
+pub mod www;
 
 pub use fixtures::{assert_families, assert_well_formed_clusters, chain, families};
 
