@@ -85,7 +85,8 @@ fn documents_and_dumps_of_a_server_that_ignores_range_read_as_on_disk() {
 fn a_missing_url_is_not_found_at_once_and_a_directory_is_not_listed() {
     let t = TestDir::new();
     let a = text(9311, 300);
-    t.write("www/a.txt", &a).write("www/sub/b.txt", edit(&a, &[9]));
+    t.write("www/a.txt", &a)
+        .write("www/sub/b.txt", edit(&a, &[9]));
     let www = Www::start(&t.join("www"));
     let missing = www.url("missing.txt");
     let r = t.run(&["scan", &missing, "www"]);
