@@ -1,29 +1,10 @@
 //! `http(s)://` inputs, read from python's `http.server` (`util::www`): a server that ignores
 //! `Range` and knows no WebDAV, as many static servers.
 
-use serde_json::Value;
-
 use super::util::www::Www;
-use super::util::{cluster_paths, edit, text, TestDir};
-
-/// The report's clusters with `prefix` taken off their paths.
-fn clusters_below(report: &Value, prefix: &str) -> Vec<Vec<String>> {
-    cluster_paths(report)
-        .into_iter()
-        .map(|c| {
-            c.into_iter()
-                .map(|p| p.strip_prefix(prefix).map(str::to_string).unwrap_or(p))
-                .collect()
-        })
-        .collect()
-}
-
-/// The report's statistics but the bytes reclaimable, which count a file's blocks on disk.
-fn stats(report: &Value) -> Value {
-    let mut stats = report["stats"].clone();
-    stats.as_object_mut().unwrap().remove("reclaimable_bytes");
-    stats
-}
+use super::util::{
+    cluster_paths, cluster_paths_below, edit, stats_but_reclaimable as stats, text, TestDir,
+};
 
 #[test]
 fn documents_and_dumps_of_a_server_that_ignores_range_read_as_on_disk() {
@@ -72,8 +53,8 @@ fn documents_and_dumps_of_a_server_that_ignores_range_read_as_on_disk() {
         assert!(remote.warnings().is_empty(), "{names:?}: {}", remote.stderr);
         let (remote, disk) = (remote.json(), disk.json());
         assert_eq!(
-            clusters_below(&remote, &base),
-            clusters_below(&disk, "www/"),
+            cluster_paths_below(&remote, &base),
+            cluster_paths_below(&disk, "www/"),
             "{names:?}"
         );
         assert_eq!(stats(&remote), stats(&disk), "{names:?}");

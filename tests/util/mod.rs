@@ -474,6 +474,30 @@ pub fn cluster_paths(report: &Value) -> Vec<Vec<String>> {
     })
 }
 
+/// [`cluster_paths`] with `prefix` taken off every path: the report of a store's objects (or a
+/// web server's) beside that of the same files on disk.
+pub fn cluster_paths_below(report: &Value, prefix: &str) -> Vec<Vec<String>> {
+    cluster_paths(report)
+        .into_iter()
+        .map(|c| {
+            c.into_iter()
+                .map(|p| p.strip_prefix(prefix).map(str::to_string).unwrap_or(p))
+                .collect()
+        })
+        .collect()
+}
+
+/// The report's statistics but the bytes reclaimable, which count a file's blocks on disk and
+/// an object's bytes.
+pub fn stats_but_reclaimable(report: &Value) -> Value {
+    let mut stats = report["stats"].clone();
+    stats
+        .as_object_mut()
+        .expect("stats is an object")
+        .remove("reclaimable_bytes");
+    stats
+}
+
 /// `f` of every member of every cluster, collected per cluster (members in output order).
 pub fn cluster_members<T, C: FromIterator<T>>(report: &Value, f: impl Fn(&Value) -> T) -> Vec<C> {
     clusters(report)

@@ -3,12 +3,10 @@
 //! without (a 200 and the whole body, as HTTP allows), as many static servers do, and knows no
 //! WebDAV: a PROPFIND is a 501.
 
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use super::s3::{free_port, python};
+use super::s3::{free_port, python, wait_for};
 
 pub struct Www {
     child: Child,
@@ -38,14 +36,7 @@ impl Www {
             .spawn()
             .expect("starting python's http.server");
         let www = Www { child, port };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "http.server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for(port, "http.server");
         www
     }
 
