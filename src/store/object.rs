@@ -165,19 +165,17 @@ impl Object {
             return Ok(bytes);
         }
         // The whole object (a small one, read by its tail window) is a plain GET.
-        let got = match (start, end) {
-            (0, end) if end == i.size => Err(object_store::Error::NotSupported {
-                source: "the whole object is wanted".into(),
-            }),
-            _ => {
-                let got = client::block_on(i.store.get_range(&i.key, start..end));
-                client::count(1, end - start);
-                got.map_err(other)?
+        let bytes = if start == 0 && end == i.size {
+            self.range_of_whole(start, end)?
+        } else {
+            let got = client::block_on(i.store.get_range(&i.key, start..end)).map_err(other)?;
+            client::count(1, end - start);
+            match got {
+                Err(object_store::Error::NotSupported { .. }) => {
+                    self.range_of_whole(start, end)?
+                }
+                got => got.map_err(|e| other(client::reason(&e)))?,
             }
-        };
-        let bytes = match got {
-            Err(object_store::Error::NotSupported { .. }) => self.range_of_whole(start, end)?,
-            got => got.map_err(|e| other(client::reason(&e)))?,
         };
         if (bytes.len() as u64) < end - start {
             return Err(other(format!(
@@ -191,10 +189,10 @@ impl Object {
         Ok(bytes)
     }
 
-    /// Bytes `start..end` of a plain GET of the whole object, for a server that answered a
-    /// range request with the whole object (a 200, as HTTP allows: python's http.server and
-    /// many static servers ignore `Range`), which the client refuses: the bytes before `start`
-    /// are read and dropped, and the request is dropped at `end`.
+    /// Bytes `start..end` of a plain GET of the whole object: all of them, or a range of a
+    /// server that answered a range request with the whole object (a 200, as HTTP allows:
+    /// python's http.server and many static servers ignore `Range`), which the client refuses.
+    /// The bytes before `start` are read and dropped, and the request is dropped at `end`.
     fn range_of_whole(&self, start: u64, end: u64) -> std::io::Result<Bytes> {
         let (mut body, _) = self.open(0)?;
         let mut skip = start;
