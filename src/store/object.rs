@@ -171,9 +171,7 @@ impl Object {
             let got = client::block_on(i.store.get_range(&i.key, start..end)).map_err(other)?;
             client::count(1, end - start);
             match got {
-                Err(object_store::Error::NotSupported { .. }) => {
-                    self.range_of_whole(start, end)?
-                }
+                Err(object_store::Error::NotSupported { .. }) => self.range_of_whole(start, end)?,
                 got => got.map_err(|e| other(client::reason(&e)))?,
             }
         };
