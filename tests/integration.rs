@@ -41,6 +41,9 @@ mod dumps;
 /// The fuzz targets' committed inputs, replayed.
 #[path = "integration/fuzz.rs"]
 mod fuzz;
+/// `http(s)://` inputs: documents and dumps of a plain web server.
+#[path = "integration/http.rs"]
+mod http;
 /// The incremental index.
 #[path = "integration/index/mod.rs"]
 mod index;

@@ -34,11 +34,16 @@ pub struct Listed {
 }
 
 /// The objects below `url`, in key order: the object itself when `url` names one (and does not
-/// end in `/`), else every object under `url/`. None when there is neither.
+/// end in `/`), else every object under `url/`. None when there is neither. An `http(s)://`
+/// URL is one document only: missing, or naming a directory, it is an error.
 pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let key = parsed.key;
+    let web = is_web(url);
+    if web && (url.ends_with('/') || key.as_ref().is_empty()) {
+        return Err(NOT_A_LISTING.to_string());
+    }
     if !url.ends_with('/') && !key.as_ref().is_empty() {
         let head = client::block_on(store.head(&key))?;
         client::count(1, 0);
@@ -53,6 +58,9 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
                     marker: false,
                 }]))
             }
+            // A web server is no store to list (only a WebDAV one answers PROPFIND): its URL
+            // that is not there names nothing, and is said so at once.
+            Err(object_store::Error::NotFound { .. }) if web => return Err(NOT_FOUND.into()),
             Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(client::reason(&e)),
         }
@@ -100,6 +108,19 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
     found.sort_unstable_by(|a, b| a.below.cmp(&b.below));
     Ok((!found.is_empty()).then_some(found))
 }
+
+/// True when `url` is `http(s)://`: one document of a web server, never a prefix.
+fn is_web(url: &str) -> bool {
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+}
+
+/// Why an `http(s)://` URL is not read when its server has no document there.
+const NOT_FOUND: &str = "not found: the web server has no document at this URL (404 Not Found)";
+
+/// Why an `http(s)://` URL naming a directory is not read.
+const NOT_A_LISTING: &str = "an http(s) URL names one document: a web server's directory \
+                             cannot be listed; name each document's URL";
 
 /// True when `url`, listed as an object, is the folder marker `url/` (its key ends in `/`, which
 /// the client lists without it): asked when an object listed is not there to be read, as a

@@ -164,9 +164,17 @@ impl Object {
         if let Some(bytes) = kept::read(&i.url, i.size, start, end) {
             return Ok(bytes);
         }
-        let got = client::block_on(i.store.get_range(&i.key, start..end)).map_err(other)?;
-        client::count(1, end - start);
-        let bytes = got.map_err(|e| other(client::reason(&e)))?;
+        // The whole object (a small one, read by its tail window) is a plain GET.
+        let bytes = if start == 0 && end == i.size {
+            self.range_of_whole(start, end)?
+        } else {
+            let got = client::block_on(i.store.get_range(&i.key, start..end)).map_err(other)?;
+            client::count(1, end - start);
+            match got {
+                Err(object_store::Error::NotSupported { .. }) => self.range_of_whole(start, end)?,
+                got => got.map_err(|e| other(client::reason(&e)))?,
+            }
+        };
         if (bytes.len() as u64) < end - start {
             return Err(other(format!(
                 "object is shorter ({} bytes read at {start}) than listed ({} bytes): changed \
@@ -177,6 +185,61 @@ impl Object {
         }
         kept::keep(&i.url, i.size, start, &bytes);
         Ok(bytes)
+    }
+
+    /// Bytes `start..end` of a plain GET of the whole object: all of them, or a range of a
+    /// server that answered a range request with the whole object (a 200, as HTTP allows:
+    /// python's http.server and many static servers ignore `Range`), which the client refuses.
+    /// The bytes before `start` are read and dropped, and the request is dropped at `end`.
+    fn range_of_whole(&self, start: u64, end: u64) -> std::io::Result<Bytes> {
+        let (mut body, _) = self.open(0)?;
+        let mut skip = start;
+        let mut bytes = Vec::with_capacity((end - start) as usize);
+        while (bytes.len() as u64) < end - start {
+            let Some(chunk) = client::block_on(body.next()).map_err(other)? else {
+                break;
+            };
+            let chunk = chunk.map_err(|e| other(client::reason(&e)))?;
+            client::count(0, chunk.len() as u64);
+            let from = skip.min(chunk.len() as u64);
+            skip -= from;
+            let want = (end - start) as usize - bytes.len();
+            let rest = &chunk[from as usize..];
+            bytes.extend_from_slice(&rest[..rest.len().min(want)]);
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    /// The object's bytes from `from` to its listed size, streamed, and how many bytes at the
+    /// start of the stream come before `from`. From 0 it is a plain GET: the whole object is
+    /// wanted, and a range asked for would gain nothing and be refused where the server
+    /// ignores ranges. From further on, a range request; where the server answers it with the
+    /// whole object, which the client refuses, a plain GET whose first `from` bytes the reader
+    /// drops.
+    fn open(&self, from: u64) -> std::io::Result<(Body, u64)> {
+        let i = &self.inner;
+        let size = i.size;
+        let get = |range: Option<GetRange>| {
+            let opts = GetOptions::new().with_range(range);
+            let got = client::block_on(i.store.get_opts(&i.key, opts)).map_err(other);
+            client::count(1, 0);
+            got
+        };
+        let (got, skip) = match from {
+            0 => (get(None)?, 0),
+            _ => match get(Some(GetRange::Bounded(from..size)))? {
+                Err(object_store::Error::NotSupported { .. }) => (get(None)?, from),
+                got => (got, 0),
+            },
+        };
+        let got = got.map_err(|e| other(client::reason(&e)))?;
+        if got.meta.size != size {
+            return Err(other(format!(
+                "object changed since it was listed ({size} bytes then, {} now)",
+                got.meta.size
+            )));
+        }
+        Ok((got.into_stream(), skip))
     }
 
     /// The whole object into `buf` (one GET), refusing more than `max` bytes: a document.
@@ -230,6 +293,7 @@ impl Object {
             at: from + head.len() as u64,
             current: head,
             body: None,
+            skip: 0,
         })
     }
 }
@@ -240,8 +304,13 @@ pub struct StreamRead {
     /// The offset of the first byte after `current`.
     at: u64,
     current: Bytes,
-    body: Option<futures::stream::BoxStream<'static, object_store::Result<Bytes>>>,
+    body: Option<Body>,
+    /// Bytes of `body` still to drop before `at`: a server that ignores ranges sends the
+    /// object from its start ([`Object::open`]).
+    skip: u64,
 }
+
+type Body = futures::stream::BoxStream<'static, object_store::Result<Bytes>>;
 
 impl Read for StreamRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -251,18 +320,8 @@ impl Read for StreamRead {
                 return Ok(0);
             }
             if self.body.is_none() {
-                let i = &self.object.inner;
-                let opts = GetOptions::new().with_range(Some(GetRange::Bounded(self.at..size)));
-                let got = client::block_on(i.store.get_opts(&i.key, opts)).map_err(other)?;
-                client::count(1, 0);
-                let got = got.map_err(|e| other(client::reason(&e)))?;
-                if got.meta.size != size {
-                    return Err(other(format!(
-                        "object changed since it was listed ({size} bytes then, {} now)",
-                        got.meta.size
-                    )));
-                }
-                self.body = Some(got.into_stream());
+                let (body, skip) = self.object.open(self.at)?;
+                (self.body, self.skip) = (Some(body), skip);
             }
             let Some(body) = self.body.as_mut() else {
                 return Ok(0);
@@ -270,6 +329,9 @@ impl Read for StreamRead {
             match client::block_on(body.next()).map_err(other)? {
                 Some(Ok(bytes)) => {
                     client::count(0, bytes.len() as u64);
+                    let dropped = self.skip.min(bytes.len() as u64);
+                    self.skip -= dropped;
+                    let bytes = bytes.slice(dropped as usize..);
                     self.at += bytes.len() as u64;
                     self.current = bytes;
                 }

@@ -15,7 +15,8 @@ use serde_json::Value;
 use super::dataset_layout::without_text;
 use super::dataset_parquet::{table, write};
 use super::util::s3::{free_port, proxy, S3};
-use super::util::{cluster_paths, edit, text, Run, TestDir};
+use super::util::stats_but_reclaimable as stats;
+use super::util::{cluster_paths, cluster_paths_below, edit, text, Run, TestDir};
 
 /// A corpus of near-duplicate families and unrelated texts, in two directories.
 fn corpus(t: &TestDir) {
@@ -39,23 +40,7 @@ fn scan(s3: &S3, t: &TestDir, endpoint: &str, args: &[&str]) -> Run {
 
 /// The report's clusters with `s3://bucket/` taken off every path.
 fn local_clusters(report: &Value, bucket: &str) -> Vec<Vec<String>> {
-    let prefix = format!("s3://{bucket}/");
-    cluster_paths(report)
-        .into_iter()
-        .map(|c| {
-            c.into_iter()
-                .map(|p| p.strip_prefix(&prefix).map(str::to_string).unwrap_or(p))
-                .collect()
-        })
-        .collect()
-}
-
-/// The report's statistics but the bytes reclaimable, which count a file's blocks on disk and
-/// an object's bytes.
-fn stats(report: &Value) -> Value {
-    let mut stats = report["stats"].clone();
-    stats.as_object_mut().unwrap().remove("reclaimable_bytes");
-    stats
+    cluster_paths_below(report, &format!("s3://{bucket}/"))
 }
 
 #[test]

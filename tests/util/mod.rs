@@ -18,6 +18,7 @@ use serde_json::Value;
 mod fixtures;
 pub mod s3;
 pub mod schema;
+pub mod www;
 
 pub use fixtures::{assert_families, assert_well_formed_clusters, chain, families};
 
@@ -471,6 +472,30 @@ pub fn cluster_paths(report: &Value) -> Vec<Vec<String>> {
     cluster_members(report, |m| {
         m["path"].as_str().expect("path is a string").to_string()
     })
+}
+
+/// [`cluster_paths`] with `prefix` taken off every path: the report of a store's objects (or a
+/// web server's) beside that of the same files on disk.
+pub fn cluster_paths_below(report: &Value, prefix: &str) -> Vec<Vec<String>> {
+    cluster_paths(report)
+        .into_iter()
+        .map(|c| {
+            c.into_iter()
+                .map(|p| p.strip_prefix(prefix).map(str::to_string).unwrap_or(p))
+                .collect()
+        })
+        .collect()
+}
+
+/// The report's statistics but the bytes reclaimable, which count a file's blocks on disk and
+/// an object's bytes.
+pub fn stats_but_reclaimable(report: &Value) -> Value {
+    let mut stats = report["stats"].clone();
+    stats
+        .as_object_mut()
+        .expect("stats is an object")
+        .remove("reclaimable_bytes");
+    stats
 }
 
 /// `f` of every member of every cluster, collected per cluster (members in output order).

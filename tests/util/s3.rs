@@ -58,6 +58,18 @@ pub fn free_port() -> u16 {
         .expect("binding a free port")
 }
 
+/// Waits until a server (`what`) listens on `port` of loopback: at most a minute.
+pub fn wait_for(port: u16, what: &str) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Makes a certificate and key for 127.0.0.1 (with the `cryptography` package moto depends on).
 const MAKE_CERT: &str = r#"
 import datetime, ipaddress, sys
@@ -175,14 +187,7 @@ for root, _, files in os.walk(top):
             .spawn()
             .expect("starting moto");
         let s3 = S3 { child, port };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "moto did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for(port, "moto");
         Some(s3)
     }
 
