@@ -352,10 +352,16 @@ def signatures(texts: Iterable[str], *, shingle: str = "word", ngram: int = 5,
     2**32 - 1, as an empty datasketch MinHash holds. A text of fewer words than `ngram` is one
     shingle. The fraction of equal values of two rows estimates their Jaccard
     similarity. The options are scan's, with its defaults and checks; `sketch` oph (default) or
-    kperm. Signed on `threads` threads (default all cores), the GIL released.
+    kperm. Signed on `threads` threads (default all cores), the GIL released. One str (or
+    bytes) rather than a sequence of texts raises TypeError: pass `[text]`.
     """
     import numpy as np
 
+    # A str is iterable by character (bytes by integer): one text given where a sequence of
+    # texts is would be signed a character at a time, never as the one text it is.
+    if isinstance(texts, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"texts must be a list of texts (str), not one {type(texts).__name__}: "
+                        f"for one text's signature pass [text]")
     texts = list(texts)
     argv = _similarity_argv(shingle, ngram, num_perm, seed, normalize, sketch)
     values, k = _native.signatures(texts, argv, threads)

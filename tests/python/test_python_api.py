@@ -443,6 +443,16 @@ def test_signatures_estimate_jaccard():
         dp.signatures([a], shingle="line")
 
 
+def test_signatures_refuse_one_text_for_a_list_of_texts():
+    """A str is a sequence of characters: taken as texts it gave a signature per character."""
+    text = "The harbor bridge reopened on Monday"
+    for one in (text, text.encode(), bytearray(text.encode()), memoryview(text.encode())):
+        with pytest.raises(TypeError, match=r"must be a list of texts \(str\), not one .*\[text\]"):
+            dp.signatures(one)
+    assert dp.signatures([text]).shape == (1, 128)
+    assert dp.signatures(t for t in [text, text]).shape == (2, 128)
+
+
 def test_ctrl_c_interrupts_a_scan_that_cannot_end(tmp_path):
     """`scan('-')` reads standard input to its end, which the test holds open: only
     KeyboardInterrupt can end the call."""
