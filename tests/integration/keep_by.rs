@@ -193,9 +193,8 @@ fn keep_by_ties_negative_zero_with_zero_and_puts_nan_last() {
             &[json!({"q": -0.0}), json!({"q": 0.0}), json!({"q": 0})],
         ),
     );
-    let lines = |dir: &str, args: &[&str]| {
-        kept_lines(&report(&t, &[&["scan"][..], args, &[dir]].concat()))
-    };
+    let lines =
+        |dir: &str, args: &[&str]| kept_lines(&report(&t, &[&["scan"][..], args, &[dir]].concat()));
     assert_eq!(lines("j", &["--keep-by", "q:max"]), [1]);
     assert_eq!(lines("j", &["--keep-by", "q:min"]), [1]);
 
