@@ -144,8 +144,7 @@ def dedup(
     if id_column is not None and id_column not in names:
         raise ValueError(f"no column {id_column!r} (id_column): the table has {names}")
     if keep_by is not None and _keep_by_column(keep_by, names) is None:
-        field = keep_by.rsplit(":", 1)[0] if keep_by.endswith((":max", ":min")) else keep_by
-        raise ValueError(f"no column {field!r} (keep_by): the table has {names}")
+        raise ValueError(f"no column {_keep_by_field(keep_by)!r} (keep_by): the table has {names}")
     argv = ["dupfind", "scan", "--quiet", "--text-field", text_column]
     argv += _flags({"threshold": threshold, "method": method, "shingle": shingle,
                     "ngram": ngram, "normalize": normalize, "containment": containment,
@@ -189,24 +188,36 @@ class _Stream:
         return self.capsule
 
 
-def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[str]:
-    """The column `keep_by` (`FIELD[:max|:min]`, FIELD maybe dotted into a struct) reads."""
+def _keep_by_field(keep_by: Optional[str]) -> Optional[str]:
+    """The FIELD of `keep_by` (`FIELD[:max|:min]`)."""
     if keep_by is None:
         return None
-    field = keep_by
     for suffix in (":max", ":min"):
-        if field.endswith(suffix):
-            field = field[: -len(suffix)]
-    return _column(field, columns)
+        if keep_by.endswith(suffix):
+            return keep_by[: -len(suffix)]
+    return keep_by
+
+
+def _keep_by_column(keep_by: Optional[str], columns: Sequence[str]) -> Optional[str]:
+    """The column `keep_by` (`FIELD[:max|:min]`, FIELD maybe dotted into a struct) reads."""
+    field = _keep_by_field(keep_by)
+    return None if field is None else _column(field, columns)
 
 
 def _column(field: str, columns: Sequence[str]) -> Optional[str]:
-    """The column a field reads: itself, or the struct column a dotted name (`meta.text`) is
-    in, as the CLI's --text-field and --keep-by read a dump's nested fields."""
-    if field in columns:
-        return field
-    top = field.split(".")[0]
-    return top if top in columns else None
+    """The column a field reads (the first of `_columns`), None when there is none."""
+    found = _columns(field, columns)
+    return found[0] if found else None
+
+
+def _columns(field: str, columns: Sequence[str]) -> list:
+    """The columns a field may read: itself (a name may hold dots: `meta.text`, as
+    json_normalize writes), and the struct columns a dotted name (`meta.text`) may be in, as the
+    CLI's --text-field and --keep-by read a dump's nested fields. The engine refuses a field
+    that more than one of them holds."""
+    parts = field.split(".")
+    names = (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+    return [name for name in names if name in columns]
 
 
 def _warn_errors(report: dict) -> None:
@@ -241,7 +252,9 @@ def _to_table(data: Any, text_column: str, id_column: Optional[str], keep_by: Op
     if module == "pandas":
         # The index is the frame's, not a column; only the columns dedup reads are converted.
         columns = list(map(str, data.columns))
-        wanted = [_column(text_column, columns), id_column, _keep_by_column(keep_by, columns)]
+        keep_field = _keep_by_field(keep_by)
+        wanted = _columns(text_column, columns) + [id_column]
+        wanted += _columns(keep_field, columns) if keep_field is not None else []
         wanted += [c for c in data.columns if str(c).startswith("dupfind_")]
         cols = [c for c in dict.fromkeys(wanted) if c is not None and c in data.columns]
         return "pandas", pa.Table.from_pandas(data[cols], preserve_index=False)
@@ -352,10 +365,16 @@ def signatures(texts: Iterable[str], *, shingle: str = "word", ngram: int = 5,
     2**32 - 1, as an empty datasketch MinHash holds. A text of fewer words than `ngram` is one
     shingle. The fraction of equal values of two rows estimates their Jaccard
     similarity. The options are scan's, with its defaults and checks; `sketch` oph (default) or
-    kperm. Signed on `threads` threads (default all cores), the GIL released.
+    kperm. Signed on `threads` threads (default all cores), the GIL released. One str (or
+    bytes) rather than a sequence of texts raises TypeError: pass `[text]`.
     """
     import numpy as np
 
+    # A str is iterable by character (bytes by integer): one text given where a sequence of
+    # texts is would be signed a character at a time, never as the one text it is.
+    if isinstance(texts, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"texts must be a list of texts (str), not one {type(texts).__name__}: "
+                        f"for one text's signature pass [text]")
     texts = list(texts)
     argv = _similarity_argv(shingle, ngram, num_perm, seed, normalize, sketch)
     values, k = _native.signatures(texts, argv, threads)

@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::index::dir::IndexDir;
 use crate::index::keys::{IndexKeying, Keying};
 use crate::index::manifest::{self, Manifest, SegmentEntry, MANIFEST};
-use crate::index::open::{DocRef, Opened};
+use crate::index::open::{self, DocRef, Opened};
 use crate::index::segment::write::{Plan, Written};
 use crate::index::segment::{data_name, table_name};
 use crate::index::store::{self, IndexParams};
@@ -66,6 +66,12 @@ impl Locked {
                 display_path(path)
             )
         })?;
+        // A directory with neither an index nor a lock is refused before the lock is made: it
+        // would be left in a directory of the user's. One with a lock is left to the lock (a
+        // build under way holds one and has no manifest yet) and to the reading under it.
+        if dir.open_file(LOCK)?.is_none() {
+            open::check_holds_index(&dir)?;
+        }
         let lock = dir.lock(LOCK)?;
         let index = Opened::open_in(dir.try_clone()?)?;
         let locked = Locked::swept(dir, lock, index.manifest.clone(), &Messages::default())?;

@@ -477,8 +477,9 @@ fn open_segments(dir: &IndexDir, m: Manifest, manifest_bytes: u64) -> Result<(Pi
     Ok((pinned, Source::Segments(segs)))
 }
 
-fn open_legacy(dir: &IndexDir) -> Result<(Pinned, Source)> {
-    if dir.open_file(store::DATA)?.is_none() {
+/// Refuses `dir` when it holds neither a manifest nor a format-1 index's data file.
+pub(crate) fn check_holds_index(dir: &IndexDir) -> Result<()> {
+    if dir.open_file(manifest::MANIFEST)?.is_none() && dir.open_file(store::DATA)?.is_none() {
         bail!(
             "{} is not a dupfind index (it has no {} or {})",
             display_path(dir.path()),
@@ -486,6 +487,12 @@ fn open_legacy(dir: &IndexDir) -> Result<(Pinned, Source)> {
             store::DATA
         );
     }
+    Ok(())
+}
+
+fn open_legacy(dir: &IndexDir) -> Result<(Pinned, Source)> {
+    // Reached without a manifest: the data file is all that remains to find.
+    check_holds_index(dir)?;
     let index = store::Index::open_in(dir)?;
     let mut by_path: HashMap<Vec<u8>, Vec<u32>> = HashMap::new();
     let mut by_inode: HashMap<(u64, u64), Vec<u32>> = HashMap::new();

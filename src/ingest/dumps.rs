@@ -99,11 +99,12 @@ impl Ingest<'_> {
                         if let Some(bytes) = first {
                             first_names = Some(field_names(bytes, &opts.text_field));
                             keep_hint(&mut out.keep_seen, &opts, || {
-                                let names = field_names(bytes, opts.keep_field.as_deref()?)?;
+                                let field = opts.keep_field.as_deref()?;
+                                let names = field_names(bytes, field)?;
                                 Some(format!(
                                     "the first record of {} has {}",
                                     display_path(&file.path),
-                                    quoted(&names)
+                                    listed(field, &names)
                                 ))
                             });
                         }
@@ -408,11 +409,27 @@ fn missing_field_hint(text_field: &[String], first: Option<&[String]>) -> String
         Some([]) => hint.push_str("; the first record is an empty object"),
         Some(names) => {
             hint.push_str("; the first record has ");
-            hint.push_str(&quoted(names));
+            hint.push_str(&listed(text_field, names));
         }
         None => {}
     }
     hint
+}
+
+/// [`quoted`] `names`, the first record's, for the message that no record has `field`: when
+/// they list the field's very name, it is a key with dots in it, which a dotted name cannot reach,
+/// and the message says so rather than contradict itself.
+fn listed(field: &[String], names: &[String]) -> String {
+    let mut out = quoted(names);
+    let name = field.join(".");
+    if field.len() > 1 && names.contains(&name) {
+        out.push_str(&format!(
+            " (in JSON Lines a dotted name is a path into nested objects: a key that itself holds \
+             a dot, as \"{}\" does, cannot be named; rename the key)",
+            escape_controls(&name)
+        ));
+    }
+    out
 }
 
 /// A record's field names for a message: `"a", "b"` (and how many more beyond a few; a record

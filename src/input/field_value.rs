@@ -16,7 +16,8 @@ pub enum FieldValue {
     /// An integer, a boolean (0, 1), a decimal without a fraction, a timestamp or a date (in
     /// nanoseconds since the epoch).
     Int(i128),
-    /// A float (never NaN), or a decimal with a fraction.
+    /// A float (never NaN, never -0.0: [`FieldValue::float`] makes them), or a decimal with a
+    /// fraction.
     Float(f64),
     /// A string.
     Text(Box<str>),
@@ -37,9 +38,11 @@ impl FieldValue {
         }
     }
 
-    /// A float's value; None for NaN.
+    /// A float's value; None for NaN. -0.0 is 0.0: one number, so a tie with 0.0 and with the
+    /// integer 0 (the order, and a work file's bytes, would otherwise tell them apart).
     pub fn float(f: f64) -> Option<FieldValue> {
-        (!f.is_nan()).then_some(FieldValue::Float(f))
+        // IEEE 754: -0.0 + 0.0 is +0.0, every other value is unchanged.
+        (!f.is_nan()).then_some(FieldValue::Float(f + 0.0))
     }
 
     /// The value as bytes (a work file's column): a tag, then the value.
@@ -164,6 +167,11 @@ mod tests {
             assert_eq!(v(none), None, "{none}");
         }
         assert_eq!(FieldValue::float(f64::NAN), None);
+        let zero = FieldValue::float(-0.0).unwrap();
+        assert_eq!(zero.cmp(&FieldValue::float(0.0).unwrap()), Ordering::Equal);
+        assert_eq!(zero.cmp(&FieldValue::Int(0)), Ordering::Equal);
+        assert_eq!(zero, v("-0.0").unwrap());
+        assert_eq!(zero.to_bytes(), v("0.0").unwrap().to_bytes());
         assert_eq!(
             FieldValue::Int(3).cmp(&FieldValue::Float(3.0)),
             Ordering::Equal

@@ -180,6 +180,38 @@ fn keep_by_compares_strings_timestamps_dates_and_nested_fields() {
     assert_eq!(lines(&["--keep-by", "meta.score:min"]), [2]);
 }
 
+#[test]
+fn keep_by_ties_negative_zero_with_zero_and_puts_nan_last() {
+    let t = TestDir::new();
+    // -0.0 and 0.0 are one number: with the integer 0 too, a tie that --keep (oldest: line
+    // order) breaks, for :max and :min alike.
+    let texts = family(721, 3);
+    t.write(
+        "j/d.jsonl",
+        dump(
+            &texts,
+            &[json!({"q": -0.0}), json!({"q": 0.0}), json!({"q": 0})],
+        ),
+    );
+    let lines =
+        |dir: &str, args: &[&str]| kept_lines(&report(&t, &[&["scan"][..], args, &[dir]].concat()));
+    assert_eq!(lines("j", &["--keep-by", "q:max"]), [1]);
+    assert_eq!(lines("j", &["--keep-by", "q:min"]), [1]);
+
+    // Parquet: a NaN is no value (after every record with one, for :min too).
+    let texts = family(722, 3);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "text",
+            Arc::new(StringArray::from_iter_values(texts.iter())) as ArrayRef,
+        ),
+        ("q", Arc::new(Float64Array::from(vec![f64::NAN, -0.0, 0.0]))),
+    ];
+    write_parquet(&t.join("p/d.parquet"), columns);
+    assert_eq!(lines("p", &["--keep-by", "q:max"]), [2]);
+    assert_eq!(lines("p", &["--keep-by", "q:min"]), [2]);
+}
+
 fn write_parquet(path: &std::path::Path, columns: Vec<(&str, ArrayRef)>) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let batch = RecordBatch::try_from_iter(columns).unwrap();

@@ -182,6 +182,75 @@ fn a_dotted_name_reaches_into_a_struct_column() {
 }
 
 #[test]
+fn a_column_whose_name_holds_a_dot_is_found_by_it_unless_a_struct_field_is_too() {
+    let t = TestDir::new();
+    let a = text(625, 300);
+    // As pandas' json_normalize and Spark's flattening name columns; "q" a struct, so that
+    // "q.rank" is found through it while "q.x" is the column so named.
+    let q = StructArray::from(vec![(
+        Arc::new(Field::new("rank", DataType::Int64, true)),
+        Arc::new(Int64Array::from(vec![3, 9, 1])) as ArrayRef,
+    )]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "meta.text",
+            strings(&[Some(a.clone()), Some(text(626, 300)), Some(edit(&a, &[7]))]),
+        ),
+        ("meta.id", strings(&[Some("a"), Some("b"), Some("c")])),
+        ("q.x", Arc::new(Int64Array::from(vec![2, 0, 1]))),
+        ("q", Arc::new(q)),
+    ];
+    write(&t, "flat.parquet", columns, ONE_GROUP);
+    let kept = |keep_by: &str| {
+        let args = [
+            "scan",
+            "--text-field",
+            "meta.text",
+            "--id-field",
+            "meta.id",
+            "--keep-by",
+            keep_by,
+            "flat.parquet",
+        ];
+        let run = t.run(&args);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let r = run.json();
+        assert_eq!(members(&r), vec![vec![(1, json!("a")), (3, json!("c"))]]);
+        r["clusters"][0]["representative"]["id"].clone()
+    };
+    assert_eq!(kept("q.x:min"), "c");
+    assert_eq!(kept("q.x:max"), "a");
+    assert_eq!(kept("q.rank:min"), "c");
+
+    // A name both a struct's field and a column has is refused: either could be the wrong one.
+    let meta = StructArray::from(vec![(
+        Arc::new(Field::new("text", DataType::Utf8, true)),
+        strings(&[Some(a.clone())]),
+    )]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("meta.text", strings(&[Some(a.clone())])),
+        ("meta", Arc::new(meta)),
+    ];
+    write(&t, "both.parquet", columns, ONE_GROUP);
+    let run = t.run(&["scan", "--text-field", "meta.text", "both.parquet"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    let want = r#""meta.text" names more than one field: the struct field "meta" > "text", the column "meta.text"; rename one of them"#;
+    assert_eq!(errors(&run.json()), [(Value::Null, want.to_string())]);
+
+    // JSON Lines cannot name such a key: the message says so, not that the record lacks it.
+    t.write("flat.jsonl", format!("{}\n", json!({"meta.text": a})));
+    let run = t.run(&["scan", "--text-field", "meta.text", "flat.jsonl"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            r#"the first record has "meta.text" (in JSON Lines a dotted name is a path into nested objects: a key that itself holds a dot, as "meta.text" does, cannot be named; rename the key)"#
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn integer_and_string_ids_render_as_in_json_lines() {
     let t = TestDir::new();
     let a = text(631, 300);

@@ -443,6 +443,16 @@ def test_signatures_estimate_jaccard():
         dp.signatures([a], shingle="line")
 
 
+def test_signatures_refuse_one_text_for_a_list_of_texts():
+    """A str is a sequence of characters: taken as texts it gave a signature per character."""
+    text = "The harbor bridge reopened on Monday"
+    for one in (text, text.encode(), bytearray(text.encode()), memoryview(text.encode())):
+        with pytest.raises(TypeError, match=r"must be a list of texts \(str\), not one .*\[text\]"):
+            dp.signatures(one)
+    assert dp.signatures([text]).shape == (1, 128)
+    assert dp.signatures(t for t in [text, text]).shape == (2, 128)
+
+
 def test_ctrl_c_interrupts_a_scan_that_cannot_end(tmp_path):
     """`scan('-')` reads standard input to its end, which the test holds open: only
     KeyboardInterrupt can end the call."""
@@ -552,6 +562,30 @@ def test_dedup_reads_a_dotted_text_column_in_a_struct_as_the_cli_reads_it(dupfin
     assert got["dupfind_keep"].tolist() == [False, True, True]
     with pytest.raises(ValueError, match="no column 'note.text'"):
         dp.dedup(t, text_column="note.text")
+
+
+def test_dedup_finds_a_column_whose_name_holds_a_dot_as_the_cli_does(dupfind, tmp_path):
+    # Review 8 finding 07: a column named "meta.text" (as json_normalize writes) was
+    # `no column "meta.text" (columns: meta.text)`, from dedup and the CLI alike.
+    a = "The harbor bridge reopened on Monday after two years of repairs to its deck."
+    texts = [a, a[:-1] + "!", "Knead the dough for ten minutes, then let it rise for an hour."]
+    t = pa.table({"meta.id": ["x", "y", "z"], "meta.text": texts, "q.x": [1, 5, 2]})
+    write(t, tmp_path / "d.parquet")
+    run([dupfind, "scan", "-q", "-t", "0.7", "--text-field", "meta.text", "--id-field",
+         "meta.id", "--keep-by", "q.x", "--write-dataset", "out", "--annotate", "d.parquet"],
+        cwd=tmp_path)
+    expected = pq.read_table(tmp_path / "out")
+    got = dp.dedup(t, text_column="meta.text", id_column="meta.id", threshold=0.7, keep_by="q.x")
+    assert got["dupfind_keep"].to_pylist() == [False, True, True]
+    assert got["dupfind_duplicate_of"].to_pylist() == ["y", None, None]
+    assert got.select(["meta.id", *ADDED]).equals(expected.select(["meta.id", *ADDED]))
+    got = dp.dedup(t.to_pandas(), text_column="meta.text", threshold=0.7, keep_by="q.x:min")
+    assert got["dupfind_keep"].tolist() == [True, False, True]
+    # A name both a struct's field and a column have: refused, as the CLI refuses the dump.
+    both = t.append_column("meta", pa.array([{"text": s} for s in texts]))
+    for data in (both, both.to_pandas()):
+        with pytest.raises(dp.DupfindError, match='"meta.text" names more than one field'):
+            dp.dedup(data, text_column="meta.text")
 
 
 def test_a_lazy_polars_frame_is_a_type_error_saying_to_collect_it():

@@ -32,6 +32,58 @@ pub fn find<'f>(fields: &'f Fields, path: &[String]) -> Option<&'f Field> {
     Some(field)
 }
 
+/// The field a dotted name (`path`, split at its dots) names, and its path of column names:
+/// each dot steps into a struct column, or is part of a column's own name (`meta.text`, as
+/// pandas' `json_normalize` and Spark's flattening name columns). None when no field has the
+/// name; an error naming the fields when more than one has it (`meta.text` both the field `text`
+/// of the struct `meta` and a column so named), since either reading could be the wrong one.
+pub fn resolve<'f>(
+    fields: &'f Fields,
+    path: &[String],
+) -> Result<Option<(Vec<String>, &'f Field)>, String> {
+    fn walk<'f>(
+        fields: &'f Fields,
+        path: &[String],
+        above: &mut Vec<String>,
+        found: &mut Vec<(Vec<String>, &'f Field)>,
+    ) {
+        for take in 1..=path.len() {
+            let name = path[..take].join(".");
+            let Some(field) = fields.iter().find(|f| *f.name() == name) else {
+                continue;
+            };
+            above.push(name);
+            if take == path.len() {
+                found.push((above.clone(), field.as_ref()));
+            } else if let DataType::Struct(children) = field.data_type() {
+                walk(children, &path[take..], above, found);
+            }
+            above.pop();
+        }
+    }
+    let mut found = Vec::new();
+    walk(fields, path, &mut Vec::new(), &mut found);
+    match found.len() {
+        0 | 1 => Ok(found.pop()),
+        _ => {
+            let readings: Vec<String> = (found.iter())
+                .map(|(p, _)| match &p[..] {
+                    [column] => format!("the column \"{column}\""),
+                    _ => {
+                        let quoted: Vec<String> = p.iter().map(|n| format!("\"{n}\"")).collect();
+                        format!("the struct field {}", quoted.join(" > "))
+                    }
+                })
+                .collect();
+            Err(format!(
+                "\"{}\" names more than one field: {}; rename one of them",
+                path.join("."),
+                readings.join(", ")
+            ))
+        }
+    }
+}
+
 /// The columns of `fields` as dotted names, struct columns by their fields (`body.text`), for an
 /// error message: "a, b.c, b.d" (and how many more beyond [`LISTED_COLUMNS`]).
 pub fn listing(fields: &Fields) -> String {

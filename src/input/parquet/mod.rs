@@ -88,7 +88,8 @@ pub struct ParquetDump {
 /// The columns a dump's documents are read from, found in its Arrow schema by [`Picked::find`]:
 /// a Parquet file's, or a table's handed over in memory ([`crate::input::table`]).
 pub struct Picked {
-    /// Path to the text column, and the same dotted (for messages).
+    /// Path to the text column (column names, which may hold a dot: [`columns::resolve`]), and
+    /// the name as given (for messages).
     pub(crate) text: Vec<String>,
     pub(crate) text_name: String,
     /// Path to the id column; None when there is no such column (no record has an id).
@@ -107,9 +108,9 @@ impl Picked {
     pub fn find(fields: &arrow_schema::Fields, opts: &JsonlOptions) -> Result<Picked, String> {
         let text_name = opts.text_field.join(".");
         let columns = || columns::listing(fields);
-        let text_type = columns::find(fields, &opts.text_field)
-            .ok_or_else(|| format!("no column \"{text_name}\" (columns: {})", columns()))?
-            .data_type();
+        let (text, text_field) = columns::resolve(fields, &opts.text_field)?
+            .ok_or_else(|| format!("no column \"{text_name}\" (columns: {})", columns()))?;
+        let text_type = text_field.data_type();
         if !columns::holds_text(text_type) {
             return Err(format!(
                 "column \"{text_name}\" is {}, not a string (columns: {})",
@@ -117,8 +118,8 @@ impl Picked {
                 columns()
             ));
         }
-        let id = match columns::find(fields, &opts.id_field) {
-            Some(f) if !columns::is_id(f.data_type()) => {
+        let id = match columns::resolve(fields, &opts.id_field)? {
+            Some((_, f)) if !columns::is_id(f.data_type()) => {
                 return Err(format!(
                     "column \"{}\" is {}, which cannot name a document (strings, numbers, \
                      booleans, and lists and structs of them can)",
@@ -126,24 +127,25 @@ impl Picked {
                     type_name(f.data_type())
                 ))
             }
-            Some(_) => Some(opts.id_field.clone()),
+            Some((p, _)) => Some(p),
             None => None,
         };
-        let keep_field = opts.keep_field.as_deref();
-        let keep = match keep_field.and_then(|p| Some((p, columns::find(fields, p)?))) {
-            Some((p, f)) if !columns::is_comparable(f.data_type()) => {
-                return Err(format!(
-                    "column \"{}\" is {}, which --keep-by cannot compare (numbers, strings, \
-                     booleans, timestamps and dates can)",
-                    p.join("."),
-                    type_name(f.data_type())
-                ))
-            }
-            Some((p, _)) => Some(p.to_vec()),
+        let keep = match opts.keep_field.as_deref() {
+            Some(p) => match columns::resolve(fields, p)? {
+                Some((_, f)) if !columns::is_comparable(f.data_type()) => {
+                    return Err(format!(
+                        "column \"{}\" is {}, which --keep-by cannot compare (numbers, \
+                         strings, booleans, timestamps and dates can)",
+                        p.join("."),
+                        type_name(f.data_type())
+                    ))
+                }
+                found => found.map(|(p, _)| p),
+            },
             None => None,
         };
         Ok(Picked {
-            text: opts.text_field.clone(),
+            text,
             text_name,
             id,
             keep,

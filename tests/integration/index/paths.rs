@@ -19,6 +19,25 @@ use crate::util::{
 // Where an index lies
 
 #[test]
+fn index_maintenance_refuses_a_directory_that_is_no_index_and_makes_nothing_in_it() {
+    let t = TestDir::new();
+    t.write("notes/todo.txt", "my notes");
+    fs::create_dir(t.join("empty")).unwrap();
+    for command in ["info", "compact", "prune", "upgrade"] {
+        for dir in ["notes", "empty"] {
+            let err = refused(&t, &["index", command, "--index", dir]);
+            assert!(
+                err.contains(&format!("{dir} is not a dupfind index (it has no manifest")),
+                "{command} {dir}: {err}"
+            );
+        }
+        // Before: compact, prune and upgrade left their lock there.
+        assert_eq!(names(&t.join("notes")), ["todo.txt"], "{command}");
+        assert!(names(&t.join("empty")).is_empty(), "{command}");
+    }
+}
+
+#[test]
 fn index_build_refuses_an_existing_index_and_never_reads_its_own_directory() {
     let t = TestDir::new();
     let a = text(851, 300);
