@@ -27,6 +27,17 @@ pub fn main(args: &[OsString]) -> i32 {
     }
 }
 
+/// The pool of the Python module's own parallel work (`signatures`), with scan's bounds:
+/// `threads` from 1 to `-j`'s limit, else `RAYON_NUM_THREADS` (checked as for every command),
+/// else all cores. Past the limit rayon would try to start every thread and abort the process.
+pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
+    let most = cli::env::MOST_THREADS;
+    if let Some(n) = threads.filter(|&n| n == 0 || n > most) {
+        bail!("threads={n}: give 1 to {most} worker threads, or None for one per logical CPU");
+    }
+    crate::config::pool(threads)
+}
+
 /// Runs `dupfind scan …` (`cli` must be a scan) inside the calling program and returns its JSON
 /// report, as `--format json` prints it, with the exit status the command would have (0, 1 or
 /// 2). Unlike [`crate::run`] it installs no Ctrl-C handler (the caller keeps its own, and stops

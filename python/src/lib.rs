@@ -204,11 +204,9 @@ fn signatures(
 ) -> PyResult<(Py<PyBytes>, usize)> {
     let signer = signer(&argv)?;
     let k = signer.len();
-    let values = py.detach(|| -> Result<Vec<u32>, rayon::ThreadPoolBuildError> {
+    let values = py.detach(|| -> anyhow::Result<Vec<u32>> {
         let mut values = vec![0u32; texts.len() * k];
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.unwrap_or(0))
-            .build()?;
+        let pool = dupfind::embed::pool(threads)?;
         pool.install(|| {
             (texts.par_iter())
                 .zip(values.par_chunks_mut(k))
@@ -221,7 +219,7 @@ fn signatures(
         });
         Ok(values)
     });
-    let values = values.map_err(|e| DupfindError::new_err(e.to_string()))?;
+    let values = values.map_err(|e| DupfindError::new_err(format!("{e:#}")))?;
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
     Ok((PyBytes::new(py, &bytes).unbind(), k))
 }

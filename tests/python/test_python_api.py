@@ -453,6 +453,26 @@ def test_signatures_refuse_one_text_for_a_list_of_texts():
     assert dp.signatures(t for t in [text, text]).shape == (2, 128)
 
 
+def test_signatures_threads_have_the_bound_of_dash_j(tmp_path):
+    """rayon starts every thread it is asked for and aborts the process when it cannot: 20,000
+    from `threads` or RAYON_NUM_THREADS ended Python with SIGABRT."""
+    text = "The harbor bridge reopened on Monday"
+    for threads in (0, 5000):
+        with pytest.raises(dp.DupfindError, match=rf"threads={threads}: give 1 to 1024"):
+            dp.signatures([text], threads=threads)
+    assert dp.signatures([text], threads=2).shape == (1, 128)
+    code = ("import dupfind\n"
+            "try:\n"
+            "    dupfind.signatures(['one text'])\n"
+            "except dupfind.DupfindError as e:\n"
+            "    print('refused:', e)\n")
+    env = dict(os.environ, RAYON_NUM_THREADS="20000")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "refused: RAYON_NUM_THREADS=20000: not a number of worker threads" in done.stdout
+
+
 def test_ctrl_c_interrupts_a_scan_that_cannot_end(tmp_path):
     """`scan('-')` reads standard input to its end, which the test holds open: only
     KeyboardInterrupt can end the call."""
