@@ -93,6 +93,8 @@ fn client_options() -> ClientOptions {
 pub(super) struct Parsed {
     pub base: String,
     pub key: object_store::path::Path,
+    /// `http(s)://`: one document of a web server, never a prefix to list.
+    pub web: bool,
 }
 
 /// Splits `url` into its store and key. Below a bucket (`s3://`, `gs://`, `az://`, …) the rest
@@ -128,7 +130,7 @@ pub(super) fn parse(url: &str) -> Result<Parsed, String> {
         None => Ok(object_store::path::Path::default()),
     }
     .map_err(|e| format!("not a key of an object store: {e}"))?;
-    Ok(Parsed { base, key })
+    Ok(Parsed { base, key, web })
 }
 
 /// `user@` of an `abfss://container@account…` URL, which names the container.

@@ -40,7 +40,7 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
     let parsed = client::parse(url)?;
     let store = client::store(&parsed.base)?;
     let key = parsed.key;
-    let web = is_web(url);
+    let web = parsed.web;
     if web && (url.ends_with('/') || key.as_ref().is_empty()) {
         return Err(NOT_A_LISTING.to_string());
     }
@@ -107,12 +107,6 @@ pub fn list(url: &str) -> Result<Option<Vec<Listed>>, String> {
     }));
     found.sort_unstable_by(|a, b| a.below.cmp(&b.below));
     Ok((!found.is_empty()).then_some(found))
-}
-
-/// True when `url` is `http(s)://`: one document of a web server, never a prefix.
-fn is_web(url: &str) -> bool {
-    let scheme = url.split_once("://").map_or("", |(s, _)| s);
-    scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
 }
 
 /// Why an `http(s)://` URL is not read when its server has no document there.
