@@ -52,6 +52,25 @@ fn a_url_that_cannot_be_read_gives_the_same_report_and_stderr_every_run() {
     assert!(error.contains(&url) && error.contains("retries"), "{error}");
     assert!(!holds_duration(error), "{error}");
     assert!(!holds_duration(&first.stderr), "{}", first.stderr);
+    // The staged pipeline reads the URL in its own task: its report and warnings are scan's.
+    let mut staged = super::staged::local_driver_command(
+        &t,
+        &[
+            "--shards",
+            "2",
+            "--work",
+            "w",
+            "--dupfind",
+            super::util::bin(),
+            "in",
+            &url,
+        ],
+    );
+    staged.env("DUPFIND_STORE_TIMEOUT", "0.4");
+    let staged = super::util::run_command(staged);
+    assert_eq!(staged.code(), first.code(), "{}", staged.stderr);
+    assert_eq!(staged.stdout, first.stdout);
+    assert_eq!(staged.stderr, first.stderr);
 }
 
 #[test]
